@@ -1,0 +1,31 @@
+# Two commands matter: `make demo` and `make test`. Both set up .venv/ first when needed.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test conformance bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python -m mfscore.demo --out demo-output
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+conformance: setup
+	$(BIN)/python -m pytest -q tests/conformance -s
+
+bench: setup
+	$(BIN)/python bench/detection.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache

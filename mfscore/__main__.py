@@ -1,0 +1,5 @@
+import sys
+
+from mfscore.cli.main import main
+
+sys.exit(main())

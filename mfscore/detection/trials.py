@@ -1,0 +1,137 @@
+"""Assembling detection trials from index, reference and system output (spec detection.md §3-§4).
+
+The scored table is ``(reference ⟕ system) ⋈ index``: join keys are the columns the files share
+(not fixed per task), reference trials without a system score are dropped (MediScore's
+behaviour, reported as a warning), and ``--optOut`` keeps only opted-in trials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mfscore.errors import InputFileError
+from mfscore.formats.tables import file_line, read_table
+
+SCORE = "ConfidenceScore"
+
+# spec detection.md §4: the statuses kept by --optOut, per opt-out convention (first column found wins).
+OPT_OUT_CONVENTIONS = {
+    "IsOptOut": {"kept": {"N", "Localization"}, "known": {"Y", "N", "Detection", "Localization"}},
+    "ProbeStatus": {
+        "kept": {"Processed", "NonProcessed", "OptOutLocalization", "FailedValidation", "OptOutTemporal", "OptOutSpatial"},
+        "known": {"Processed", "NonProcessed", "OptOutAll", "OptOutDetection", "OptOutLocalization",
+                  "FailedValidation", "OptOutTemporal", "OptOutSpatial"},
+    },
+}
+
+
+@dataclass
+class ScoredTable:
+    """The joined trials, with what later steps need to know about how they were formed."""
+
+    trials: pd.DataFrame            # reference columns, then system-only, then index-only
+    sys_ref_keys: list[str]         # identify a trial
+    index_ref_keys: list[str]
+    reference_columns: list[str]
+    system_only_columns: list[str]
+    index_only_columns: list[str]
+    total_num: int                  # trials before opt-out filtering (the TRR denominator)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return (self.trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+
+    @property
+    def scores(self) -> np.ndarray:
+        return self.trials[SCORE].to_numpy(dtype=np.float64)
+
+
+def _check_unique(frame: pd.DataFrame, keys: list[str], path: Path, what: str) -> None:
+    dup = frame.duplicated(subset=keys, keep="first")
+    if dup.any():
+        pos = int(np.flatnonzero(dup.to_numpy())[0])
+        key = ", ".join(f"{k}={frame.iloc[pos][k]}" for k in keys)
+        raise InputFileError(f"duplicate {what} key ({key}); each trial must appear once", path=str(path), line=file_line(pos))
+
+
+def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
+    """ConfidenceScore as floats; blank stays NaN (dropped later), anything non-numeric is an error."""
+    text = system[SCORE]
+    present = text.notna().to_numpy()
+    values = pd.to_numeric(text.where(present, None), errors="coerce").to_numpy(dtype=np.float64)
+    bad = present & np.isnan(values)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise InputFileError(f"ConfidenceScore {text.iloc[pos]!r} is not a number", path=str(path), line=file_line(pos))
+    return pd.Series(values, index=system.index, name=SCORE)
+
+
+def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path) -> ScoredTable:
+    """Read the three files and join them into the scored table (spec §3.3)."""
+    reference = read_table(ref_path, required=("IsTarget",))
+    index = read_table(index_path)
+    system = read_table(sys_path, raw_columns=(SCORE,), required=(SCORE,))
+
+    sys_ref_keys = [c for c in system.columns if c in reference.columns]
+    if not sys_ref_keys:
+        raise InputFileError(f"shares no key column with the reference {ref_path} (expected e.g. ProbeFileID)", path=str(sys_path))
+    index_ref_keys = [c for c in index.columns if c in reference.columns]
+    if not index_ref_keys:
+        raise InputFileError(f"shares no key column with the reference {ref_path}", path=str(index_path))
+    _check_unique(reference, sys_ref_keys, ref_path, "reference trial")
+    _check_unique(system, sys_ref_keys, sys_path, "system output trial")
+    _check_unique(index, index_ref_keys, index_path, "index trial")
+
+    system[SCORE] = _parse_scores(system, sys_path)
+    joined = reference.merge(system, how="left", on=sys_ref_keys, sort=False)
+    unscored = joined[SCORE].isna()
+    warnings = []
+    if unscored.any():
+        warnings.append(f"{int(unscored.sum())} reference trial(s) have no system score and are not scored "
+                        f"(first: {', '.join(str(joined.loc[unscored.idxmax(), k]) for k in sys_ref_keys)})")
+        joined = joined.loc[~unscored.to_numpy()]
+    trials = joined.merge(index, how="inner", on=index_ref_keys, sort=False).reset_index(drop=True)
+
+    return ScoredTable(
+        trials=trials,
+        sys_ref_keys=sys_ref_keys,
+        index_ref_keys=index_ref_keys,
+        reference_columns=list(reference.columns),
+        system_only_columns=[c for c in system.columns if c not in reference.columns],
+        index_only_columns=[c for c in index.columns if c not in reference.columns],
+        total_num=len(trials),
+        warnings=warnings,
+    )
+
+
+def opt_out_column(trials: pd.DataFrame) -> str | None:
+    return next((c for c in OPT_OUT_CONVENTIONS if c in trials.columns), None)
+
+
+def apply_opt_out(table: ScoredTable, sys_path: Path) -> ScoredTable:
+    """Keep opted-in trials only (spec §4); an unknown status is an error, a blank one is not kept."""
+    column = opt_out_column(table.trials)
+    if column is None:
+        raise InputFileError("--optOut needs an IsOptOut or ProbeStatus column in the system output", path=str(sys_path))
+    rule = OPT_OUT_CONVENTIONS[column]
+    status = table.trials[column]
+    unknown = status.notna() & ~status.isin(rule["known"])
+    if unknown.any():
+        value = status[unknown].iloc[0]
+        raise InputFileError(f"unknown {column} value {value!r}; expected one of {', '.join(sorted(rule['known']))}", path=str(sys_path))
+    kept = status.isin(rule["kept"]).to_numpy()
+    trials = table.trials.loc[kept].reset_index(drop=True)
+    return ScoredTable(**{**table.__dict__, "trials": trials})
+
+
+def trial_response_rate(n_scored: int, total_num: int) -> float:
+    """TRR rounded to 2 decimals half away from zero on the exact binary value, as Python 2's round (spec §4)."""
+    if total_num == 0:
+        return float("nan")
+    return float(Decimal(n_scored / total_num).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))

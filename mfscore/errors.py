@@ -1,0 +1,34 @@
+"""Typed errors. Each one reaches the user as one sentence naming the file (and line)."""
+
+from __future__ import annotations
+
+
+class MfscoreError(Exception):
+    """Base class: a user-facing problem with the input or the options, exit status 1."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(self.sentence())
+
+    def sentence(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}"
+            if self.line is not None:
+                where += f", line {self.line}"
+            where += ": "
+        return where + self.message
+
+
+class InputFileError(MfscoreError):
+    """A file is missing, unreadable or malformed (bad columns, bad values, duplicate keys)."""
+
+
+class QueryError(MfscoreError):
+    """A query string does not parse, uses a construct outside the whitelist, or names an unknown column."""
+
+
+class OptionError(MfscoreError):
+    """A combination of command-line options that cannot be honoured."""
