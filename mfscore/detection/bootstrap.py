@@ -5,10 +5,11 @@ mfscore makes the same draws but sorts once: a resample is a vector of draw coun
 pre-sorted trials, and every ROC quantity is a cumulative sum of those counts, so the numbers are
 identical and each replicate costs a few linear passes instead of a sort.
 
-A replicate that draws a single class has an undefined AUC or CDR (NaN). MediScore sorts the 500
-values with Python's list sort, where NaN compares false with everything, so where NaNs land is an
-accident of the sort; mfscore leaves undefined replicates out and takes the quantile positions
-among the defined ones. ``mediscore_compat`` reproduces MediScore's ordering.
+A replicate that draws a single class has no ROC: MediScore still counts it (AUC ``0`` when it drew
+only targets, NaN when only non-targets) and sorts the values with Python's list sort, where NaN
+compares false with everything, so the bounds depend on where the NaNs happen to land. mfscore
+leaves such replicates out and takes the quantile positions among the others;
+``mediscore_compat`` reproduces MediScore's values exactly (checkfile test_c4_4).
 """
 
 from __future__ import annotations
@@ -56,26 +57,25 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED):
 
 
 def replicate_metrics(scores: np.ndarray, labels: np.ndarray, far_stop: float,
-                      n_resamples: int = N_RESAMPLES, seed: int = SEED) -> tuple[list, list, list]:
-    """AUC, AUC@FAR and CDR@FAR of every replicate, in draw order (ints kept as MediScore's ``0``)."""
+                      n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, list]:
+    """AUC, AUC@FAR and CDR@FAR of every replicate in draw order (MediScore's integer ``0`` kept),
+    and whether the replicate drew both classes."""
     trials = SortedTrials.from_arrays(scores, labels)
-    aucs, paucs, cdrs = [], [], []
+    out = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
     for counts in resample_counts(len(scores), n_resamples, seed):
         roc = roc_from_counts(*trials.counts(counts[trials.order]))
-        aucs.append(auc(roc))
-        paucs.append(partial_auc(roc, far_stop))
-        cdrs.append(cdr_at_far(roc, far_stop))
-    return aucs, paucs, cdrs
+        out["auc"].append(auc(roc))
+        out["partial_auc"].append(partial_auc(roc, far_stop))
+        out["cdr"].append(cdr_at_far(roc, far_stop))
+        out["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
+    return out
 
 
-def _interval(values: list, ci_level: float, mediscore_compat: bool) -> Interval:
-    if mediscore_compat:
-        ordered = sorted(values)
-    else:
-        ordered = sorted(v for v in values if v == v)
+def _interval(values: list, both_classes: list, ci_level: float, mediscore_compat: bool) -> Interval:
+    ordered = sorted(values) if mediscore_compat else sorted(v for v, ok in zip(values, both_classes) if ok)
     if not ordered:
         return Interval(float("nan"), float("nan"))
-    lo, hi = quantile_positions(ci_level, len(values) if mediscore_compat else len(ordered))
+    lo, hi = quantile_positions(ci_level, len(ordered))
     return Interval(ordered[lo], ordered[min(hi, len(ordered) - 1)])
 
 
@@ -83,9 +83,6 @@ def bootstrap_intervals(scores: np.ndarray, labels: np.ndarray, far_stop: float,
                         n_resamples: int = N_RESAMPLES, seed: int = SEED,
                         mediscore_compat: bool = False) -> BootstrapIntervals:
     """Percentile intervals of the three metrics over bootstrap replicates of the rows."""
-    aucs, paucs, cdrs = replicate_metrics(scores, labels, far_stop, n_resamples, seed)
-    return BootstrapIntervals(
-        auc=_interval(aucs, ci_level, mediscore_compat),
-        partial_auc=_interval(paucs, ci_level, mediscore_compat),
-        cdr=_interval(cdrs, ci_level, mediscore_compat),
-    )
+    reps = replicate_metrics(scores, labels, far_stop, n_resamples, seed)
+    return BootstrapIntervals(*(_interval(reps[name], reps["both_classes"], ci_level, mediscore_compat)
+                                for name in ("auc", "partial_auc", "cdr")))

@@ -52,12 +52,23 @@ class ScoredTable:
         return self.trials[SCORE].to_numpy(dtype=np.float64)
 
 
-def _check_unique(frame: pd.DataFrame, keys: list[str], path: Path, what: str) -> None:
-    dup = frame.duplicated(subset=keys, keep="first")
-    if dup.any():
-        pos = int(np.flatnonzero(dup.to_numpy())[0])
+def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, warnings: list[str]) -> None:
+    """Refuse two different rows with the same trial key; warn about lines repeated verbatim.
+
+    A repeated line is scored once per copy, as MediScore does (NIST's own NC2016 splice index
+    repeats 20 lines, and the checkfiles count them).
+    """
+    repeated = frame.duplicated(keep="first").to_numpy()
+    if repeated.any():
+        first = file_line(int(np.flatnonzero(repeated)[0]))
+        warnings.append(f"{path}: {int(repeated.sum())} line(s) repeat an earlier line exactly (first: line {first}); "
+                        "each copy is scored, as MediScore does")
+    conflicting = frame.duplicated(subset=keys, keep="first").to_numpy() & ~repeated
+    if conflicting.any():
+        pos = int(np.flatnonzero(conflicting)[0])
         key = ", ".join(f"{k}={frame.iloc[pos][k]}" for k in keys)
-        raise InputFileError(f"duplicate {what} key ({key}); each trial must appear once", path=str(path), line=file_line(pos))
+        raise InputFileError(f"duplicate {what} key ({key}) with different values; each trial must appear once",
+                             path=str(path), line=file_line(pos))
 
 
 def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
@@ -74,6 +85,7 @@ def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
 
 def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path) -> ScoredTable:
     """Read the three files and join them into the scored table (spec §3.3)."""
+    warnings: list[str] = []
     reference = read_table(ref_path, required=("IsTarget",))
     index = read_table(index_path)
     system = read_table(sys_path, raw_columns=(SCORE,), required=(SCORE,))
@@ -84,14 +96,13 @@ def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path) -> Score
     index_ref_keys = [c for c in index.columns if c in reference.columns]
     if not index_ref_keys:
         raise InputFileError(f"shares no key column with the reference {ref_path}", path=str(index_path))
-    _check_unique(reference, sys_ref_keys, ref_path, "reference trial")
-    _check_unique(system, sys_ref_keys, sys_path, "system output trial")
-    _check_unique(index, index_ref_keys, index_path, "index trial")
+    _check_keys(reference, sys_ref_keys, ref_path, "reference trial", warnings)
+    _check_keys(index, index_ref_keys, index_path, "index trial", warnings)
+    _check_keys(system, sys_ref_keys, sys_path, "system output trial", warnings)
 
     system[SCORE] = _parse_scores(system, sys_path)
     joined = reference.merge(system, how="left", on=sys_ref_keys, sort=False)
     unscored = joined[SCORE].isna()
-    warnings = []
     if unscored.any():
         warnings.append(f"{int(unscored.sum())} reference trial(s) have no system score and are not scored "
                         f"(first: {', '.join(str(joined.loc[unscored.idxmax(), k]) for k in sys_ref_keys)})")

@@ -1,0 +1,130 @@
+"""``mfscore detection``: DetectionScorer's command line, plus mfscore's extensions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from mfscore.cli.arguments import bounded_float, far_list
+from mfscore.detection.scorer import DetectionOptions, score_detection
+from mfscore.detection.trials import apply_opt_out, load_scored_table
+from mfscore.errors import OptionError
+from mfscore.formats.journal import read_journal
+from mfscore.reports import detection_outputs as outputs
+from mfscore.reports.staged_outputs import staged_outputs
+
+TASKS = ("manipulation", "splice", "eventverification", "camera")
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "detection", help="score detection confidence scores (DetectionScorer-compatible)",
+        description="Score trial confidence scores against the reference: ROC, AUC, EER, AUC@FAR, CDR@FAR, "
+                    "bootstrap intervals; one report per query. Accepts MediScore DetectionScorer's options.")
+    p.add_argument("-t", "--task", choices=TASKS, default="manipulation", help="evaluation task (default manipulation)")
+    p.add_argument("--refDir", default=".", help="directory the reference and index paths are relative to")
+    p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
+    p.add_argument("-x", "--inIndex", required=True, help="index CSV (relative to --refDir)")
+    p.add_argument("--sysDir", default=".", help="directory the system output path is relative to")
+    p.add_argument("-s", "--inSys", required=True, help="system output CSV (relative to --sysDir)")
+    p.add_argument("-tv", "--tsv", default="", help=argparse.SUPPRESS)
+    p.add_argument("--farStop", type=bounded_float(0.0, 1.0), default=0.1, help="FAR for AUC@FAR and CDR@FAR (default 0.1)")
+    p.add_argument("--ci", action="store_true", help="bootstrap confidence intervals (500 resamples)")
+    p.add_argument("--ciLevel", type=bounded_float(0.8, 0.99, inclusive=False), default=0.9, help="confidence level, in (0.80, 0.99) (default 0.9)")
+    p.add_argument("--dLevel", type=bounded_float(0.0, 0.3), default=0.0, help="rate band excluded from the d' search (plot only)")
+    p.add_argument("-o", "--outRoot", default=".", help="output prefix DIR/PREFIX (DIR is created)")
+    p.add_argument("--outMeta", action="store_true", help="also write the scored table with its metadata")
+    p.add_argument("--outSubMeta", action="store_true", help="also write the key/index/system columns of the scored trials")
+    p.add_argument("--dump", action="store_true", help="also write each subset's ROC points (<out>_query_<i>_roc.csv)")
+    p.add_argument("-v", "--verbose", action="store_true", help="progress messages on stderr")
+    p.add_argument("--plotTitle", default="Performance")
+    p.add_argument("--plotSubtitle", default="")
+    p.add_argument("--plotType", choices=("roc", "det"), default="roc", help="ROC or DET plot (default roc)")
+    p.add_argument("--display", action="store_true", help="accepted for compatibility; mfscore never opens a window")
+    p.add_argument("--multiFigs", action="store_true", help="one figure per query instead of one for all")
+    p.add_argument("--noNum", action="store_true", help="no target/non-target counts in the plot")
+    p.add_argument("--configPlot", default="", help="accepted for compatibility and ignored")
+    p.add_argument("--noPlot", action="store_true", help="write no plots (mfscore extension)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--query", nargs="+", help="score the trials each query selects")
+    group.add_argument("-qp", "--queryPartition", help="score each partition of the listed factor values")
+    group.add_argument("-qm", "--queryManipulation", nargs="+", help="score targets with the queried manipulations against all non-targets")
+    p.add_argument("--optOut", action="store_true", help="score opted-in trials only (IsOptOut / ProbeStatus)")
+    p.add_argument("--semafor", action="store_true",
+                   help="also write <out>_semafor_report.csv: pD@FAR, bACC at the EER threshold, pAUC, Cllr (SemaFor plan)")
+    p.add_argument("--far", type=far_list, default=(0.08,), help="comma-separated FARs for pD@FAR with --semafor (default 0.08)")
+    p.add_argument("--mediscore-compat", action="store_true",
+                   help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
+    p.set_defaults(run=run)
+
+
+def _query_options(args) -> tuple[str | None, tuple[str, ...]]:
+    if args.query:
+        return "q", tuple(args.query)
+    if args.queryManipulation:
+        return "qm", tuple(args.queryManipulation)
+    if args.queryPartition:
+        return "qp", (args.queryPartition,)
+    return None, ()
+
+
+def run(args) -> int:
+    if args.tsv:
+        raise OptionError("-tv/--tsv is not supported (it never worked in MediScore either); convert the file to '|'-separated CSV")
+    mode, queries = _query_options(args)
+    if args.multiFigs and mode is None:
+        raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)")
+    options = DetectionOptions(far_stop=args.farStop, ci=args.ci, ci_level=args.ciLevel, opt_out=args.optOut,
+                               query_mode=mode, queries=queries, semafor=args.semafor, semafor_fars=args.far,
+                               mediscore_compat=args.mediscore_compat)
+    plot = outputs.PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
+                               multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
+    log = _logger(args.verbose)
+    started = time.perf_counter()
+
+    ref_path = Path(args.refDir) / args.inRef
+    sys_path = Path(args.sysDir) / args.inSys
+    table = load_scored_table(ref_path, Path(args.refDir) / args.inIndex, sys_path)
+    for warning in table.warnings:
+        print(f"mfscore: warning: {warning}", file=sys.stderr)
+    log(f"joined {table.total_num} trials ({time.perf_counter() - started:.2f} s)")
+    if args.optOut:
+        table = apply_opt_out(table, sys_path)
+        log(f"{len(table.trials)} opted-in trials")
+    journal = read_journal(args.refDir, args.inRef, mediscore_compat=args.mediscore_compat) if mode or args.outMeta else None
+
+    results = score_detection(table, journal, options)
+    log(f"scored {len(results)} subset(s) ({time.perf_counter() - started:.2f} s)")
+    for r in results:
+        if r.metrics.n_trials == 0:
+            print(f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty", file=sys.stderr)
+
+    with staged_outputs(args.outRoot) as stage:
+        outputs.write_reports(results, stage, options)
+        if args.semafor:
+            outputs.write_semafor_report(results, stage, options)
+        outputs.write_metadata(table, journal, results, stage, options, out_meta=args.outMeta, out_sub_meta=args.outSubMeta)
+        if args.dump:
+            outputs.write_roc_dumps(results, stage)
+        outputs.write_plots(results, stage, options, plot)
+    log(f"done ({time.perf_counter() - started:.2f} s)")
+    _summarise(results, stage, options)
+    return 0
+
+
+def _summarise(results, stage, options: DetectionOptions) -> None:
+    for r in results:
+        m = r.metrics
+        name = r.subset.label or "all trials"
+        print(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, EER {m.eer:.4f}, "
+              f"CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
+    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
+
+
+def _logger(verbose: bool):
+    def log(message: str) -> None:
+        if verbose:
+            print(f"mfscore: {message}", file=sys.stderr)
+    return log

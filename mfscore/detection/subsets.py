@@ -1,0 +1,89 @@
+"""The subsets a detection run scores: everything, or one per query (spec detection.md §7).
+
+``-q`` selects trials with a query, ``-qm`` selects targets by their manipulations and keeps every
+non-target, ``-qp`` crosses the listed factor values into partitions. Query modes first join the
+journal tables (one row per trial and operation) and, after selecting, keep each trial once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from mfscore import query
+from mfscore.errors import QueryError
+from mfscore.formats.journal import join_journal
+
+
+@dataclass
+class Subset:
+    label: str                      # the query text as given ("" for the whole set)
+    rows: pd.DataFrame              # one row per trial
+    factors: dict[str, str] = field(default_factory=dict)   # -qp partition factor values
+
+
+def whole_set(trials: pd.DataFrame) -> list[Subset]:
+    return [Subset("", trials)]
+
+
+def query_frame(trials: pd.DataFrame, journal: pd.DataFrame | None) -> pd.DataFrame:
+    """Trials joined with their journal operations, missing values as empty strings (spec §7.2)."""
+    joined = join_journal(trials, journal)
+    return joined.astype(object).where(joined.notna(), "")
+
+
+def target_query_text(text: str, *, mediscore_compat: bool) -> str:
+    """The ``-qm`` query: the user's query restricted to targets, plus every non-target.
+
+    MediScore pastes the query inside ``( … and IsTarget == ['Y'])``, so a top-level ``or`` in the
+    query escapes the target restriction; mfscore parenthesises the query unless ``mediscore_compat``.
+    """
+    query.parse(text)
+    inner = text if mediscore_compat else f"({text})"
+    return f"({inner} and IsTarget == ['Y']) or IsTarget == ['N']"
+
+
+def _select(frame: pd.DataFrame, text: str, keys: list[str]) -> pd.DataFrame:
+    mask = query.select(frame, text)
+    return frame.loc[mask].drop_duplicates(subset=keys, keep="first").reset_index(drop=True)
+
+
+def query_subsets(frame: pd.DataFrame, queries: list[str], keys: list[str], *, targets_only: bool,
+                  mediscore_compat: bool = False) -> list[Subset]:
+    """One subset per ``-q`` (or, with ``targets_only``, ``-qm``) query."""
+    subsets = []
+    for text in queries:
+        selector = target_query_text(text, mediscore_compat=mediscore_compat) if targets_only else text
+        subsets.append(Subset(text, _select(frame, selector, keys)))
+    return subsets
+
+
+def partition_subsets(frame: pd.DataFrame, text: str, keys: list[str]) -> list[Subset]:
+    """``-qp``: one subset per combination of the listed categorical values (spec §7.3).
+
+    The query is a conjunction; ``Name==[v1, v2]`` terms are factors, other terms (``300 <= X``)
+    are conditions added to every partition.
+    """
+    terms = query.conjunction_terms(text)
+    factors: list[tuple[str, list]] = []
+    conditions: list[tuple[str, str]] = []
+    for term_text in terms:
+        membership = query.membership_term(term_text)
+        if membership is not None:
+            factors.append(membership)
+        else:
+            names = sorted(query.column_names(query.parse(term_text)))
+            if not names:
+                raise QueryError(f"partition term {term_text!r} names no column")
+            conditions.append((names[0], term_text.replace(" ", "")))
+    subsets = []
+    for combo in itertools.product(*(values for _, values in factors)):
+        parts = [f"{name}=={value!r}" for (name, _), value in zip(factors, combo)]
+        parts += [cond for _, cond in conditions]
+        label = " & ".join(parts)
+        cells = {name: repr(value) for (name, _), value in zip(factors, combo)}
+        cells.update({name: cond for name, cond in conditions})
+        subsets.append(Subset(label, _select(frame, label, keys), cells))
+    return subsets

@@ -1,0 +1,479 @@
+"""Safe whitelist parser and evaluator for row-selection queries (``-q``, ``-qp``, ``-qm``).
+
+It replaces ``pandas.DataFrame.query`` for user-supplied text: the text is tokenized and
+parsed into a small tree of frozen dataclasses and evaluated with plain pandas/numpy
+operations; it never reaches ``eval``, ``exec``, ``compile``, ``ast`` or ``DataFrame.query``.
+
+Grammar, loosest binding first::
+
+    query      := or
+    or         := and (("or" | "|") and)*
+    and        := not (("and" | "&") not)*
+    not        := ("not" | "~")* comparison
+    comparison := operand (("==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "not in") operand)*
+    operand    := "-"* atom                                 (minus only on numbers)
+    atom       := number | string | True | False | Name | `any name` | "(" or ")"
+                | "[" [literal ("," literal)* [","]] "]"
+
+As in pandas, ``&`` and ``|`` are the same operators as ``and`` and ``or``, so they bind
+looser than comparisons. ``~`` is the same operator as ``not``: ``~Col == 'x'`` negates the
+comparison (pandas would apply ``~`` to the column). Comparisons chain as in Python:
+``200 < W <= 3000`` means ``200 < W and W <= 3000``. Names are column names; names that
+start and end with ``__``, function calls, attributes, subscripts, ``@variables``,
+arithmetic (other than a minus sign on a number), lambdas and assignments are refused.
+
+Semantics follow pandas where pandas is defined:
+
+* ``==`` is ``Series.eq``; ``==`` or ``in`` with a list is ``Series.isin``; ``!=`` and
+  ``not in`` are their negation. A string never equals a number, ``1 == 1.0 == True``,
+  and NaN equals nothing (so ``NaN != x`` is true).
+* ``<``, ``<=``, ``>``, ``>=`` against a number compare ``pd.to_numeric(col, errors='coerce')``;
+  against a string they compare the cells that are strings. Cells that cannot be compared
+  (NaN, '', text against a number, numbers against text) are simply False, where pandas
+  would raise on a mixed-type column. Two columns compare numerically where both cells
+  are numeric, as strings where both are strings, and are False otherwise.
+* A boolean column may stand alone as a condition (``IsControl``, ``not IsControl``).
+"""
+
+from __future__ import annotations
+
+import keyword
+import operator
+import re
+from dataclasses import dataclass
+from typing import Iterator, Union
+
+import numpy as np
+import pandas as pd
+
+from mfscore.errors import QueryError
+
+__all__ = ["Node", "Literal", "ListLiteral", "Column", "Compare", "Not", "And", "Or",
+           "parse", "column_names", "evaluate", "select"]
+
+Scalar = Union[str, int, float, bool]
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A string, number or boolean constant."""
+    value: Scalar
+
+
+@dataclass(frozen=True)
+class ListLiteral:
+    """A bracketed list of constants (membership)."""
+    values: tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A reference to a column of the frame."""
+    name: str
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right`` with op one of ==, !=, <, <=, >, >=, in, not in."""
+    op: str
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class Not:
+    """Elementwise negation."""
+    operand: "Node"
+
+
+@dataclass(frozen=True)
+class And:
+    """Elementwise conjunction of two or more conditions."""
+    operands: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    """Elementwise disjunction of two or more conditions."""
+    operands: tuple["Node", ...]
+
+
+Node = Union[Literal, ListLiteral, Column, Compare, Not, And, Or]
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # num, str, name, kw, op, end
+    value: object
+    pos: int
+
+
+_KEYWORDS = {"and", "or", "not", "in", "True", "False"}
+_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OPS = ("==", "!=", "<=", ">=", "<", ">", "(", ")", "[", "]", ",", "&", "|", "~", "-")
+_REFUSED = (("**", "the power operator '**' is not allowed"),
+            ("=", "assignment '=' is not allowed; use '==' to compare"),
+            (";", "semicolons are not allowed"),
+            ("@", "local variables ('@name') are not allowed"),
+            (".", "attribute access ('.') is not allowed"),
+            (":", "':' is not allowed (no lambdas, slices or dictionaries)"),
+            *((sym, "arithmetic is not allowed") for sym in "+*/%"))
+_COMPARE_OPS = ("==", "!=", "<", "<=", ">", ">=")
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_MAX_DEPTH = 40
+
+
+def _fail(text: str, problem: str, pos: int | None = None) -> QueryError:
+    where = "" if pos is None else f" (at character {pos + 1})"
+    shown = text if len(text) <= 100 else text[:97] + "..."
+    return QueryError(f'query "{shown}": {problem}{where}' if text else problem + where)
+
+
+def _check_name(text: str, name: str, pos: int) -> None:
+    if name.startswith("__") and name.endswith("__"):
+        raise _fail(text, f"names starting and ending with '__' are not allowed ({name!r})", pos)
+    if name == "lambda":
+        raise _fail(text, "lambda expressions are not allowed", pos)
+    if keyword.iskeyword(name):
+        raise _fail(text, f"the Python keyword {name!r} is not allowed", pos)
+
+
+def _scan_string(text: str, start: int) -> tuple[str, int]:
+    quote, out, i = text[start], [], start + 1
+    while i < len(text):
+        c = text[i]
+        if c == quote:
+            return "".join(out), i + 1
+        if c == "\\":
+            if text[i + 1:i + 2] not in ("\\", "'", '"'):
+                raise _fail(text, "only the escapes \\\\, \\' and \\\" are allowed in strings", i)
+            c, i = text[i + 1], i + 1
+        out.append(c)
+        i += 1
+    raise _fail(text, "unterminated string", start)
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif c in "'\"":
+            value, end = _scan_string(text, i)
+            tokens.append(_Token("str", value, i))
+            i = end
+        elif c == "`":
+            end = text.find("`", i + 1)
+            if end < 0:
+                raise _fail(text, "unterminated backticked name", i)
+            if not text[i + 1:end].strip():
+                raise _fail(text, "empty backticked name", i)
+            _check_name(text, text[i + 1:end], i)
+            tokens.append(_Token("name", text[i + 1:end], i))
+            i = end + 1
+        elif m := _NUMBER.match(text, i):
+            word, i = m.group(), m.end()
+            if i < len(text) and (text[i].isalnum() or text[i] in "._"):
+                raise _fail(text, f"malformed number {text[m.start():i + 1]!r}", m.start())
+            value = float(word) if any(ch in word for ch in ".eE") else int(word)
+            if isinstance(value, int) and value >= 2**63:
+                raise _fail(text, f"the integer {word} is too large", m.start())
+            tokens.append(_Token("num", value, m.start()))
+        elif m := _NAME.match(text, i):
+            word = m.group()
+            if word not in _KEYWORDS:
+                _check_name(text, word, i)
+            tokens.append(_Token("kw" if word in _KEYWORDS else "name", word, i))
+            i = m.end()
+        elif op := next((o for o in _OPS if text.startswith(o, i)), None):
+            tokens.append(_Token("op", op, i))
+            i += len(op)
+        else:
+            problem = next((msg for sym, msg in _REFUSED if text.startswith(sym, i)), None)
+            raise _fail(text, problem or f"unexpected character {c!r}", i)
+    tokens.append(_Token("end", None, len(text)))
+    return tokens
+
+
+def _describe(tok: _Token) -> str:
+    if tok.kind == "end":
+        return "the end of the query"
+    return f"string {tok.value!r}" if tok.kind == "str" else f"'{tok.value}'"
+
+
+class _Parser:
+    """Recursive descent over the token list; one method per grammar rule."""
+
+    def __init__(self, text: str):
+        self.text, self.tokens, self.i, self.depth = text, _tokenize(text), 0, 0
+
+    def peek(self, ahead: int = 0) -> _Token:
+        return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
+
+    def take(self) -> _Token:
+        tok = self.peek()
+        self.i = min(self.i + 1, len(self.tokens) - 1)
+        return tok
+
+    def at(self, *values: str, ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok.kind in ("op", "kw") and tok.value in values
+
+    def fail(self, problem: str, tok: _Token) -> QueryError:
+        return _fail(self.text, problem, tok.pos)
+
+    def condition(self, node: Node, tok: _Token) -> Node:
+        if isinstance(node, ListLiteral) or (isinstance(node, Literal) and not isinstance(node.value, bool)):
+            shown = "a list" if isinstance(node, ListLiteral) else f"the value {node.value!r}"
+            raise self.fail(f"{shown} is not a condition", tok)
+        return node
+
+    def query(self) -> Node:
+        if self.peek().kind == "end":
+            raise _fail(self.text, "the query is empty")
+        start, node = self.peek(), self.or_()
+        if self.peek().kind != "end":
+            raise self.fail(f"unexpected {_describe(self.peek())} after a complete condition", self.peek())
+        return self.condition(node, start)
+
+    def chain(self, cls: type, sub, words: tuple[str, ...]) -> Node:
+        start, parts = self.peek(), [sub()]
+        while self.at(*words):
+            self.take()
+            tok = self.peek()
+            parts.append(self.condition(sub(), tok))
+        if len(parts) == 1:
+            return parts[0]
+        self.condition(parts[0], start)
+        return cls(tuple(parts))
+
+    def or_(self) -> Node:
+        return self.chain(Or, self.and_, ("or", "|"))
+
+    def and_(self) -> Node:
+        return self.chain(And, self.not_, ("and", "&"))
+
+    def not_(self) -> Node:
+        count = 0
+        while self.at("not", "~"):
+            self.take()
+            count += 1
+        start, node = self.peek(), self.comparison()
+        if count:
+            self.condition(node, start)
+        return Not(node) if count % 2 else node
+
+    def compare_op(self) -> _Token | None:
+        if self.at(*_COMPARE_OPS, "in"):
+            return self.take()
+        if self.at("not") and self.at("in", ahead=1):
+            tok = self.take()
+            self.take()
+            return _Token("kw", "not in", tok.pos)
+        return None
+
+    def comparison(self) -> Node:
+        operands, pairs = [self.operand()], []
+        while (op := self.compare_op()) is not None:
+            operands.append(self.operand())
+            left, right = operands[-2:]
+            if op.value in ("in", "not in") and not isinstance(right, ListLiteral):
+                raise self.fail(f"the right side of '{op.value}' must be a list", op)
+            if op.value in ("in", "not in", *_ORDER) and isinstance(left, ListLiteral):
+                raise self.fail(f"a list cannot be the left side of '{op.value}'", op)
+            if op.value in _ORDER and isinstance(right, ListLiteral):
+                raise self.fail(f"'{op.value}' cannot compare with a list", op)
+            pairs.append(Compare(str(op.value), left, right))
+        if not pairs:
+            return operands[0]
+        return pairs[0] if len(pairs) == 1 else And(tuple(pairs))
+
+    def operand(self) -> Node:
+        minus = []
+        while self.at("-"):
+            minus.append(self.take())
+        node, nxt = self.atom(), self.peek()
+        if self.at("("):
+            raise self.fail("function calls are not allowed", nxt)
+        if self.at("["):
+            raise self.fail("subscripts are not allowed", nxt)
+        if self.at("-"):
+            raise self.fail("arithmetic is not allowed", nxt)
+        if minus:
+            if not (isinstance(node, Literal) and type(node.value) in (int, float)):
+                raise self.fail("a minus sign is allowed only before a number", minus[0])
+            if len(minus) % 2:
+                node = Literal(-node.value)
+        return node
+
+    def atom(self) -> Node:
+        tok = self.take()
+        if tok.kind in ("num", "str"):
+            return Literal(tok.value)
+        if tok.kind == "name":
+            return Column(str(tok.value))
+        if tok.kind == "kw" and tok.value in ("True", "False"):
+            return Literal(tok.value == "True")
+        if tok.kind == "op" and tok.value == "(":
+            self.depth += 1
+            if self.depth > _MAX_DEPTH:
+                raise self.fail("parentheses are nested too deeply", tok)
+            node = self.or_()
+            if self.at(","):
+                raise self.fail("tuples are not allowed; write a list in square brackets", self.peek())
+            if not self.at(")"):
+                raise self.fail(f"expected ')' but found {_describe(self.peek())}", self.peek())
+            self.take()
+            self.depth -= 1
+            return node
+        if tok.kind == "op" and tok.value == "[":
+            return self.list_()
+        raise self.fail(f"expected a value but found {_describe(tok)}", tok)
+
+    def list_(self) -> ListLiteral:
+        values = []
+        while not self.at("]"):
+            start = self.peek()
+            item = None if self.at("[") else self.operand()
+            if not isinstance(item, Literal):
+                raise self.fail("lists may contain only strings, numbers, True and False", start)
+            values.append(item.value)
+            if not self.at(","):
+                break
+            self.take()
+        if not self.at("]"):
+            raise self.fail(f"expected ']' but found {_describe(self.peek())}", self.peek())
+        self.take()
+        return ListLiteral(tuple(values))
+
+
+def parse(text: str) -> Node:
+    """Parse a query into a tree; raise QueryError for anything outside the grammar."""
+    return _Parser(text).query()
+
+
+def _names(node: Node) -> Iterator[str]:
+    if isinstance(node, Column):
+        yield node.name
+    elif isinstance(node, Compare):
+        yield from _names(node.left)
+        yield from _names(node.right)
+    elif isinstance(node, Not):
+        yield from _names(node.operand)
+    elif isinstance(node, (And, Or)):
+        for part in node.operands:
+            yield from _names(part)
+
+
+def column_names(node: Node) -> set[str]:
+    """The column names a parsed query refers to."""
+    return set(_names(node))
+
+
+def _bools(result: pd.Series) -> np.ndarray:
+    return result.to_numpy(dtype=bool, na_value=False)
+
+
+def _numbers(value: object, n: int) -> np.ndarray | None:
+    if isinstance(value, pd.Series):
+        return pd.to_numeric(value, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return None if isinstance(value, str) else np.full(n, float(value))
+
+
+def _strings(value: object, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    if isinstance(value, str):
+        return np.full(n, value, dtype=object), np.ones(n, dtype=bool)
+    if not isinstance(value, pd.Series):
+        return None
+    cells = value.to_numpy(dtype=object)
+    return cells, np.fromiter((isinstance(c, str) for c in cells), dtype=bool, count=n)
+
+
+class _Evaluator:
+    """Turns a tree into a boolean mask over the rows of one frame."""
+
+    def __init__(self, frame: pd.DataFrame, text: str):
+        self.frame, self.text, self.n = frame, text, len(frame)
+
+    def column(self, name: str) -> pd.Series:
+        if name not in self.frame.columns:
+            raise _fail(self.text, f"unknown column {name!r}")
+        data = self.frame[name]
+        if isinstance(data, pd.DataFrame):
+            raise _fail(self.text, f"column {name!r} appears more than once")
+        return data.reset_index(drop=True)
+
+    def mask(self, node: Node) -> np.ndarray:
+        if isinstance(node, (And, Or)):
+            combine = np.logical_and if isinstance(node, And) else np.logical_or
+            return combine.reduce([self.mask(part) for part in node.operands])
+        if isinstance(node, Not):
+            return ~self.mask(node.operand)
+        if isinstance(node, Compare):
+            return self.compare(node)
+        if isinstance(node, Literal) and isinstance(node.value, bool):
+            return np.full(self.n, node.value)
+        if isinstance(node, Column):
+            data = self.column(node.name)
+            if pd.api.types.is_bool_dtype(data.dtype):
+                return _bools(data)
+            raise _fail(self.text, f"column {node.name!r} is not boolean; compare it with a value")
+        raise _fail(self.text, f"{node!r} is not a condition")
+
+    def value(self, node: Node) -> object:
+        if isinstance(node, Column):
+            return self.column(node.name)
+        if isinstance(node, Literal):
+            return node.value
+        if isinstance(node, ListLiteral):
+            return node.values
+        return pd.Series(self.mask(node))
+
+    def compare(self, node: Compare) -> np.ndarray:
+        left, right = self.value(node.left), self.value(node.right)
+        try:
+            if node.op in _ORDER:
+                return self.order(_ORDER[node.op], left, right)
+            hit = self.equal(left, right)
+        except (TypeError, ValueError) as exc:
+            raise _fail(self.text, f"cannot evaluate {node.op!r} on these values ({exc})") from None
+        return ~hit if node.op in ("!=",) else hit
+
+    def equal(self, left: object, right: object) -> np.ndarray:
+        if isinstance(right, pd.Series) or (isinstance(left, tuple) and not isinstance(right, tuple)):
+            left, right = right, left
+        if isinstance(left, pd.Series):
+            return _bools(left.isin(list(right)) if isinstance(right, tuple) else left.eq(right))
+        hit = left in right if isinstance(right, tuple) and not isinstance(left, tuple) else left == right
+        return np.full(self.n, bool(hit))
+
+    def order(self, fn, left: object, right: object) -> np.ndarray:
+        if not isinstance(left, pd.Series) and not isinstance(right, pd.Series):
+            same_kind = isinstance(left, str) == isinstance(right, str)
+            return np.full(self.n, bool(same_kind and fn(left, right)))
+        result, numeric = np.zeros(self.n, dtype=bool), np.zeros(self.n, dtype=bool)
+        lnum, rnum = _numbers(left, self.n), _numbers(right, self.n)
+        if lnum is not None and rnum is not None:
+            numeric = ~np.isnan(lnum) & ~np.isnan(rnum)
+            with np.errstate(invalid="ignore"):
+                result = fn(lnum, rnum) & numeric
+        lstr, rstr = _strings(left, self.n), _strings(right, self.n)
+        if lstr is not None and rstr is not None:
+            both = lstr[1] & rstr[1] & ~numeric
+            result[both] = np.asarray(fn(lstr[0][both], rstr[0][both]), dtype=bool)
+        return result
+
+
+def evaluate(node: Node, frame: pd.DataFrame, *, text: str = "") -> np.ndarray:
+    """Boolean mask (numpy, one entry per row of frame) of the rows the query selects."""
+    evaluator = _Evaluator(frame, text)
+    for name in _names(node):
+        evaluator.column(name)
+    return evaluator.mask(node)
+
+
+def select(frame: pd.DataFrame, text: str) -> np.ndarray:
+    """Parse text and evaluate it on frame; QueryError for a bad query or unknown column."""
+    return evaluate(parse(text), frame, text=text)

@@ -1,0 +1,268 @@
+"""ROC and DET plots of detection curves (spec detection.md §10), written as PDF and PNG.
+
+Rendering uses the non-interactive Agg backend, so no display is ever needed. Every figure is
+closed after saving, and each file is written under a temporary name in its final directory and
+then renamed over the final name, so an interrupted run never leaves a half-written plot behind.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
+import numpy as np  # noqa: E402
+from scipy.special import ndtri  # noqa: E402
+
+FIG_SIZE = (7.0, 6.5)  # inches
+DPI = 120
+
+_CLIP = 1e-5
+_COLOURS = [plt.get_cmap("tab20")(i) for i in range(20)]
+_LINESTYLES = ["-", "--", "-.", ":"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+_DET_TICKS = [0.01, 0.1, 1, 2, 5, 10, 20, 40, 60, 80, 90, 95, 98, 99, 99.9]  # percent
+_MAX_LABEL = 60  # characters of a query label kept in a multi-curve legend
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve to draw, with the figures shown next to it."""
+
+    label: str            # legend label, e.g. the query text, or "" for a single unlabelled curve
+    fpr: np.ndarray
+    tpr: np.ndarray
+    auc: float | None
+    eer: float | None
+    n_target: int
+    n_nontarget: int
+    trr: float | None = None           # shown when opt-out scoring (prefix "tr")
+    auc_ci: tuple[float, float] | None = None
+    dprime: tuple[float, float, float] | None = None  # (d', fpr, tpr)
+
+
+def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", title: str = "Performance",
+                subtitle: str = "", no_num: bool = False, opt_out: bool = False) -> list[Path]:
+    """Draw ``curves`` as a ROC or DET plot and write ``<stem>.pdf`` and ``<stem>.png``.
+
+    Returns the two paths, PDF first. ``stem`` is used verbatim (a dot in it is not a suffix).
+    """
+    kind = kind.lower()
+    if kind not in ("roc", "det"):
+        raise ValueError(f"unknown plot kind {kind!r} (expected 'roc' or 'det')")
+    if not curves:
+        raise ValueError("no curve to plot")
+    stem = Path(stem)
+    paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
+
+    with matplotlib.rc_context({"font.size": 10, "axes.titlesize": 10, "legend.framealpha": 0.9}):
+        fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI, layout="constrained")
+        try:
+            _draw(fig, ax, curves, kind=kind, title=title, subtitle=subtitle, no_num=no_num, opt_out=opt_out)
+            stem.parent.mkdir(parents=True, exist_ok=True)
+            for path in paths:
+                _save_atomically(fig, path)
+        finally:
+            plt.close(fig)
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# drawing
+
+
+def _draw(fig, ax, curves: list[Curve], *, kind: str, title: str, subtitle: str, no_num: bool,
+          opt_out: bool) -> None:
+    single = len(curves) == 1
+    if kind == "roc":
+        _setup_roc_axes(ax)
+    else:
+        _setup_det_axes(ax)
+
+    for i, curve in enumerate(curves):
+        style = dict(color=_COLOURS[i % len(_COLOURS)], linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                     marker=_MARKERS[i % len(_MARKERS)], linewidth=1.8, markersize=5)
+        missing = _missing_class(curve)
+        if single:
+            label = _single_text(curve, kind=kind, no_num=no_num, opt_out=opt_out, missing=missing)
+        else:
+            label = _legend_entry(curve, kind=kind, no_num=no_num, opt_out=opt_out, missing=missing,
+                                  max_label=_MAX_LABEL // _legend_columns(len(curves)))
+        if missing is not None:
+            ax.plot([], [], label=label, **style)  # legend entry only: there is no curve to draw
+            continue
+        x, y = _coordinates(curve, kind)
+        ax.plot(x, y, label=label, markevery=0.1, **style)
+        if single and kind == "roc" and curve.dprime is not None:
+            _mark_dprime(ax, curve.dprime)
+
+    full_title = f"tr{title}" if opt_out else title
+    fig.suptitle(full_title, fontsize=13, fontweight="bold")
+    if subtitle:
+        ax.set_title(subtitle, fontsize=10, style="italic")
+
+    if single:
+        # ROC curves of useful systems live above the diagonal, DET curves below the anti-diagonal:
+        # the lower-right (ROC) and upper-right (DET) corners are where a small box hides nothing.
+        loc = "lower right" if kind == "roc" else "upper right"
+        ax.legend(loc=loc, fontsize=9, handlelength=3.0, borderaxespad=0.8)
+    else:
+        # Query labels are long and there may be many: below the axes, the legend covers no curve.
+        # Past eight entries two columns keep the axes from being squeezed flat.
+        ncol = _legend_columns(len(curves))
+        fontsize = 8.5 if len(curves) <= 6 else (7.5 if ncol == 1 else 6.5)
+        fig.legend(loc="outside lower center", ncol=ncol, fontsize=fontsize, handlelength=3.0,
+                   frameon=False, labelspacing=0.3, columnspacing=1.2)
+
+
+def _setup_roc_axes(ax) -> None:
+    ticks = np.arange(0, 101, 10)
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    ax.set_xlim(-1, 101)
+    ax.set_ylim(-1, 101)
+    ax.set_xlabel("False Alarm Rate [%]")
+    ax.set_ylabel("Correct Detection Rate [%]")
+    ax.plot([0, 100], [0, 100], color="grey", linestyle="--", linewidth=1.0, zorder=1)
+    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _setup_det_axes(ax) -> None:
+    ticks = ndtri(np.asarray(_DET_TICKS) / 100.0)
+    labels = [f"{t:g}" for t in _DET_TICKS]
+    ax.set_xticks(ticks, labels)
+    ax.set_yticks(ticks, labels)
+    lim = float(ndtri(1.0 - _CLIP)) + 0.1  # every clipped point stays inside the frame
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_xlabel("False Alarm Rate [%]")
+    ax.set_ylabel("Miss Detection Rate [%]")
+    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(axis="x", labelsize=8.5)
+    ax.tick_params(axis="y", labelsize=8.5)
+
+
+def _coordinates(curve: Curve, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    fpr = np.asarray(curve.fpr, dtype=np.float64)
+    tpr = np.asarray(curve.tpr, dtype=np.float64)
+    if kind == "roc":
+        return fpr * 100.0, tpr * 100.0
+    return _probit(fpr), _probit(1.0 - tpr)
+
+
+def _probit(rate: np.ndarray) -> np.ndarray:
+    return ndtri(np.clip(rate, _CLIP, 1.0 - _CLIP))
+
+
+def _mark_dprime(ax, dprime: tuple[float, float, float]) -> None:
+    d, f, t = dprime
+    x, y = f * 100.0, t * 100.0
+    ax.plot([x], [y], linestyle="none", marker="*", markersize=13, color="crimson",
+            markeredgecolor="black", markeredgewidth=0.6, zorder=5)
+    # Below-right of the point is under the curve, normally empty; flip when near the right edge.
+    dx = 10 if x < 80 else -10
+    ax.annotate(f"d'={d:.2f}", (x, y), xytext=(dx, -14), textcoords="offset points",
+                ha="left" if dx > 0 else "right", va="top", fontsize=9, color="crimson",
+                bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.8))
+
+
+# --------------------------------------------------------------------------------------------
+# text
+
+
+def _missing_class(curve: Curve) -> str | None:
+    """Why there is no curve (``"no targets"``/``"no non-targets"``/``"no trials"``), else None."""
+    fpr = np.asarray(curve.fpr, dtype=np.float64)
+    tpr = np.asarray(curve.tpr, dtype=np.float64)
+    no_t = tpr.size == 0 or bool(np.isnan(tpr).any())
+    no_nt = fpr.size == 0 or bool(np.isnan(fpr).any())
+    if no_t and no_nt:
+        return "no trials"
+    if no_t:
+        return "no targets"
+    if no_nt:
+        return "no non-targets"
+    return None
+
+
+def _num(value) -> str:
+    if value is None:
+        return "NaN"
+    value = float(value)
+    return "NaN" if math.isnan(value) else f"{value:.2f}"
+
+
+def _counts(curve: Curve) -> str:
+    return f"T#: {curve.n_target}, NT#: {curve.n_nontarget}"
+
+
+def _single_text(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missing: str | None) -> str:
+    """Multi-line annotation of a lone curve, e.g. ``AUC=0.52 [0.49, 0.54]`` / ``T#: 4, NT#: 5``."""
+    prefix = "tr" if opt_out else ""
+    lines = [curve.label] if curve.label else []
+    if missing is not None:
+        lines.append(f"no curve ({missing})")
+    elif kind == "roc":
+        text = f"{prefix}AUC={_num(curve.auc)}"
+        if curve.auc_ci is not None:
+            text += f" [{_num(curve.auc_ci[0])}, {_num(curve.auc_ci[1])}]"
+        lines.append(text)
+    else:
+        lines.append(f"{prefix}EER={_num(curve.eer)}")
+    if opt_out and curve.trr is not None:
+        lines.append(f"TRR: {_num(curve.trr)}")
+    if not no_num:
+        lines.append(_counts(curve))
+    return "\n".join(lines)
+
+
+def _legend_columns(n_curves: int) -> int:
+    return 1 if n_curves <= 8 else 2
+
+
+def _legend_entry(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missing: str | None,
+                  max_label: int = _MAX_LABEL) -> str:
+    """``<label> (AUC: 0.52[, TRR: t], T#: n, NT#: m)``; ``EER:`` for DET. Long labels are cut."""
+    label = curve.label if len(curve.label) <= max_label else curve.label[: max_label - 1] + "…"
+    if missing is not None:
+        parts = [f"no curve ({missing})"]
+    elif kind == "roc":
+        parts = [f"AUC: {_num(curve.auc)}"]
+    else:
+        parts = [f"EER: {_num(curve.eer)}"]
+    if opt_out and curve.trr is not None:
+        parts.append(f"TRR: {_num(curve.trr)}")
+    if not no_num:
+        parts.append(_counts(curve))
+    return f"{label} ({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------------------------
+# output
+
+
+def _save_atomically(fig, path: Path) -> None:
+    """Save under a temporary name next to ``path``, then rename it into place."""
+    fmt = path.suffix.lstrip(".")
+    # A fresh unique name rather than mkstemp, so the file gets the usual umask permissions, not 0600.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        # No creation date in the PDF, so the same input renders to the same bytes.
+        metadata = {"CreationDate": None} if fmt == "pdf" else None
+        fig.savefig(tmp, format=fmt, dpi=DPI, metadata=metadata)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

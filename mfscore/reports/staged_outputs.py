@@ -1,0 +1,60 @@
+"""Writing a run's output files all-or-nothing.
+
+Every file of a run is written into a private temporary directory beside its destination and
+moved into place only when the whole run has succeeded; a failure removes the directory, so a
+bad input never leaves a half-written report behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class StagedOutputs:
+    """Output paths ``<out_root><suffix>`` that land only on ``commit``."""
+
+    def __init__(self, out_root: str):
+        text = str(out_root)
+        self.directory = Path(os.path.dirname(text) or ".")
+        self.prefix = os.path.basename(text)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._stage = Path(tempfile.mkdtemp(prefix=".mfscore-staging-", dir=self.directory))
+        self._names: list[str] = []
+
+    def path(self, suffix: str) -> Path:
+        """Where to write the output ``<out_root><suffix>`` for now."""
+        name = self.prefix + suffix
+        self._names.append(name)
+        return self._stage / name
+
+    def final_path(self, suffix: str) -> Path:
+        return self.directory / (self.prefix + suffix)
+
+    def commit(self) -> list[Path]:
+        landed = []
+        for name in dict.fromkeys(self._names):
+            staged = self._stage / name
+            if staged.exists():
+                os.replace(staged, self.directory / name)
+                landed.append(self.directory / name)
+        shutil.rmtree(self._stage, ignore_errors=True)
+        return landed
+
+    def abort(self) -> None:
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+
+@contextmanager
+def staged_outputs(out_root: str):
+    """Yield a ``StagedOutputs``; commit on success, discard everything on any exception."""
+    stage = StagedOutputs(out_root)
+    try:
+        yield stage
+    except BaseException:
+        stage.abort()
+        raise
+    stage.commit()
