@@ -439,7 +439,7 @@ class _Evaluator:
             hit = self.equal(left, right)
         except (TypeError, ValueError) as exc:
             raise _fail(self.text, f"cannot evaluate {node.op!r} on these values ({exc})") from None
-        return ~hit if node.op in ("!=",) else hit
+        return ~hit if node.op in ("!=", "not in") else hit
 
     def equal(self, left: object, right: object) -> np.ndarray:
         if isinstance(right, pd.Series) or (isinstance(left, tuple) and not isinstance(right, tuple)):

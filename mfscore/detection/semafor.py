@@ -126,7 +126,7 @@ def dynamic_eer_threshold(scores, labels) -> OperatingPoint:
         return OperatingPoint(nan, op.tp, op.fp, op.fn, op.tn, nan, nan, nan)
     fps, tps, thr = SortedTrials.from_arrays(s, y).counts()
     gap = np.abs((n_t - tps) * n_nt - fps * n_t)  # |FNR - FAR| scaled by N_t·N_nt
-    best = int(np.lexsort((-tps, -fps, gap))[0])  # primary key last: gap, then FP, then -TP
+    best = int(np.lexsort((-tps, fps, gap))[0])  # primary key last: gap, then FP, then -TP
     return confusion_at(s, y, float(thr[best]))
 
 
