@@ -477,3 +477,39 @@ def evaluate(node: Node, frame: pd.DataFrame, *, text: str = "") -> np.ndarray:
 def select(frame: pd.DataFrame, text: str) -> np.ndarray:
     """Parse text and evaluate it on frame; QueryError for a bad query or unknown column."""
     return evaluate(parse(text), frame, text=text)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def render(node: Node) -> str:
+    """Query text for a node, compact like MediScore's partition labels (``300<=ProbeWidth``)."""
+    if isinstance(node, Literal):
+        return repr(node.value)
+    if isinstance(node, ListLiteral):
+        return "[" + ",".join(repr(v) for v in node.values) + "]"
+    if isinstance(node, Column):
+        return node.name if _IDENTIFIER.match(node.name) else f"`{node.name}`"
+    if isinstance(node, Compare):
+        op = f" {node.op} " if node.op in ("in", "not in") else node.op
+        return f"{render(node.left)}{op}{render(node.right)}"
+    if isinstance(node, Not):
+        return f"not ({render(node.operand)})"
+    joiner = " and " if isinstance(node, And) else " or "
+    return "(" + joiner.join(render(o) for o in node.operands) + ")"
+
+
+def conjuncts(node: Node) -> tuple[Node, ...]:
+    """The terms of a top-level conjunction (a single term otherwise)."""
+    return node.operands if isinstance(node, And) else (node,)
+
+
+def factor(node: Node) -> tuple[str, tuple[Scalar, ...]] | None:
+    """``(column, values)`` if the term is ``Column == [values]`` (or ``in``), else None."""
+    if (isinstance(node, Compare) and node.op in ("==", "in") and isinstance(node.left, Column)
+            and isinstance(node.right, ListLiteral)):
+        return node.left.name, node.right.values
+    return None
+
+
+__all__ += ["render", "conjuncts", "factor"]

@@ -86,7 +86,8 @@ def run(args) -> int:
 
     ref_path = Path(args.refDir) / args.inRef
     sys_path = Path(args.sysDir) / args.inSys
-    table = load_scored_table(ref_path, Path(args.refDir) / args.inIndex, sys_path)
+    table = load_scored_table(ref_path, Path(args.refDir) / args.inIndex, sys_path,
+                              all_columns=bool(mode or args.outMeta or args.outSubMeta))
     for warning in table.warnings:
         print(f"mfscore: warning: {warning}", file=sys.stderr)
     log(f"joined {table.total_num} trials ({time.perf_counter() - started:.2f} s)")

@@ -64,26 +64,23 @@ def partition_subsets(frame: pd.DataFrame, text: str, keys: list[str]) -> list[S
     """``-qp``: one subset per combination of the listed categorical values (spec §7.3).
 
     The query is a conjunction; ``Name==[v1, v2]`` terms are factors, other terms (``300 <= X``)
-    are conditions added to every partition.
+    are conditions added to every partition. Labels read ``Name=='v' & 300<=X`` as in MediScore.
     """
-    terms = query.conjunction_terms(text)
-    factors: list[tuple[str, list]] = []
-    conditions: list[tuple[str, str]] = []
-    for term_text in terms:
-        membership = query.membership_term(term_text)
-        if membership is not None:
-            factors.append(membership)
-        else:
-            names = sorted(query.column_names(query.parse(term_text)))
-            if not names:
-                raise QueryError(f"partition term {term_text!r} names no column")
-            conditions.append((names[0], term_text.replace(" ", "")))
+    factors, conditions = [], []
+    for term in query.conjuncts(query.parse(text)):
+        as_factor = query.factor(term)
+        if as_factor is not None:
+            factors.append(as_factor)
+            continue
+        names = sorted(query.column_names(term))
+        if not names:
+            raise QueryError(f"partition query {text!r}: the term {query.render(term)!r} names no column")
+        conditions.append((names[0], query.render(term)))
     subsets = []
     for combo in itertools.product(*(values for _, values in factors)):
-        parts = [f"{name}=={value!r}" for (name, _), value in zip(factors, combo)]
-        parts += [cond for _, cond in conditions]
-        label = " & ".join(parts)
         cells = {name: repr(value) for (name, _), value in zip(factors, combo)}
-        cells.update({name: cond for name, cond in conditions})
+        cells.update(dict(conditions))
+        label = " & ".join([f"{name}=={cell}" for name, cell in list(cells.items())[:len(factors)]]
+                           + [cond for _, cond in conditions])
         subsets.append(Subset(label, _select(frame, label, keys), cells))
     return subsets

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from mfscore.errors import InputFileError
-from mfscore.formats.tables import file_line, read_table
+from mfscore.formats.joins import join
+from mfscore.formats.tables import file_line, read_header, read_table
 
 SCORE = "ConfidenceScore"
 
@@ -58,12 +59,15 @@ def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, war
     A repeated line is scored once per copy, as MediScore does (NIST's own NC2016 splice index
     repeats 20 lines, and the checkfiles count them).
     """
+    same_key = frame.duplicated(subset=keys, keep="first").to_numpy()
+    if not same_key.any():
+        return
     repeated = frame.duplicated(keep="first").to_numpy()
     if repeated.any():
         first = file_line(int(np.flatnonzero(repeated)[0]))
         warnings.append(f"{path}: {int(repeated.sum())} line(s) repeat an earlier line exactly (first: line {first}); "
                         "each copy is scored, as MediScore does")
-    conflicting = frame.duplicated(subset=keys, keep="first").to_numpy() & ~repeated
+    conflicting = same_key & ~repeated
     if conflicting.any():
         pos = int(np.flatnonzero(conflicting)[0])
         key = ", ".join(f"{k}={frame.iloc[pos][k]}" for k in keys)
@@ -83,31 +87,37 @@ def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
     return pd.Series(values, index=system.index, name=SCORE)
 
 
-def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path) -> ScoredTable:
-    """Read the three files and join them into the scored table (spec §3.3)."""
-    warnings: list[str] = []
-    reference = read_table(ref_path, required=("IsTarget",))
-    index = read_table(index_path)
-    system = read_table(sys_path, raw_columns=(SCORE,), required=(SCORE,))
+def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path, *, all_columns: bool = True) -> ScoredTable:
+    """Read the three files and join them into the scored table (spec §3.3).
 
-    sys_ref_keys = [c for c in system.columns if c in reference.columns]
+    Without ``all_columns`` only what scoring needs is read (keys, IsTarget, score, opt-out
+    status): metadata columns matter only to queries and metadata outputs.
+    """
+    headers = {p: read_header(p) for p in (ref_path, index_path, sys_path)}
+    sys_ref_keys = [c for c in headers[sys_path] if c in headers[ref_path]]
+    index_ref_keys = [c for c in headers[index_path] if c in headers[ref_path]]
     if not sys_ref_keys:
         raise InputFileError(f"shares no key column with the reference {ref_path} (expected e.g. ProbeFileID)", path=str(sys_path))
-    index_ref_keys = [c for c in index.columns if c in reference.columns]
     if not index_ref_keys:
         raise InputFileError(f"shares no key column with the reference {ref_path}", path=str(index_path))
+    needed = None if all_columns else {*sys_ref_keys, *index_ref_keys, "IsTarget", SCORE, *OPT_OUT_CONVENTIONS}
+
+    warnings: list[str] = []
+    reference = read_table(ref_path, required=("IsTarget",), columns=needed)
+    index = read_table(index_path, columns=needed)
+    system = read_table(sys_path, raw_text=True, required=(SCORE,), columns=needed)
     _check_keys(reference, sys_ref_keys, ref_path, "reference trial", warnings)
     _check_keys(index, index_ref_keys, index_path, "index trial", warnings)
     _check_keys(system, sys_ref_keys, sys_path, "system output trial", warnings)
 
     system[SCORE] = _parse_scores(system, sys_path)
-    joined = reference.merge(system, how="left", on=sys_ref_keys, sort=False)
+    joined = join(reference, system, sys_ref_keys, how="left")
     unscored = joined[SCORE].isna()
     if unscored.any():
         warnings.append(f"{int(unscored.sum())} reference trial(s) have no system score and are not scored "
                         f"(first: {', '.join(str(joined.loc[unscored.idxmax(), k]) for k in sys_ref_keys)})")
         joined = joined.loc[~unscored.to_numpy()]
-    trials = joined.merge(index, how="inner", on=index_ref_keys, sort=False).reset_index(drop=True)
+    trials = join(joined, index, index_ref_keys, how="inner")
 
     return ScoredTable(
         trials=trials,

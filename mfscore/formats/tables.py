@@ -24,10 +24,6 @@ IDENTIFIER_COLUMNS = (
     "IsTarget", "IsOptOut", "ProbeStatus", "DonorStatus",
 )
 
-# pandas' default missing-value spellings, which MediScore relied on.
-DEFAULT_NA = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-              "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
-
 _LINE_IN_PARSER_ERROR = re.compile(r"line (\d+)")
 
 
@@ -41,11 +37,12 @@ def read_header(path: Path) -> list[str]:
     return list(_read(path, nrows=0).columns)
 
 
-def read_table(path: str | Path, *, raw_columns: tuple[str, ...] = (), required: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Read a ``|``-separated table with a header row.
+def read_table(path: str | Path, *, raw_text: bool = False, required: tuple[str, ...] = (),
+               columns: set[str] | None = None) -> pd.DataFrame:
+    """Read a ``|``-separated table with a header row (only ``columns`` of it, if given).
 
-    ``raw_columns`` are kept as the exact text (only an empty field is missing), so a caller can
-    report a bad value verbatim, e.g. a ``ConfidenceScore`` of ``nan`` or ``high``.
+    With ``raw_text`` only an empty field is missing, so a caller can report a bad value verbatim
+    (a ``ConfidenceScore`` of ``nan`` or ``high`` in a system output).
     """
     path = Path(path)
     header = read_header(path)
@@ -55,9 +52,10 @@ def read_table(path: str | Path, *, raw_columns: tuple[str, ...] = (), required:
     if len(set(header)) != len(header):
         dupes = sorted({c for c in header if header.count(c) > 1})
         raise InputFileError(f"duplicate column name(s) {', '.join(dupes)} in the header", path=str(path), line=1)
-    dtype = {c: str for c in header if c in IDENTIFIER_COLUMNS or c in raw_columns}
-    na_values = {c: ([""] if c in raw_columns else DEFAULT_NA) for c in header}
-    return _read(path, dtype=dtype, keep_default_na=False, na_values=na_values)
+    usecols = header if columns is None else [c for c in header if c in columns]
+    if raw_text:
+        return _read(path, usecols=usecols, dtype=str, keep_default_na=False, na_values=[""])
+    return _read(path, usecols=usecols, dtype={c: str for c in usecols if c in IDENTIFIER_COLUMNS})
 
 
 def _read(path: Path, **kwargs) -> pd.DataFrame:
