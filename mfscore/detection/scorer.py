@@ -32,14 +32,6 @@ class SubsetResult:
     trr: float
     semafor: dict = field(default_factory=dict)
 
-    @property
-    def scores(self) -> np.ndarray:
-        return self.subset.rows[SCORE].to_numpy(dtype=np.float64)
-
-    @property
-    def labels(self) -> np.ndarray:
-        return (self.subset.rows["IsTarget"] == "Y").to_numpy(dtype=np.int64)
-
 
 def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[subsets_mod.Subset]:
     if options.query_mode is None:

@@ -111,6 +111,7 @@ def write_plots(results: list[SubsetResult], stage: StagedOutputs, options: Dete
 
 
 def _plot(stage: StagedOutputs, suffix: str, curves: list, common: dict) -> None:
+    """One figure, written by ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
+    stem = stage.path(suffix + ".pdf").with_suffix("")
     stage.path(suffix + ".png")
-    pdf = stage.path(suffix + ".pdf")
-    plots.plot_curves(curves, pdf.with_suffix(""), **common)
+    plots.plot_curves(curves, stem, **common)
