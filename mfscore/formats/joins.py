@@ -43,7 +43,11 @@ def join(left: pd.DataFrame, right: pd.DataFrame, keys: list[str], how: str) -> 
         keep = pos >= 0
         left, pos = left.loc[keep], pos[keep]
     out = left.reset_index(drop=True)
-    extra = {c: take(right[c].to_numpy(), pos, allow_fill=True) for c in right.columns if c not in keys}
+    # An extension array (e.g. pandas' str dtype) is taken as such, so its dtype survives as in
+    # ``merge`` even when no row matches (a NumPy object array of NaN would become dtype object).
+    extra = {c: take(right[c].array if isinstance(right[c].dtype, pd.api.extensions.ExtensionDtype)
+                     else right[c].to_numpy(), pos, allow_fill=True)
+             for c in right.columns if c not in keys}
     if extra:
         out = pd.concat([out, pd.DataFrame(extra, index=out.index)], axis=1)
     return out

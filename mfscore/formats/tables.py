@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mfscore.errors import InputFileError
@@ -52,10 +53,35 @@ def read_table(path: str | Path, *, raw_text: bool = False, required: tuple[str,
     if len(set(header)) != len(header):
         dupes = sorted({c for c in header if header.count(c) > 1})
         raise InputFileError(f"duplicate column name(s) {', '.join(dupes)} in the header", path=str(path), line=1)
-    usecols = header if columns is None else [c for c in header if c in columns]
+    usecols = None  # every column: pandas checks the field counts itself
+    if columns is not None and _fields_fit_header(path, len(header)):
+        usecols = [c for c in header if c in columns]
     if raw_text:
         return _read(path, usecols=usecols, dtype=str, keep_default_na=False, na_values=[""])
-    return _read(path, usecols=usecols, dtype={c: str for c in usecols if c in IDENTIFIER_COLUMNS})
+    return _read(path, usecols=usecols, dtype={c: str for c in usecols or header if c in IDENTIFIER_COLUMNS})
+
+
+def _fields_fit_header(path: Path, n_fields: int) -> bool:
+    """Check no line has more fields than the header before a column-subset read.
+
+    pandas does not check field counts when reading a subset of columns, so the separators are
+    counted here (vectorised). Returns False when the file has quotes (a quoted field may contain
+    the separator): the caller then parses every column, which checks the counts itself.
+    """
+    data = np.fromfile(path, dtype=np.uint8)
+    if (data == ord('"')).any():
+        return False
+    line_ends = np.flatnonzero(data == ord("\n"))
+    if line_ends.size == 0 or line_ends[-1] != data.size - 1:
+        line_ends = np.r_[line_ends, data.size]
+    separators = np.flatnonzero(data == ord(SEPARATOR))
+    per_line = np.diff(np.searchsorted(separators, line_ends), prepend=0)
+    too_many = np.flatnonzero(per_line > n_fields - 1)
+    if too_many.size:
+        line = int(too_many[0]) + 1
+        raise InputFileError(f"malformed table (expected {n_fields} fields, saw {int(per_line[too_many[0]]) + 1})",
+                             path=str(path), line=line)
+    return True
 
 
 def _read(path: Path, **kwargs) -> pd.DataFrame:

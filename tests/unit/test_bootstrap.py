@@ -1,0 +1,173 @@
+"""The one-sort bootstrap against a straightforward resample-and-sort bootstrap (spec detection.md §6.6).
+
+The oracle draws ``positions = rng.randint(0, n, size=n)`` per replicate from
+``numpy.random.RandomState(77)`` (MediScore's draws), re-sorts the resampled rows through
+``roc_curve`` and computes AUC, AUC@FAR and CDR@FAR. The fast version must give the same values
+exactly (==, NaN == NaN, and the same Python type: MediScore's integer ``0`` vs ``0.0``), since
+both reduce to the same integer cumulative counts. No tolerance anywhere in this file.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mfscore.detection.bootstrap import (
+    N_RESAMPLES,
+    bootstrap_intervals,
+    quantile_positions,
+    replicate_metrics,
+    resample_counts,
+)
+from mfscore.detection.roc import auc, cdr_at_far, partial_auc, roc_curve
+
+
+def slow_replicates(scores, labels, far_stop, n_resamples=N_RESAMPLES, seed=77):
+    scores = np.asarray(scores, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    rng = np.random.RandomState(seed)
+    n = len(scores)
+    out = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
+    for _ in range(n_resamples):
+        positions = rng.randint(0, n, size=n)
+        s, y = scores[positions], labels[positions]
+        roc = roc_curve(s, y)
+        out["auc"].append(auc(roc))
+        out["partial_auc"].append(partial_auc(roc, far_stop))
+        out["cdr"].append(cdr_at_far(roc, far_stop))
+        out["both_classes"].append(bool(0 < y.sum() < n))
+    return out
+
+
+def identical(a, b) -> bool:
+    """Same Python type and value, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def dataset(n, p_target, decimals, seed):
+    rng = np.random.RandomState(seed)
+    labels = (rng.random_sample(n) < p_target).astype(np.int64)
+    labels[0], labels[-1] = 1, 0
+    scores = np.round(rng.normal(size=n) * 0.3 + 0.4 * labels, decimals)
+    return scores, labels
+
+
+DATASETS = {
+    # name: (scores, labels, expect single-class replicates)
+    "n7_one_target": (*dataset(7, 0.0, 1, 1), True),        # 1 target: ~(6/7)^7 of replicates have none
+    "n7_balanced": (np.array([0.9, 0.5, 0.5, 0.3, 0.2, 0.2, -0.0]), np.array([1, 0, 1, 0, 0, 1, 0]), True),
+    "n7_signed_zero": (np.array([0.0, -0.0, 0.5, 0.5, 0.0, 0.1, -0.1]), np.array([1, 0, 1, 0, 0, 1, 0]), True),
+    "n30": (*dataset(30, 0.5, 1, 3), False),
+    "n500": (*dataset(500, 0.3, 2, 4), False),
+    "n500_coarse": (*dataset(500, 0.6, 1, 5), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+@pytest.mark.parametrize("far_stop", [0.1, 0.25, 0.5])
+def test_fast_replicates_equal_resample_and_sort(name, far_stop):
+    scores, labels, single_class_expected = DATASETS[name]
+    assert len(np.unique(scores)) < len(scores)  # the data has ties
+    fast = replicate_metrics(scores, labels, far_stop)
+    slow = slow_replicates(scores, labels, far_stop)
+    assert fast["both_classes"] == slow["both_classes"]
+    assert (not all(slow["both_classes"])) == single_class_expected
+    for metric in ("auc", "partial_auc", "cdr"):
+        assert len(fast[metric]) == N_RESAMPLES
+        bad = [i for i, (a, b) in enumerate(zip(fast[metric], slow[metric])) if not identical(a, b)]
+        assert not bad, (metric, bad[:5], [(fast[metric][i], slow[metric][i]) for i in bad[:5]])
+
+
+def test_single_class_replicates_give_mediscore_values():
+    """Only targets drawn: AUC int 0, CDR NaN; only non-targets drawn: AUC NaN (spec §6.6, §6.8)."""
+    scores, labels, _ = DATASETS["n7_one_target"]
+    reps = replicate_metrics(scores, labels, 0.1)
+    slow = slow_replicates(scores, labels, 0.1)
+    kinds = set()
+    for i, ok in enumerate(reps["both_classes"]):
+        if ok:
+            continue
+        drew_targets = slow["auc"][i] == 0  # the oracle tells which class was drawn
+        if drew_targets:
+            assert reps["auc"][i] == 0 and type(reps["auc"][i]) is int
+        else:
+            assert math.isnan(reps["auc"][i])
+        assert math.isnan(reps["cdr"][i])
+        kinds.add(drew_targets)
+    assert kinds == {False}  # one target in 7: a target-only replicate is (1/7)^7, never drawn
+    scores, labels, _ = DATASETS["n7_balanced"]
+    reps = replicate_metrics(scores, labels, 0.1)
+    assert not all(reps["both_classes"])
+
+
+def test_resample_counts_are_randomstate_77_draws():
+    rng = np.random.RandomState(77)
+    for counts in resample_counts(13, n_resamples=5):
+        expected = np.bincount(rng.randint(0, 13, size=13), minlength=13)
+        np.testing.assert_array_equal(counts, expected)
+        assert counts.sum() == 13
+
+
+def test_quantile_positions():
+    assert quantile_positions(0.9, 500) == (25, 475)
+    assert quantile_positions(0.95, 500) == (12, 487)
+
+
+def test_intervals_reproducible():
+    scores, labels, _ = DATASETS["n30"]
+    a = bootstrap_intervals(scores, labels, 0.1, 0.9)
+    b = bootstrap_intervals(scores.copy(), labels.copy(), 0.1, 0.9)
+    for f in ("auc", "partial_auc", "cdr"):
+        for bound in ("lower", "upper"):
+            assert identical(getattr(getattr(a, f), bound), getattr(getattr(b, f), bound))
+    assert a.auc.lower <= a.auc.upper
+
+
+def percentile(values, ci_level):
+    """Bounds at the spec's 0-based positions int(lb*m), int(ub*m) of the sorted values."""
+    ordered = sorted(values)
+    lo, hi = quantile_positions(ci_level, len(ordered))
+    return ordered[lo], ordered[min(hi, len(ordered) - 1)]
+
+
+def test_default_mode_ignores_single_class_replicates():
+    scores = np.array([0.9, 0.5, 0.5, 0.3, 0.2, 0.2, 0.1])
+    labels = np.array([1, 0, 1, 0, 0, 1, 0])
+    slow = slow_replicates(scores, labels, 0.1)
+    both = slow["both_classes"]
+    m = sum(both)
+    assert 0 < m < N_RESAMPLES  # single-class replicates exist
+    got = bootstrap_intervals(scores, labels, 0.1, 0.9)
+    for name, interval in (("auc", got.auc), ("partial_auc", got.partial_auc), ("cdr", got.cdr)):
+        kept = [v for v, ok in zip(slow[name], both) if ok]
+        assert not any(isinstance(v, float) and math.isnan(v) for v in kept)
+        lo, hi = percentile(kept, 0.9)
+        assert identical(interval.lower, lo) and identical(interval.upper, hi), name
+    # and the positions really are those of m values, not of 500
+    lo_pos, hi_pos = quantile_positions(0.9, m)
+    assert (lo_pos, hi_pos) == (int(0.05 * m), int(0.95 * m))
+
+
+def test_compat_mode_is_python_sorted_over_all_replicates():
+    scores = np.array([0.9, 0.5, 0.5, 0.3, 0.2, 0.2, 0.1])
+    labels = np.array([1, 0, 1, 0, 0, 1, 0])
+    slow = slow_replicates(scores, labels, 0.1)
+    got = bootstrap_intervals(scores, labels, 0.1, 0.9, mediscore_compat=True)
+    for name, interval in (("auc", got.auc), ("partial_auc", got.partial_auc), ("cdr", got.cdr)):
+        ordered = sorted(slow[name])  # Python list sort, NaN wherever it lands
+        assert identical(interval.lower, ordered[25]) and identical(interval.upper, ordered[475]), name
+    default = bootstrap_intervals(scores, labels, 0.1, 0.9)
+    pairs = [(getattr(getattr(got, f), b), getattr(getattr(default, f), b))
+             for f in ("auc", "partial_auc", "cdr") for b in ("lower", "upper")]
+    assert any(not identical(x, y) for x, y in pairs)  # the NaN/0 replicates matter on this dataset
+
+
+def test_only_single_class_data_gives_nan_interval():
+    got = bootstrap_intervals(np.array([0.3, 0.2, 0.2]), np.array([1, 1, 1]), 0.1, 0.9)
+    assert math.isnan(got.auc.lower) and math.isnan(got.auc.upper)

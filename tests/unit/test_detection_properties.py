@@ -1,0 +1,251 @@
+"""Property tests of the detection pipeline pieces (hypothesis).
+
+* ``detection_metrics`` does not depend on row order (the ROC is built from integer counts per
+  tied-score group, so the values are identical, not just close: compared exactly, types included).
+* Record shards merge into exactly the full record set (any shard order, repeats collapse,
+  conflicts raise) and the metrics of merged records, bootstrap intervals included, are exactly
+  those of the full table.
+* ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included.
+* ``trial_response_rate`` rounds half away from zero to 2 decimals (spec detection.md §4).
+
+No tolerances: every comparison here is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mfscore.detection.metrics import detection_metrics
+from mfscore.detection.trials import trial_response_rate
+from mfscore.formats.joins import join
+from mfscore.records import RecordConflictError, detection_records, merge_detection_records
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def identical(a, b) -> bool:
+    """Same Python type and value; NaN equals NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
+
+
+def assert_same_metrics(m1, m2):
+    assert (m1.n_target, m1.n_nontarget) == (m2.n_target, m2.n_nontarget)
+    for name in ("auc", "eer", "partial_auc", "cdr"):
+        assert identical(getattr(m1, name), getattr(m2, name)), (name, getattr(m1, name), getattr(m2, name))
+    if m1.roc is None or m2.roc is None:
+        assert m1.roc is None and m2.roc is None
+    else:
+        for arr in ("fpr", "tpr", "thresholds"):
+            np.testing.assert_array_equal(getattr(m1.roc, arr), getattr(m2.roc, arr))
+    assert (m1.intervals is None) == (m2.intervals is None)
+    if m1.intervals is not None:
+        for f in ("auc", "partial_auc", "cdr"):
+            for bound in ("lower", "upper"):
+                a = getattr(getattr(m1.intervals, f), bound)
+                b = getattr(getattr(m2.intervals, f), bound)
+                assert identical(a, b), (f, bound, a, b)
+
+
+# --- permutation invariance ----------------------------------------------------------------------
+
+score_values = st.sampled_from([0.0, 0.1, 0.2, 0.25, 0.5, 0.5, 0.75, 0.9, 1.0, -0.3])
+trial_rows = st.lists(st.tuples(score_values, st.booleans()), min_size=0, max_size=60)
+
+
+@FAST
+@given(rows=trial_rows, far_stop=st.sampled_from([0.0, 0.05, 0.1, 0.25, 0.5, 1.0]), data=st.data())
+def test_metrics_invariant_to_row_order(rows, far_stop, data):
+    scores = np.array([s for s, _ in rows], dtype=np.float64)
+    labels = np.array([int(t) for _, t in rows], dtype=np.int64)
+    perm = np.array(data.draw(st.permutations(list(range(len(rows))))), dtype=np.intp)
+    m1 = detection_metrics(scores, labels, far_stop=far_stop)
+    m2 = detection_metrics(scores[perm], labels[perm], far_stop=far_stop)
+    assert_same_metrics(m1, m2)
+    assert m1.n_target == int(labels.sum()) and m1.n_trials == len(rows)
+
+
+# --- record shards -------------------------------------------------------------------------------
+
+@st.composite
+def scored_tables(draw, max_rows=40):
+    n = draw(st.integers(1, max_rows))
+    scores = draw(st.lists(score_values, min_size=n, max_size=n))
+    targets = draw(st.lists(st.sampled_from(["Y", "N", ""]), min_size=n, max_size=n))
+    statuses = draw(st.lists(st.sampled_from(["Processed", "OptOutAll", None]), min_size=n, max_size=n))
+    ids = draw(st.permutations([f"P{i:03d}" for i in range(n)]))  # unique trial keys, not in row order
+    return pd.DataFrame({"ProbeFileID": pd.Series(ids, dtype="str"), "ConfidenceScore": scores,
+                         "IsTarget": pd.Series(targets, dtype="str"), "ProbeStatus": statuses})
+
+
+def split(records: pd.DataFrame, k: int, data) -> list[pd.DataFrame]:
+    assign = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=len(records), max_size=len(records))))
+    return [records.loc[assign == j] for j in range(k)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(table=scored_tables(), k=st.integers(1, 5), data=st.data())
+def test_shards_merge_to_full_records_and_metrics(table, k, data):
+    full = detection_records(table, ["ProbeFileID"], status_column="ProbeStatus")
+    shards = split(full, k, data)
+    order = data.draw(st.permutations(list(range(k))))
+    delivered = [shards[j] for j in order]
+    if data.draw(st.booleans()):
+        delivered.append(shards[data.draw(st.integers(0, k - 1))])  # one shard delivered twice
+    merged = merge_detection_records(delivered)
+    pd.testing.assert_frame_equal(merged, full)  # dtypes checked
+
+    scores_full = table["ConfidenceScore"].to_numpy(dtype=np.float64)
+    labels_full = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+    far_stop = data.draw(st.sampled_from([0.1, 0.5]))
+    from_table = detection_metrics(scores_full, labels_full, far_stop=far_stop, ci=True)
+    from_records = detection_metrics(merged["score"].to_numpy(), merged["is_target"].to_numpy(dtype=np.int64),
+                                     far_stop=far_stop, ci=True)
+    assert_same_metrics(from_table, from_records)
+
+
+def test_merge_is_idempotent_and_order_free_on_a_fixed_example():
+    table = pd.DataFrame({"ProbeFileID": ["c", "a", "b", "d"], "ConfidenceScore": [0.2, 0.9, 0.2, 0.1],
+                          "IsTarget": ["Y", "N", "Y", "N"]})
+    full = detection_records(table, ["ProbeFileID"])
+    assert list(full["ordinal"]) == [0, 1, 2, 3]
+    merged = merge_detection_records([full.iloc[[3, 1]], full.iloc[[0]], full.iloc[[2, 1]], full])
+    pd.testing.assert_frame_equal(merged, full)
+
+
+@settings(max_examples=30, deadline=None)
+@given(table=scored_tables(max_rows=15), which=st.sampled_from(["score", "is_target", "status", "ProbeFileID"]),
+       data=st.data())
+def test_conflicting_records_raise(table, which, data):
+    full = detection_records(table, ["ProbeFileID"], status_column="ProbeStatus")
+    i = data.draw(st.integers(0, len(full) - 1))
+    altered = full.iloc[[i]].copy()
+    col = altered.columns.get_loc(which)
+    old = altered.iloc[0, col]
+    if which == "score":
+        new = old + 1.0
+    elif which == "is_target":
+        new = not old
+    else:
+        new = old + "x"
+    altered.iloc[0, col] = new
+    with pytest.raises(RecordConflictError):
+        merge_detection_records(data.draw(st.permutations([full, altered])))
+
+
+# --- join vs merge -------------------------------------------------------------------------------
+
+KEY_KINDS = {
+    "str": (["a", "b", "c", "d", None], "str"),
+    "float": ([1.0, 2.0, 3.5, float("nan")], "float64"),
+    "int": ([1, 2, 3, 4], "int64"),
+}
+
+
+def key_column(values, kind):
+    return pd.Series(values, dtype=KEY_KINDS[kind][1])
+
+
+@st.composite
+def join_cases(draw):
+    n_keys = draw(st.integers(1, 3))
+    kinds = [draw(st.sampled_from(sorted(KEY_KINDS))) for _ in range(n_keys)]
+    keys = [f"k{i}" for i in range(n_keys)]
+    alphabet = [st.sampled_from(KEY_KINDS[kind][0]) for kind in kinds]
+    key_tuple = st.tuples(*alphabet)
+
+    right_shape = draw(st.sampled_from(["unique_tuples", "unique_first", "repeated"]))
+    if right_shape == "unique_tuples":
+        right_keys = draw(st.lists(key_tuple, max_size=12, unique_by=lambda t: tuple(repr(v) for v in t)))
+    elif right_shape == "unique_first":  # first key column unique: the fast path with a per-column check
+        firsts = draw(st.lists(alphabet[0], max_size=len(KEY_KINDS[kinds[0]][0]), unique_by=repr))
+        rest = [draw(st.tuples(*alphabet[1:])) for _ in firsts]
+        right_keys = [(f, *r) for f, r in zip(firsts, rest)]
+    else:
+        right_keys = draw(st.lists(key_tuple, max_size=12))
+    # left rows: some copied from the right's keys (matches), some random (may be missing on the right)
+    left_keys = draw(st.lists(st.one_of(key_tuple, st.sampled_from(right_keys) if right_keys else key_tuple),
+                              max_size=15))
+
+    def frame(rows, extra):
+        cols = {k: key_column([r[i] for r in rows], kind) for i, (k, kind) in enumerate(zip(keys, kinds))}
+        n = len(rows)
+        cols.update({name: make(n) for name, make in extra.items()})
+        return pd.DataFrame(cols)
+
+    left = frame(left_keys, {"v": lambda n: np.arange(n, dtype=np.int64),
+                             "u": lambda n: pd.Series([f"l{i}" for i in range(n)], dtype="str")})
+    right_extra = {"w": lambda n: np.arange(n) % 2 == 0, "x": lambda n: np.arange(n, dtype=np.int64) * 10,
+                   "y": lambda n: pd.Series([f"r{i}" if i % 3 else None for i in range(n)], dtype="str"),
+                   "z": lambda n: np.linspace(0, 1, n)}
+    if draw(st.booleans()):
+        right_extra = {"x": right_extra["x"]}
+    if draw(st.integers(0, 5)) == 0:  # a shared non-key column (merge adds suffixes)
+        right_extra["v"] = lambda n: np.arange(n, dtype=np.int64)
+    right = frame(right_keys, right_extra)
+    # column order of the left: keys not necessarily first
+    left = left[draw(st.permutations(list(left.columns)))]
+    how = draw(st.sampled_from(["left", "inner"]))
+    return left, right, keys, how
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=join_cases())
+def test_join_equals_pandas_merge(case):
+    left, right, keys, how = case
+    expected = left.merge(right, how=how, on=keys, sort=False).reset_index(drop=True)
+    got = join(left, right, keys, how).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected)  # dtypes included
+
+
+def test_join_nan_keys_match_nan_and_missing_rows():
+    left = pd.DataFrame({"k": pd.Series(["a", None, "z"], dtype="str"), "v": [1, 2, 3]})
+    right = pd.DataFrame({"k": pd.Series([None, "a", "q"], dtype="str"), "w": [10, 20, 30]})
+    got = join(left, right, ["k"], "left")
+    assert got["w"].tolist()[:2] == [20.0, 10.0] and math.isnan(got["w"].iloc[2])
+    got = join(left, right, ["k"], "inner")
+    assert got["v"].tolist() == [1, 2]
+
+
+def test_join_keeps_string_dtype_when_nothing_matches():
+    """Regression: the fast path used to return dtype object for a str column when no row matched."""
+    left = pd.DataFrame({"k": pd.Series(["q", "z"], dtype="str"), "v": [1, 2]})
+    right = pd.DataFrame({"k": pd.Series(["a", "b"], dtype="str"), "y": pd.Series(["x", "y"], dtype="str")})
+    for how in ("left", "inner"):
+        expected = left.merge(right, how=how, on=["k"], sort=False)
+        got = join(left, right, ["k"], how)
+        assert got["y"].dtype == expected["y"].dtype == right["y"].dtype
+        pd.testing.assert_frame_equal(got, expected)
+
+
+# --- TRR -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n, total, expected", [
+    (6, 7, 0.86), (4, 7, 0.57), (5, 7, 0.71), (3, 7, 0.43), (1, 8, 0.13), (7, 7, 1.0), (0, 7, 0.0),
+    (1, 40, 0.03),   # 1/40 is stored as 0.025000000000000001387 -> 0.03
+    (1, 200, 0.01),  # 1/200 is stored as 0.005000000000000000104 -> 0.01
+])
+def test_trial_response_rate(n, total, expected):
+    got = trial_response_rate(n, total)
+    assert type(got) is float and got == expected
+
+
+def test_trial_response_rate_half_up_differs_from_python3_round():
+    # 1/8 = 0.125 exactly: Python 3 round() gives 0.12 (half-even), Python 2 gave 0.13
+    assert round(1 / 8, 2) == 0.12
+    assert trial_response_rate(1, 8) == 0.13
+    assert trial_response_rate(3, 8) == 0.38  # 0.375 exact -> 0.38
+    assert trial_response_rate(5, 8) == 0.63  # 0.625 exact -> 0.63
+
+
+def test_trial_response_rate_zero_total_is_nan():
+    assert math.isnan(trial_response_rate(0, 0))
