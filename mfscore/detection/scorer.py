@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from mfscore.detection import subsets as subsets_mod
 from mfscore.detection.metrics import DetectionMetrics, detection_metrics
-from mfscore.detection.trials import SCORE, ScoredTable, trial_response_rate
+from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
 
 
 @dataclass(frozen=True)
@@ -45,9 +44,7 @@ def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: Det
 
 
 def score_subset(subset: subsets_mod.Subset, total_num: int, options: DetectionOptions) -> SubsetResult:
-    rows = subset.rows
-    scores = rows[SCORE].to_numpy(dtype=np.float64)
-    labels = (rows["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+    scores, labels = scores_and_labels(subset.rows)
     metrics = detection_metrics(scores, labels, far_stop=options.far_stop, ci=options.ci,
                                 ci_level=options.ci_level, mediscore_compat=options.mediscore_compat)
     result = SubsetResult(subset, metrics, trial_response_rate(metrics.n_trials, total_num))

@@ -44,13 +44,10 @@ class ScoredTable:
     total_num: int                  # trials before opt-out filtering (the TRR denominator)
     warnings: list[str] = field(default_factory=list)
 
-    @property
-    def labels(self) -> np.ndarray:
-        return (self.trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
 
-    @property
-    def scores(self) -> np.ndarray:
-        return self.trials[SCORE].to_numpy(dtype=np.float64)
+def scores_and_labels(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence scores and 0/1 target labels (``IsTarget == 'Y'``, spec §5) of scored trials."""
+    return trials[SCORE].to_numpy(dtype=np.float64), (trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
 
 
 def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, warnings: list[str]) -> None:

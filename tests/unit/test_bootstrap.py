@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from exact import identical
 from mfscore.detection.bootstrap import (
     N_RESAMPLES,
     bootstrap_intervals,
@@ -40,14 +41,6 @@ def slow_replicates(scores, labels, far_stop, n_resamples=N_RESAMPLES, seed=77):
         out["both_classes"].append(bool(0 < y.sum() < n))
     return out
 
-
-def identical(a, b) -> bool:
-    """Same Python type and value, NaN equal to NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b
 
 
 def dataset(n, p_target, decimals, seed):

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from exact import identical
 from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.trials import trial_response_rate
 from mfscore.formats.joins import join
@@ -28,14 +29,6 @@ from mfscore.records import RecordConflictError, detection_records, merge_detect
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-
-def identical(a, b) -> bool:
-    """Same Python type and value; NaN equals NaN."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return a == b
 
 
 def assert_same_metrics(m1, m2):
