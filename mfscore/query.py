@@ -230,7 +230,7 @@ class _Parser:
             raise self.fail(f"{shown} is not a condition", tok)
         return node
 
-    def query(self) -> Node:
+    def whole_query(self) -> Node:
         if self.peek().kind == "end":
             raise _fail(self.text, "the query is empty")
         start, node = self.peek(), self.or_()
@@ -351,7 +351,7 @@ class _Parser:
 
 def parse(text: str) -> Node:
     """Parse a query into a tree; raise QueryError for anything outside the grammar."""
-    return _Parser(text).query()
+    return _Parser(text).whole_query()
 
 
 def _names(node: Node) -> Iterator[str]:
