@@ -78,9 +78,8 @@ def partition_subsets(frame: pd.DataFrame, text: str, keys: list[str]) -> list[S
         conditions.append((names[0], query.render(term)))
     subsets = []
     for combo in itertools.product(*(values for _, values in factors)):
-        cells = {name: repr(value) for (name, _), value in zip(factors, combo)}
-        cells.update(dict(conditions))
-        label = " & ".join([f"{name}=={cell}" for name, cell in list(cells.items())[:len(factors)]]
+        factor_cells = {name: repr(value) for (name, _), value in zip(factors, combo)}
+        label = " & ".join([f"{name}=={cell}" for name, cell in factor_cells.items()]
                            + [cond for _, cond in conditions])
-        subsets.append(Subset(label, _select(frame, label, keys), cells))
+        subsets.append(Subset(label, _select(frame, label, keys), {**factor_cells, **dict(conditions)}))
     return subsets

@@ -1,8 +1,8 @@
 """Joins of trial tables with pandas ``merge`` semantics, fast when the right side's keys are unique.
 
 A reference, index or system table normally has one row per trial key. Then a join is a hash
-lookup on a key column that is unique on the right plus an elementwise check of the other key columns, several times
-faster than ``merge``'s factorisation of every key column on 10⁶-row tables. Anything else (repeated
+lookup on a key column that is unique on the right plus an elementwise check of the other key
+columns, several times faster than ``merge``'s factorisation of every key column on 10⁶-row tables. Anything else (repeated
 keys) falls back to ``merge``; both give the same rows in the same order, NaN keys matching NaN.
 """
 
@@ -19,10 +19,13 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _positions(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> np.ndarray | None:
     """Row of ``right`` matching each row of ``left`` (-1 for none), or None if no key column is unique on the right."""
-    lookup = next((k for k in keys if pd.Index(right[k]).is_unique), None)
-    if lookup is None:
+    for lookup in keys:
+        index = pd.Index(right[lookup])
+        if index.is_unique:
+            break
+    else:
         return None
-    pos = pd.Index(right[lookup]).get_indexer(left[lookup])
+    pos = index.get_indexer(left[lookup])
     found = pos >= 0
     for k in (k for k in keys if k != lookup):
         rv = right[k].to_numpy()[pos[found]]
