@@ -32,3 +32,7 @@ class QueryError(MfscoreError):
 
 class OptionError(MfscoreError):
     """A combination of command-line options that cannot be honoured."""
+
+
+class ImageError(InputFileError):
+    """An image is missing, unreadable, too large, or has the wrong shape."""

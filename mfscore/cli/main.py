@@ -7,7 +7,7 @@ import sys
 import traceback
 
 from mfscore import __version__
-from mfscore.cli import detection
+from mfscore.cli import detection, mask
 from mfscore.errors import MfscoreError
 
 
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     detection.add_parser(subparsers)
+    mask.add_parser(subparsers)
     return parser
 
 

@@ -25,20 +25,22 @@ class StagedOutputs:
         self._stage = Path(tempfile.mkdtemp(prefix=".mfscore-staging-", dir=self.directory))
         self._names: list[str] = []
 
-    def path(self, suffix: str) -> Path:
-        """Where to write the output ``<out_root><suffix>`` for now."""
-        name = self.prefix + suffix
+    def path(self, suffix: str, subdir: str = "") -> Path:
+        """Where to write the output ``<out_root><suffix>`` (or ``DIR/<subdir>/PREFIX<suffix>``) for now."""
+        name = os.path.join(subdir, self.prefix + suffix)
         self._names.append(name)
+        (self._stage / name).parent.mkdir(parents=True, exist_ok=True)
         return self._stage / name
 
-    def final_path(self, suffix: str) -> Path:
-        return self.directory / (self.prefix + suffix)
+    def final_path(self, suffix: str, subdir: str = "") -> Path:
+        return self.directory / subdir / (self.prefix + suffix)
 
     def commit(self) -> list[Path]:
         landed = []
         for name in dict.fromkeys(self._names):
             staged = self._stage / name
             if staged.exists():
+                (self.directory / name).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, self.directory / name)
                 landed.append(self.directory / name)
         shutil.rmtree(self._stage, ignore_errors=True)

@@ -28,5 +28,5 @@ def pytest_terminal_summary(terminalreporter):
         line = (f"{tool} conformance: {counts['matched']}/{counts['compared']} expected files match "
                 f"({counts['identical']} byte-identical)")
         if counts["not_available"]:
-            line += f"; {counts['not_available']} case(s) not available (expected files absent)"
+            line += f"; {counts['not_available']} case(s) not available (expected files or input masks absent)"
         terminalreporter.write_line(line)

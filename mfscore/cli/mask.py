@@ -1,0 +1,135 @@
+"""``mfscore mask``: MaskScorer's command line (image localization scoring, mask.md §2)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from mfscore.errors import OptionError
+from mfscore.formats.images import DEFAULT_MAX_PIXELS
+from mfscore.masks.journal_selection import read_mask_journal
+from mfscore.masks.kernels import KERNEL_SHAPES
+from mfscore.masks.mask_scoring import ZoneOptions
+from mfscore.masks.parallel import pool_scorer
+from mfscore.masks.scorer import MaskOptions, score_query
+from mfscore.masks.trials import MANIPULATION, SPLICE, load_trials
+from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
+from mfscore.reports.staged_outputs import staged_outputs
+
+
+def _task(text: str) -> str:
+    task = text.lower()
+    if task not in (MANIPULATION, SPLICE):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a task type; use manipulation or splice")
+    return task
+
+
+def _odd_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0 or (value and value % 2 == 0):
+        raise argparse.ArgumentTypeError(f"kernel size {value} is not an odd integer (or 0 to disable)")
+    return value
+
+
+def _threshold(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value != -10 and not -1 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
+    return value
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "mask", help="score image manipulation masks (MaskScorer-compatible)",
+        description="Score system masks against reference masks: MCC, NMM, BWL1, GWL1, AUC, EER per probe "
+                    "at every threshold, averaged per query. Accepts MediScore MaskScorer's options.")
+    p.add_argument("-t", "--task", type=_task, default=MANIPULATION, help="manipulation or splice (default manipulation)")
+    p.add_argument("--refDir", required=True, help="directory the reference, index and reference mask paths are relative to")
+    p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
+    p.add_argument("-x", "--inIndex", default="indexes/NC2016-manipulation-index.csv", help="index CSV (relative to --refDir)")
+    p.add_argument("--sysDir", default=".", help="directory the system output CSV is relative to")
+    p.add_argument("-s", "--inSys", required=True, help="system output CSV; its mask paths are relative to its directory")
+    p.add_argument("-oR", "--outRoot", required=True, help="output prefix DIR/PREFIX")
+    p.add_argument("--outMeta", action="store_true", help="accepted; the per-image table already carries the metadata")
+    p.add_argument("--outAllmeta", action="store_true", help="accepted; the per-image table already carries the metadata")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--query", nargs="+", help="average the trials each query selects")
+    group.add_argument("-qp", "--queryPartition", help="average each partition of the listed factor values")
+    group.add_argument("-qm", "--queryManipulation", nargs="+", help="score only the manipulations each query selects")
+    p.add_argument("--eks", type=_odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
+    p.add_argument("--dks", type=_odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
+    p.add_argument("--ntdks", type=_odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
+    p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")
+    p.add_argument("--rbin", type=int, default=-1, help=">= 0: every non-white reference pixel is manipulated")
+    p.add_argument("--sbin", type=_threshold, default=-10, help="actual threshold in [-1, 255]; enables Actual and Maximum metrics")
+    p.add_argument("--jpeg2000", action="store_true", help="bit-plane reference masks (ProbeBitPlaneMaskFileName)")
+    p.add_argument("--nspx", type=int, default=-1, help="system no-score pixel value (-1: none)")
+    p.add_argument("-pppns", "--perProbePixelNoScore", action="store_true",
+                   help="per-probe no-score pixel values (ProbeOptOutPixelValue / DonorOptOutPixelValue)")
+    p.add_argument("-p", "--processors", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--precision", type=int, default=16, help="significant digits of reported numbers (default 16)")
+    p.add_argument("--truncate", action="store_true", help="truncate instead of rounding at the precision")
+    p.add_argument("--optOut", action="store_true", help="leave opted-out trials out")
+    p.add_argument("--displayScoredOnly", action="store_true", help="per-image table lists scored trials only")
+    p.add_argument("-xF", "--indexFilter", action="store_true", help="score only trials present in the index")
+    p.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+                   help=f"refuse images declaring more pixels than this (default {DEFAULT_MAX_PIXELS:,})")
+    p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
+    p.add_argument("-html", action="store_true", help="accepted; mfscore writes no HTML report yet")
+    for flag in ("--speedup", "--cache_flush", "--debug_off"):
+        p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--cache_dir", help=argparse.SUPPRESS)
+    p.add_argument("--mediscore-compat", action="store_true",
+                   help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    if args.precision < 1:
+        print("mfscore: warning: --precision below 1; using 16", file=sys.stderr)
+        args.precision = 16
+    if args.processors < 1:
+        raise OptionError(f"-p {args.processors}: the number of processes must be at least 1")
+    started = time.perf_counter()
+    task = args.task
+    ntdks = args.ntdks if task == MANIPULATION else 0
+    options = MaskOptions(
+        task=task, zones=ZoneOptions(args.eks, args.dks, ntdks, args.kernel), sbin=args.sbin,
+        pixel_value=args.nspx, per_probe_pixel_value=args.perProbePixelNoScore,
+        jpeg2000=args.jpeg2000, rbin=args.rbin, max_pixels=args.max_pixels,
+        mediscore_compat=args.mediscore_compat)
+    report = ReportOptions(task=task, precision=args.precision, truncate=args.truncate, opt_out=args.optOut,
+                           display_scored_only=args.displayScoredOnly, queries=tuple(args.query or ()),
+                           partition=args.queryPartition, mediscore_compat=args.mediscore_compat)
+    ref_dir = args.refDir
+    sys_csv = Path(args.sysDir) / args.inSys
+    table = load_trials(task, Path(ref_dir) / args.inRef, sys_csv, Path(ref_dir) / args.inIndex,
+                        index_filter=args.indexFilter, opt_out=args.optOut,
+                        pixel_value_columns=args.perProbePixelNoScore)
+    journal = read_mask_journal(ref_dir, args.inRef, mediscore_compat=args.mediscore_compat)
+    queries = list(args.queryManipulation or [None])
+    scorer = pool_scorer(args.processors, interactive=sys.stderr.isatty())
+    with staged_outputs(args.outRoot) as stage:
+        for i, text in enumerate(queries):
+            run_ = score_query(table, journal, options, ref_dir, sys_csv, text, scorer)
+            for message in run_.messages:
+                print(f"mfscore: ERROR: {message}; the trial is left unscored", file=sys.stderr)
+            if not run_.matched:
+                print(f"mfscore: the query {text!r} yielded no journal data over which computation may take place",
+                      file=sys.stderr)
+                continue
+            subdir = f"index_{i}" if len(queries) > 1 else ""
+            for note in write_query_outputs(run_, table, stage, report, subdir):
+                print(f"mfscore: {note}" + (f" (query {text!r})" if text else ""), file=sys.stderr)
+    if args.verbose:
+        print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)
+    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
+    return 0

@@ -1,0 +1,1 @@
+"""Image mask scoring: reference selection, no-score zones, histograms, metrics."""

@@ -1,0 +1,84 @@
+"""Which reference pixels are the scored manipulation, and which are distractors (mask.md §4.2–4.3).
+
+A reference mask marks every manipulation of a probe. A trial scores only the *selected* ones
+(all of them, or those a ``-qm`` query picks); the other marked pixels are distractors, later
+covered by the distraction no-score zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+WHITE = (255, 255, 255)
+BLACK = (0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Boolean maps over the reference: selected region, distractors, and every marked pixel."""
+
+    region: np.ndarray
+    distractors: np.ndarray
+    all_regions: np.ndarray
+    missing_bitplanes: tuple[int, ...] = ()
+
+
+def parse_colour(text: str) -> tuple[int, int, int] | None:
+    """A journal ``Color`` ``"R G B"``; ``None`` when empty or not three integers 0–255."""
+    parts = str(text).split()
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    rgb = tuple(int(p) for p in parts)
+    return rgb if all(v <= 255 for v in rgb) else None
+
+
+def _rgb_codes(bgr: np.ndarray) -> np.ndarray:
+    bgr = bgr.astype(np.int32)
+    return (bgr[..., 2] << 16) | (bgr[..., 1] << 8) | bgr[..., 0]
+
+
+def _code(rgb: tuple[int, int, int]) -> int:
+    return (rgb[0] << 16) | (rgb[1] << 8) | rgb[2]
+
+
+def colour_selection(bgr: np.ndarray, selected: list[tuple[int, int, int]], *,
+                     with_distractors: bool = True) -> Selection:
+    """NC2016/2017 colour masks: a pixel is positive iff its colour is one of ``selected``."""
+    # mask.md §4.2
+    codes = _rgb_codes(bgr)
+    marked = codes != _code(WHITE)
+    region = np.isin(codes, [_code(c) for c in selected]) if selected else np.zeros(codes.shape, bool)
+    distractors = marked & ~region if with_distractors else np.zeros(codes.shape, bool)
+    return Selection(region, distractors, marked)
+
+
+def bit_is_set(layers: np.ndarray, bitplane: int) -> np.ndarray:
+    """Bit-plane ``b`` is bit ``(b-1) mod 8`` of layer ``(b-1) div 8``."""
+    layer, bit = divmod(bitplane - 1, 8)
+    return (layers[..., layer] >> bit) & 1 == 1
+
+
+def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[int]) -> Selection:
+    """MFC18+ bit-plane masks: positive iff a selected bit is set; other journal bits distract.
+
+    Bits not listed in the probe's journal are cleared first (treated as unmanipulated), and
+    bit-planes beyond the file's layers are skipped and reported in ``missing_bitplanes``.
+    """
+    # mask.md §4.3
+    n_bits = 8 * layers.shape[-1]
+    missing = tuple(sorted({b for b in set(selected) | set(journal) if not 1 <= b <= n_bits}))
+    shape = layers.shape[:2]
+    region = np.zeros(shape, bool)
+    distractors = np.zeros(shape, bool)
+    for b in sorted(set(journal) | set(selected)):
+        if b in missing:
+            continue
+        bits = bit_is_set(layers, b)
+        if b in selected:
+            region |= bits
+        else:
+            distractors |= bits
+    distractors &= ~region
+    return Selection(region, distractors, region | distractors, missing)

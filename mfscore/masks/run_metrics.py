@@ -1,0 +1,66 @@
+"""Metrics over all masks of a run: average ROCs and the one global Maximum threshold (mask.md §6.5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mfscore.masks.mask_record import MaskRecord
+from mfscore.masks.threshold_metrics import confusion_at, mask_thresholds, mcc, trapezoid_auc
+
+
+def global_thresholds(records: list[MaskRecord]) -> np.ndarray:
+    """Sorted union of every mask's thresholds."""
+    present = np.zeros(256, bool)
+    for record in records:
+        present |= record.present
+    return mask_thresholds(MaskRecord(status="", present=present))
+
+
+def _closed_auc(fpr: np.ndarray, tpr: np.ndarray) -> float:
+    keep = ~(np.isnan(fpr) | np.isnan(tpr))
+    fpr = np.concatenate([fpr[keep], [0.0, 1.0]])
+    tpr = np.concatenate([tpr[keep], [0.0, 1.0]])
+    return trapezoid_auc(fpr, tpr)
+
+
+def average_aucs(records: list[MaskRecord]) -> tuple[float, float]:
+    """(PixelAverageAUC, MaskAverageAUC) over the scored masks; NaN when there are none."""
+    if not records:
+        return math.nan, math.nan
+    thresholds = global_thresholds(records)
+    counts = [confusion_at(r, thresholds) for r in records]
+    tp = np.sum([c.tp for c in counts], axis=0)
+    fn = np.sum([c.fn for c in counts], axis=0)
+    fp = np.sum([c.fp for c in counts], axis=0)
+    tn = np.sum([c.tn for c in counts], axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pixel = _closed_auc(fp / (fp + tn), tp / (tp + fn))
+        tprs = np.array([c.tp / (c.tp + c.fn) for c in counts])
+        fprs = np.array([c.fp / (c.fp + c.tn) for c in counts])
+    with np.errstate(invalid="ignore"), _quiet_nanmean():
+        mask = _closed_auc(np.nanmean(fprs, axis=0), np.nanmean(tprs, axis=0))
+    return pixel, mask
+
+
+def maximum_threshold(records: list[MaskRecord]) -> float:
+    """θ maximising the sum over masks of MCC at θ, NaN ignored, lowest on ties."""
+    if not records:
+        return math.nan
+    thresholds = global_thresholds(records)
+    total = np.nansum([mcc(confusion_at(r, thresholds)) for r in records], axis=0)
+    return float(thresholds[int(np.argmax(total))])
+
+
+class _quiet_nanmean:
+    """Silence numpy's 'mean of empty slice' warning: an all-NaN column is a NaN point."""
+
+    def __enter__(self):
+        import warnings
+        self._catch = warnings.catch_warnings()
+        self._catch.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        return self._catch.__exit__(*exc)

@@ -1,0 +1,179 @@
+"""The mask scorer: plan one job per mask, score the jobs, and fold the records into tables.
+
+For each ``-qm`` query (or once, without one) the run is: select the journal operations, plan a
+``MaskJob`` per trial and role, score the jobs (in a process pool with ``-p``), then build the
+per-image, averaged and journal tables from the records alone (mask.md §6–§10).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from mfscore.errors import InputFileError
+from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
+from mfscore.masks.journal_selection import (QuerySelection, journal_results, select_operations,
+                                             trial_journal, trial_operations)
+from mfscore.masks.mask_record import MaskRecord
+from mfscore.masks.mask_scoring import MaskJob, ZoneOptions, score_mask
+from mfscore.masks.reference_selection import BLACK
+from mfscore.masks.run_metrics import average_aucs, maximum_threshold
+from mfscore.masks.trial_metrics import trial_cells
+from mfscore.masks.trials import FAILED, MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
+
+SBIN_OFF = -10
+
+
+@dataclass(frozen=True)
+class MaskOptions:
+    """What a mask run needs beyond its input files (MaskScorer's options, mask.md §2)."""
+
+    task: str = MANIPULATION
+    zones: ZoneOptions = ZoneOptions()
+    sbin: int = SBIN_OFF
+    pixel_value: int = -1
+    per_probe_pixel_value: bool = False
+    jpeg2000: bool = False
+    rbin: int = -1
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    mediscore_compat: bool = False
+
+    @property
+    def uses_sbin(self) -> bool:
+        return self.sbin >= -1
+
+
+@dataclass
+class RoleResult:
+    """The records of one role (probe or donor side) over the kept trials, in trial order."""
+
+    records: list[MaskRecord]
+    cells: list[dict]
+    pixel_average_auc: float
+    mask_average_auc: float
+    maximum_threshold: float | None
+    actual_threshold: float | None
+
+
+@dataclass
+class QueryRun:
+    """Everything one ``-qm`` query (or the plain run) produces."""
+
+    query: str | None
+    trials: pd.DataFrame
+    roles: dict[str, RoleResult]
+    journal: pd.DataFrame
+    matched: bool = True
+    messages: list[str] = field(default_factory=list)
+
+
+def reference_column(task: str, role: str, jpeg2000: bool) -> str:
+    """Which reference column names the mask of a role (mask.md §4.1)."""
+    if task == SPLICE:
+        return "BinaryProbeMaskFileName" if role == "probe" else "DonorMaskFileName"
+    return "ProbeBitPlaneMaskFileName" if jpeg2000 else "ProbeMaskFileName"
+
+
+def _pixel_value(row: pd.Series, role: str, options: MaskOptions, sys_csv: Path, line: int) -> int | None:
+    if not options.per_probe_pixel_value:
+        return None if options.pixel_value == -1 else options.pixel_value
+    column = f"{role.capitalize()}OptOutPixelValue"
+    text = str(row.get(column, "")).strip()
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InputFileError(f"{column} {text!r} is not recognized as an integer pixel value",
+                             path=str(sys_csv), line=line) from None
+
+
+def _status(row: pd.Series, role: str, status_column: str) -> str:
+    if role == "donor" and "DonorStatus" in row:
+        return row["DonorStatus"]
+    return row[status_column]
+
+
+def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection, journal: pd.DataFrame,
+              options: MaskOptions, ref_dir: str, sys_csv: Path) -> list[tuple[str, MaskJob]]:
+    """One (role, job) per kept trial and role, in trial order."""
+    task = options.task
+    bitplanes = options.jpeg2000 and task == MANIPULATION
+    system_root = str(sys_csv.parent)
+    jobs = []
+    for position, (_, row) in enumerate(trials.iterrows()):
+        operations = None
+        if task == MANIPULATION and options.rbin < 0:
+            operations = trial_operations(journal, selection.evaluated, row["ProbeFileID"],
+                                          row.get("JournalName") if "JournalName" in row else None)
+        for role, sys_column, _ in mask_roles(task):
+            ref_name = row.get(reference_column(task, role, bitplanes), "")
+            sys_name = row[sys_column]
+            if _status(row, role, table.status_column) == FAILED:
+                sys_name = ""
+            job = MaskJob(
+                reference_path=os.path.join(ref_dir, ref_name) if ref_name else None,
+                system_path=confined_path(system_root, sys_name, what="system mask") if sys_name else None,
+                bitplanes=bitplanes,
+                every_marked_pixel=task == MANIPULATION and options.rbin >= 0,
+                selected_colours=operations.colours if operations else (BLACK,),
+                selected_bitplanes=operations.bitplanes if operations else (),
+                journal_bitplanes=operations.journal_bitplanes if operations else (),
+                with_distractors=not (task == SPLICE and role == "probe"),
+                pixel_value=_pixel_value(row, role, options, sys_csv, position + 2),
+                zones=options.zones if task == MANIPULATION else replace(options.zones, distraction_size=0),
+                max_pixels=options.max_pixels,
+                all_regions_without_zones=options.mediscore_compat,
+            )
+            jobs.append((role, job))
+    return jobs
+
+
+def _role_result(records: list[MaskRecord], options: MaskOptions) -> RoleResult:
+    scored = [r for r in records if r.scored]
+    pixel_auc, mask_auc = average_aucs(scored)
+    maximum = maximum_threshold(scored) if options.uses_sbin else None
+    if maximum is not None and math.isnan(maximum):
+        maximum = None
+    actual = float(options.sbin) if options.uses_sbin else None
+    cells = [trial_cells(r, actual=actual, maximum=maximum) for r in records]
+    return RoleResult(records, cells, pixel_auc, mask_auc, maximum, actual)
+
+
+Scorer = Callable[[list[MaskJob]], Iterable[MaskRecord]]
+
+
+def serial_scorer(jobs: list[MaskJob]) -> Iterable[MaskRecord]:
+    return map(score_mask, jobs)
+
+
+def score_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, ref_dir: str,
+                sys_csv: Path, query_text: str | None, scorer: Scorer = serial_scorer) -> QueryRun:
+    """Score the trials one ``-qm`` query keeps (all trials when ``query_text`` is None)."""
+    journal = trial_journal(table.journal_trials, journal, options.task)
+    selection = select_operations(table.trials, journal, options.task, query_text)
+    trials = selection.trials
+    if not selection.matched:
+        return QueryRun(query_text, trials.iloc[:0], {}, journal.iloc[:0], matched=False)
+    planned = plan_jobs(table, trials, selection, journal, options, ref_dir, sys_csv)
+    records = list(scorer([job for _, job in planned]))
+    roles = {}
+    messages = [r.message for r in records if r.message]
+    for role, _, _ in mask_roles(options.task):
+        mine = [rec for (r, _), rec in zip(planned, records) if r == role]
+        roles[role] = _role_result(mine, options)
+    keys = trial_keys(options.task)
+    trial_ids = list(map(tuple, trials[keys].to_numpy()))
+    unscoreable = {role: {k for k, rec in zip(trial_ids, result.records) if not rec.scored}
+                   for role, result in roles.items()}
+    for role in ("probe", "donor"):
+        unscoreable.setdefault(role, set())
+    journal_keys = [k for k in keys if k in journal.columns]
+    unscoreable = {role: {k[: len(journal_keys)] for k in ids} for role, ids in unscoreable.items()}
+    table_out = journal_results(journal, selection.evaluated, unscoreable, options.task)
+    return QueryRun(query_text, trials, roles, table_out, messages=messages)

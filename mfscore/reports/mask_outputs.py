@@ -1,0 +1,117 @@
+"""Writing a mask run's files: per-image, averaged (per ``-q``/``-qp``) and journal tables (mask.md §8, §10)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pandas as pd
+
+from mfscore import query
+from mfscore.detection.subsets import query_frame
+from mfscore.formats.tables import write_table
+from mfscore.masks.scorer import QueryRun
+from mfscore.masks.trials import SPLICE, TrialTable, trial_keys
+from mfscore.reports.mask_report import (averaged_columns, averaged_row, format_frame, perimage_frame,
+                                         round_metrics)
+from mfscore.reports.staged_outputs import StagedOutputs
+
+FULL = "Full"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    task: str
+    precision: int = 16
+    truncate: bool = False
+    opt_out: bool = False
+    display_scored_only: bool = False
+    queries: tuple[str, ...] = ()          # -q
+    partition: str | None = None           # -qp
+    out_meta: bool = False
+    out_all_meta: bool = False
+    mediscore_compat: bool = False
+
+
+@dataclass
+class Averaged:
+    label: dict
+    rows: pd.DataFrame
+
+
+def _scored_any(frame: pd.DataFrame, task: str) -> pd.Series:
+    if task == SPLICE:
+        return (frame["ProbeScored"] == "Y") | (frame["DonorScored"] == "Y")
+    return frame["Scored"] == "Y"
+
+
+def _select(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> pd.DataFrame:
+    joined = query_frame(frame, journal.drop(columns=[c for c in journal.columns if c.endswith("Evaluated")]))
+    hits = joined.loc[query.select(joined, text), keys].drop_duplicates()
+    wanted = set(map(tuple, hits.to_numpy()))
+    return frame[[tuple(k) in wanted for k in frame[keys].to_numpy()]]
+
+
+def _partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
+    """``-qp``: one subset per combination of the ``==[...]`` factor values (mask.md §8)."""
+    terms = query.conjuncts(query.parse(text))
+    choices = []
+    for term in terms:
+        as_factor = query.factor(term)
+        if as_factor is None:
+            name = sorted(query.column_names(term))[0]
+            choices.append([(name, query.render(term), query.render(term))])
+        else:
+            name, values = as_factor
+            choices.append([(name, repr(v), f"{name}=={v!r}") for v in values])
+    subsets = []
+    for combo in itertools.product(*choices):
+        label = {name: cell for name, cell, _ in combo}
+        selector = " & ".join(f"({condition})" for _, _, condition in combo)
+        subsets.append(Averaged(label, _select(frame, journal, selector, keys)))
+    return subsets
+
+
+def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions) -> list[tuple[str, Averaged]]:
+    """(file suffix, subset) for each averaged table to write; empty subsets write nothing."""
+    keys = trial_keys(options.task)
+    scored = frame[_scored_any(frame, options.task)]
+    if options.queries:
+        subsets = [Averaged({"Query": q}, _select(scored, run.journal, q, keys)) for q in options.queries]
+        non_empty = [s for s in subsets if len(s.rows)]
+        return [(f"_mask_scores_{i}.csv", s) for i, s in enumerate(non_empty)]
+    if options.partition:
+        non_empty = [s for s in _partitions(scored, run.journal, options.partition, keys) if len(s.rows)]
+        if options.mediscore_compat:
+            non_empty = non_empty[-1:]  # MediScore keeps only the last partition (mask.md §8)
+        return [("_mask_score.csv", s) for s in non_empty]
+    if scored.empty:
+        return []
+    return [("_mask_score.csv", Averaged({"Query": run.query or FULL}, scored))]
+
+
+def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, options: ReportOptions,
+                        subdir: str = "") -> list[str]:
+    """Write one query's files; returns notes for the user (e.g. nothing to average)."""
+    notes = []
+    raw = round_metrics(perimage_frame(run, table, options.task), 16)
+    averaged = averaged_subsets(raw, run, options)
+    by_file: dict[str, list[dict]] = {}
+    label_columns: dict[str, list[str]] = {}
+    for suffix, subset in averaged:
+        row = averaged_row(subset.rows, raw, run, table, task=options.task, opt_out=options.opt_out, label=subset.label)
+        by_file.setdefault(suffix, []).append(row)
+        label_columns[suffix] = list(subset.label)
+    for suffix, rows in by_file.items():
+        frame = pd.DataFrame(rows, columns=averaged_columns(options.task, label_columns[suffix]), dtype=object)
+        write_table(format_frame(round_metrics(frame, options.precision, truncate=options.truncate)),
+                    stage.path(suffix, subdir))
+    if not averaged and not options.queries and not options.partition:
+        notes.append("none of the masks had a region to score, so no averaged table was written")
+    perimage = raw
+    if options.display_scored_only:
+        perimage = perimage[_scored_any(perimage, options.task)]
+    perimage = round_metrics(perimage, options.precision, truncate=options.truncate)
+    write_table(format_frame(perimage), stage.path("_mask_scores_perimage.csv", subdir))
+    write_table(run.journal, stage.path("_journalResults.csv", subdir))
+    return notes
