@@ -39,15 +39,20 @@ def structuring_element(shape: str, size: int) -> np.ndarray:
     return np.eye(size, dtype=np.uint8)
 
 
+def _as_bytes(region: np.ndarray) -> np.ndarray:
+    """A 0/1 uint8 view of a boolean map (no copy when it is already contiguous)."""
+    return np.ascontiguousarray(region, dtype=bool).view(np.uint8)
+
+
 def erode(region: np.ndarray, shape: str, size: int) -> np.ndarray:
     """Boolean erosion of ``region``; size 0 returns a copy."""
     if size == 0:
         return region.astype(bool, copy=True)
-    return cv2.erode(region.astype(np.uint8), structuring_element(shape, size)).astype(bool)
+    return cv2.erode(_as_bytes(region), structuring_element(shape, size)).view(bool)
 
 
 def dilate(region: np.ndarray, shape: str, size: int) -> np.ndarray:
     """Boolean dilation of ``region``; size 0 returns a copy."""
     if size == 0:
         return region.astype(bool, copy=True)
-    return cv2.dilate(region.astype(np.uint8), structuring_element(shape, size)).astype(bool)
+    return cv2.dilate(_as_bytes(region), structuring_element(shape, size)).view(bool)

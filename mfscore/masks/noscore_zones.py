@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class NoScoreZones:
     sns: np.ndarray
     pns: np.ndarray
 
-    @property
+    @cached_property
     def weight(self) -> np.ndarray:
         return self.bns & self.sns & self.pns
 

@@ -72,13 +72,13 @@ def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[in
     shape = layers.shape[:2]
     region = np.zeros(shape, bool)
     distractors = np.zeros(shape, bool)
-    for b in sorted(set(journal) | set(selected)):
-        if b in missing:
-            continue
-        bits = bit_is_set(layers, b)
-        if b in selected:
-            region |= bits
-        else:
-            distractors |= bits
+    for layer in range(layers.shape[-1]):
+        def byte(planes) -> int:
+            return sum(1 << (b - 1 - 8 * layer) for b in set(planes) if 8 * layer < b <= 8 * layer + 8)
+        chosen, others = byte(selected), byte(set(journal) - set(selected))
+        if chosen:
+            region |= (layers[..., layer] & chosen) != 0
+        if others:
+            distractors |= (layers[..., layer] & others) != 0
     distractors &= ~region
     return Selection(region, distractors, region | distractors, missing)
