@@ -10,8 +10,11 @@ import pandas as pd
 from mfscore import query
 from mfscore.detection.subsets import query_frame
 from mfscore.formats.tables import write_table
+from mfscore.masks.extra_metrics import mcc_size_histogram, semafor_localization
 from mfscore.masks.scorer import QueryRun
-from mfscore.masks.trials import SPLICE, TrialTable, trial_keys
+from mfscore.masks.threshold_metrics import confusion_at
+from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
+from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
 from mfscore.reports.mask_report import (averaged_columns, averaged_row, format_frame, perimage_frame,
                                          round_metrics)
 from mfscore.reports.staged_outputs import StagedOutputs
@@ -114,4 +117,46 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
     perimage = round_metrics(perimage, options.precision, truncate=options.truncate)
     write_table(format_frame(perimage), stage.path("_mask_scores_perimage.csv", subdir))
     write_table(run.journal, stage.path("_journalResults.csv", subdir))
+    write_extras(run, raw, stage, options, subdir)
     return notes
+
+
+def _localized(record, threshold: float) -> bool:
+    """Whether the mask binarised at ``threshold`` marks any scored pixel as manipulated."""
+    c = confusion_at(record, [int(threshold)])
+    return bool(c.tp[0] + c.fp[0])
+
+
+def write_extras(run: QueryRun, perimage: pd.DataFrame, stage: StagedOutputs, options: ReportOptions,
+                 subdir: str = "") -> None:
+    """mfscore's metrics beyond MediScore, in files of their own (semafor_and_paper.md §1.7, §2).
+
+    ``_mask_extra.csv``: IoU/F1 at the optimum and actual thresholds, soft MCC/IoU/F1 per mask;
+    ``_mask_extra_mcc_by_size[_<role>]``: MCC histogram by √(reference pixels), table and heat map;
+    ``_mask_extra_semafor[_<role>].csv``: pD/FAR/FNR at IoU thresholds, the system's localization
+    being its mask at the actual threshold (``--sbin``), else at the optimum threshold.
+    """
+    keys = run.trials[trial_keys(options.task)]
+    prefixes = {"probe": "p", "donor": "d"} if options.task == SPLICE else {"probe": ""}
+    roles = {role: run.roles[role].records for role, _, _ in mask_roles(options.task)}
+    optimum = {role: [float(v) for v in perimage[f"{prefixes[role]}OptimumThreshold"]] for role in roles}
+    actual = run.roles["probe"].actual_threshold
+    table = extra_table(keys, roles, optimum, actual)
+    write_table(format_frame(round_metrics(table, options.precision, truncate=options.truncate)),
+                stage.path("_mask_extra.csv", subdir))
+    iou_column = "ActualIoU" if actual is not None else "OptimumIoU"
+    for role, records in roles.items():
+        suffix = f"_{role}" if options.task == SPLICE else ""
+        prefix = prefixes[role]
+        usable = [r.scored and r.pixel_n > 0 for r in records]
+        kept = [(r, t) for r, t, u in zip(records, optimum[role], usable) if u]
+        ious = [float(v) if _localized(r, t if actual is None else actual) else None
+                for (r, t), v in zip(kept, table.loc[usable, f"{prefix}{iou_column}"])]
+        write_table(semafor_localization(ious), stage.path(f"_mask_extra_semafor{suffix}.csv", subdir))
+        mccs = [float(m) for m in perimage.loc[usable, f"{prefix}OptimumMCC"]]
+        histogram = mcc_size_histogram([r.region_pixels ** 0.5 for r, _ in kept], mccs)
+        name = f"_mask_extra_mcc_by_size{suffix}"
+        write_table(histogram, stage.path(f"{name}.csv", subdir))
+        title = "Optimum MCC by reference mask size" + (f" ({role})" if suffix else "")
+        stage.path(f"{name}.pdf", subdir)
+        mcc_histogram_plot(histogram, stage.path(f"{name}.png", subdir).with_suffix(""), title)
