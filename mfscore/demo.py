@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mfscore.cli.main import main as mfscore_main
 from mfscore.sample_data.detection import generate_detection_dataset
+from mfscore.sample_data.masks import generate_mask_dataset
 
 
 def _run(argv: list[str]) -> None:
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate sample data and score it with mfscore.")
     parser.add_argument("--out", default="demo-output", help="directory for the data and the reports")
     parser.add_argument("--trials", type=int, default=4000, help="number of probes to generate")
+    parser.add_argument("--masks", type=int, default=60, help="number of probes with masks to generate")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -49,7 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     _run(["detection", *io, "-o", str(reports / "partitions" / "demo"), "--plotType", "det",
           "-qp", "Collection==['Nimble-SCI','Nimble-WEB','MFC-Eval'] & 1000 <= ProbeWidth"])
 
-    _show(sorted(reports.rglob("*.csv")))
+    masks = generate_mask_dataset(out / "mask-data", args.masks, bitplanes=True, jpeg2000=True)
+    print(f"\nGenerated {args.masks} probes with colour and JPEG 2000 bit-plane reference masks and grey "
+          f"system masks in {masks.directory}/")
+    mask_io = ["--refDir", str(masks.directory), "-r", masks.reference, "-x", masks.index,
+               "-s", str(masks.directory / masks.system)]
+    _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "-p", "2", "--precision", "6"])
+    _run(["mask", *mask_io, "-oR", str(reports / "masks_by_purpose" / "demo"), "--jpeg2000", "--precision", "6",
+          "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
+
+    _show(sorted(p for p in reports.rglob("*.csv") if "perimage" not in p.name and "journal" not in p.name
+                 and "mcc_by_size" not in p.name and not p.name.endswith("_mask_extra.csv")))
     print("\nPlots:")
     for plot in sorted(reports.rglob("*.png")):
         print(f"  {plot}  (and {plot.with_suffix('.pdf').name})")
