@@ -38,3 +38,22 @@ def merge_detection_records(shards: list[pd.DataFrame]) -> pd.DataFrame:
         ordinal = int(merged.loc[clash, "ordinal"].iloc[0])
         raise RecordConflictError(f"two different records for the trial at ordinal {ordinal}")
     return merged.sort_values("ordinal", kind="stable").reset_index(drop=True)
+
+
+def _same_mask_record(a, b) -> bool:
+    return a.to_dict() == b.to_dict()
+
+
+def merge_mask_records(deliveries) -> dict:
+    """Fold ``((trial key, role, query), MaskRecord)`` deliveries into one record per key.
+
+    Order-independent and idempotent: a record delivered twice counts once; two different records
+    for the same (trial, role, query) raise ``RecordConflictError``.
+    """
+    merged = {}
+    for key, record in deliveries:
+        seen = merged.get(key)
+        if seen is not None and not _same_mask_record(seen, record):
+            raise RecordConflictError(f"two different mask records for {key}")
+        merged[key] = record
+    return merged

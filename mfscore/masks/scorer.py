@@ -162,18 +162,24 @@ def score_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, 
         return QueryRun(query_text, trials.iloc[:0], {}, journal.iloc[:0], matched=False)
     planned = plan_jobs(table, trials, selection, journal, options, ref_dir, sys_csv)
     records = list(scorer([job for _, job in planned]))
+    return assemble_query_run(query_text, trials, [role for role, _ in planned], records, journal,
+                              selection.evaluated, options)
+
+
+def assemble_query_run(query_text: str | None, trials: pd.DataFrame, roles_in_order: list[str],
+                       records: list[MaskRecord], journal: pd.DataFrame, evaluated: pd.Series,
+                       options: MaskOptions) -> QueryRun:
+    """Fold the records of the planned jobs (in plan order) into a query's results."""
     roles = {}
-    messages = [r.message for r in records if r.message]
     for role, _, _ in mask_roles(options.task):
-        mine = [rec for (r, _), rec in zip(planned, records) if r == role]
+        mine = [rec for r, rec in zip(roles_in_order, records) if r == role]
         roles[role] = _role_result(mine, options)
     keys = trial_keys(options.task)
-    trial_ids = list(map(tuple, trials[keys].to_numpy()))
-    unscoreable = {role: {k for k, rec in zip(trial_ids, result.records) if not rec.scored}
-                   for role, result in roles.items()}
-    for role in ("probe", "donor"):
-        unscoreable.setdefault(role, set())
     journal_keys = [k for k in keys if k in journal.columns]
-    unscoreable = {role: {k[: len(journal_keys)] for k in ids} for role, ids in unscoreable.items()}
-    table_out = journal_results(journal, selection.evaluated, unscoreable, options.task)
+    trial_ids = [tuple(k)[: len(journal_keys)] for k in trials[keys].to_numpy()]
+    unscoreable = {"probe": set(), "donor": set()}
+    for role, result in roles.items():
+        unscoreable[role] = {k for k, rec in zip(trial_ids, result.records) if not rec.scored}
+    table_out = journal_results(journal, evaluated, unscoreable, options.task)
+    messages = [r.message for r in records if r.message]
     return QueryRun(query_text, trials, roles, table_out, messages=messages)
