@@ -14,7 +14,7 @@ from mfscore.masks.kernels import KERNEL_SHAPES
 from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.parallel import pool_scorer
 from mfscore.masks.scorer import MaskOptions, score_query
-from mfscore.masks.trials import MANIPULATION, SPLICE, load_trials
+from mfscore.masks.trials import MANIPULATION, SPLICE, index_dimensions, load_trials
 from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
 from mfscore.reports.staged_outputs import staged_outputs
 
@@ -116,10 +116,11 @@ def run(args) -> int:
                         pixel_value_columns=args.perProbePixelNoScore)
     journal = read_mask_journal(ref_dir, args.inRef, mediscore_compat=args.mediscore_compat)
     queries = list(args.queryManipulation or [None])
+    index_sizes = index_dimensions(Path(ref_dir) / args.inIndex, task) if args.mediscore_compat else None
     scorer = pool_scorer(args.processors, interactive=sys.stderr.isatty())
     with staged_outputs(args.outRoot) as stage:
         for i, text in enumerate(queries):
-            run_ = score_query(table, journal, options, ref_dir, sys_csv, text, scorer)
+            run_ = score_query(table, journal, options, ref_dir, sys_csv, text, scorer, index_sizes)
             for message in run_.messages:
                 print(f"mfscore: ERROR: {message}; the trial is left unscored", file=sys.stderr)
             if not run_.matched:

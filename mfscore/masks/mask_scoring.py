@@ -44,6 +44,7 @@ class MaskJob:
     zones: ZoneOptions = ZoneOptions()
     max_pixels: int = DEFAULT_MAX_PIXELS
     all_regions_without_zones: bool = False
+    blank_size: tuple[int, int] | None = None  # (width, height) of a missing system mask; None: the reference's
 
 
 def _selection(job: MaskJob) -> Selection | None:
@@ -61,13 +62,16 @@ def _selection(job: MaskJob) -> Selection | None:
 
 def _system(job: MaskJob, shape: tuple[int, int]) -> np.ndarray:
     """The system mask; none given means "nothing detected", all 255 (mask.md §4.4)."""
-    if not job.system_path:
+    if not job.system_path and job.blank_size is None:
         return np.full(shape, 255, np.uint8)
-    system = read_grey(job.system_path, max_pixels=job.max_pixels)
+    if not job.system_path:
+        system = np.full(job.blank_size[::-1], 255, np.uint8)
+    else:
+        system = read_grey(job.system_path, max_pixels=job.max_pixels)
     if system.shape != shape:
         raise ImageError(
             f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "
-            f"{shape[1]}x{shape[0]}", path=job.system_path)
+            f"{shape[1]}x{shape[0]}", path=job.system_path or "(blank system mask of the index size)")
     return system
 
 

@@ -28,7 +28,7 @@ class Selection:
 def parse_colour(text: str) -> tuple[int, int, int] | None:
     """A journal ``Color`` ``"R G B"``; ``None`` when empty or not three integers 0–255."""
     parts = str(text).split()
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
         return None
     rgb = tuple(int(p) for p in parts)
     return rgb if all(v <= 255 for v in rgb) else None

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from mfscore.masks.mask_record import MaskRecord
-from mfscore.masks.threshold_metrics import confusion_at, mask_thresholds, mcc, trapezoid_auc
+from mfscore.masks.threshold_metrics import (NEAR_TIE, confusion_at, exact_mccs, mask_thresholds, mcc,
+                                             trapezoid_auc)
 
 
 def global_thresholds(records: list[MaskRecord]) -> np.ndarray:
@@ -50,7 +51,11 @@ def maximum_threshold(records: list[MaskRecord]) -> float:
         return math.nan
     thresholds = global_thresholds(records)
     total = np.nansum([mcc(confusion_at(r, thresholds)) for r in records], axis=0)
-    return float(thresholds[int(np.argmax(total))])
+    # float64 can order exactly equal sums by an ulp: decide near-ties with exact MCCs, summed exactly
+    near = thresholds[total >= total.max() - NEAR_TIE * len(records)]
+    exact = [exact_mccs(confusion_at(r, near)) for r in records]
+    sums = [math.fsum(v for v in column if not math.isnan(v)) for column in zip(*exact)]
+    return float(near[int(np.argmax(sums))])
 
 
 class _quiet_nanmean:

@@ -100,8 +100,13 @@ def _status(row: pd.Series, role: str, status_column: str) -> str:
 
 
 def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection, journal: pd.DataFrame,
-              options: MaskOptions, ref_dir: str, sys_csv: Path) -> list[tuple[str, MaskJob]]:
-    """One (role, job) per kept trial and role, in trial order."""
+              options: MaskOptions, ref_dir: str, sys_csv: Path,
+              index_sizes: dict | None = None) -> list[tuple[str, MaskJob]]:
+    """One (role, job) per kept trial and role, in trial order.
+
+    ``index_sizes`` ((role, file id) → (width, height)) is only used under ``--mediscore-compat``,
+    where a missing system mask takes the index's size rather than the reference mask's.
+    """
     task = options.task
     bitplanes = options.jpeg2000 and task == MANIPULATION
     system_root = str(sys_csv.parent)
@@ -129,9 +134,16 @@ def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection
                 zones=options.zones if task == MANIPULATION else replace(options.zones, distraction_size=0),
                 max_pixels=options.max_pixels,
                 all_regions_without_zones=options.mediscore_compat,
+                blank_size=_index_size(index_sizes, role, row) if options.mediscore_compat and not sys_name else None,
             )
             jobs.append((role, job))
     return jobs
+
+
+def _index_size(index_sizes: dict | None, role: str, row: pd.Series) -> tuple[int, int] | None:
+    if not index_sizes:
+        return None
+    return index_sizes.get((role, row["ProbeFileID"] if role == "probe" else row["DonorFileID"]))
 
 
 def _role_result(records: list[MaskRecord], options: MaskOptions) -> RoleResult:
@@ -153,14 +165,15 @@ def serial_scorer(jobs: list[MaskJob]) -> Iterable[MaskRecord]:
 
 
 def score_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, ref_dir: str,
-                sys_csv: Path, query_text: str | None, scorer: Scorer = serial_scorer) -> QueryRun:
+                sys_csv: Path, query_text: str | None, scorer: Scorer = serial_scorer,
+                index_sizes: dict | None = None) -> QueryRun:
     """Score the trials one ``-qm`` query keeps (all trials when ``query_text`` is None)."""
     journal = trial_journal(table.journal_trials, journal, options.task)
     selection = select_operations(table.trials, journal, options.task, query_text)
     trials = selection.trials
     if not selection.matched:
         return QueryRun(query_text, trials.iloc[:0], {}, journal.iloc[:0], matched=False)
-    planned = plan_jobs(table, trials, selection, journal, options, ref_dir, sys_csv)
+    planned = plan_jobs(table, trials, selection, journal, options, ref_dir, sys_csv, index_sizes)
     records = list(scorer([job for _, job in planned]))
     return assemble_query_run(query_text, trials, [role for role, _ in planned], records, journal,
                               selection.evaluated, options)

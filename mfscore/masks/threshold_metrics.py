@@ -58,6 +58,14 @@ def exact_mcc(tp: int, tn: int, fp: int, fn: int) -> float:
     return float(numerator / denominator)
 
 
+NEAR_TIE = 1e-9  # float64 MCCs closer than this to the best are compared exactly
+
+
+def exact_mccs(c: Confusion) -> np.ndarray:
+    """``exact_mcc`` at each threshold of ``c``."""
+    return np.array([exact_mcc(int(tp), int(tn), int(fp), int(fn)) for tp, tn, fp, fn in zip(c.tp, c.tn, c.fp, c.fn)])
+
+
 def mcc(c: Confusion) -> np.ndarray:
     """Vectorised MCC, for choosing thresholds; reported values use ``exact_mcc``."""
     tp, tn, fp, fn = (x.astype(np.float64) for x in (c.tp, c.tn, c.fp, c.fn))
@@ -125,7 +133,9 @@ def optimum_threshold(record: MaskRecord) -> float:
     values = mcc(confusion_at(record, thresholds))
     if np.isnan(values).all():
         return math.nan
-    return float(thresholds[int(np.nanargmax(values))])
+    # float64 can order two exactly equal MCCs by one ulp: decide near-ties with the exact MCC
+    near = thresholds[values >= np.nanmax(values) - NEAR_TIE]
+    return float(near[int(np.argmax(exact_mccs(confusion_at(record, near))))])
 
 
 def rates(c: Confusion) -> tuple[np.ndarray, np.ndarray]:
