@@ -26,6 +26,7 @@ conformance: setup
 
 bench: setup
 	$(BIN)/python bench/detection.py
+	$(BIN)/python bench/masks.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache
