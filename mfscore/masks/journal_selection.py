@@ -76,7 +76,7 @@ def select_operations(trials: pd.DataFrame, journal: pd.DataFrame, task: str,
 
 
 def _bitplanes(values) -> tuple[int, ...]:
-    return tuple(int(v) for v in values if str(v).strip().isdigit())
+    return tuple(int(v) for v in values if str(v).strip().isascii() and str(v).strip().isdigit())
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -40,7 +41,8 @@ def average_aucs(records: list[MaskRecord]) -> tuple[float, float]:
         pixel = _closed_auc(fp / (fp + tn), tp / (tp + fn))
         tprs = np.array([c.tp / (c.tp + c.fn) for c in counts])
         fprs = np.array([c.fp / (c.fp + c.tn) for c in counts])
-    with np.errstate(invalid="ignore"), _quiet_nanmean():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a NaN point, dropped
         mask = _closed_auc(np.nanmean(fprs, axis=0), np.nanmean(tprs, axis=0))
     return pixel, mask
 
@@ -57,15 +59,3 @@ def maximum_threshold(records: list[MaskRecord]) -> float:
     sums = [math.fsum(v for v in column if not math.isnan(v)) for column in zip(*exact)]
     return float(near[int(np.argmax(sums))])
 
-
-class _quiet_nanmean:
-    """Silence numpy's 'mean of empty slice' warning: an all-NaN column is a NaN point."""
-
-    def __enter__(self):
-        import warnings
-        self._catch = warnings.catch_warnings()
-        self._catch.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._catch.__exit__(*exc)

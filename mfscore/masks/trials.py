@@ -165,6 +165,6 @@ def index_dimensions(index_path: Path, task: str) -> dict[tuple[str, str], tuple
         if not {id_col, w_col, h_col} <= set(index.columns):
             continue
         for file_id, width, height in index[[id_col, w_col, h_col]].itertuples(index=False):
-            if width.isdigit() and height.isdigit():
+            if width.isascii() and width.isdigit() and height.isascii() and height.isdigit():
                 dims[(role, file_id)] = (int(width), int(height))
     return dims

@@ -110,7 +110,10 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
         write_table(format_frame(round_metrics(frame, options.precision, truncate=options.truncate)),
                     stage.path(suffix, subdir))
     if not averaged and not options.queries and not options.partition:
-        notes.append("none of the masks had a region to score, so no averaged table was written")
+        records = [r for role in run.roles.values() for r in role.records]
+        why = ("no mask could be read" if records and all(r.status == "unreadable" for r in records)
+               else "none of the masks had a region to score")
+        notes.append(f"{why}, so no averaged table was written")
     perimage = raw
     if options.display_scored_only:
         perimage = perimage[_scored_any(perimage, options.task)]
