@@ -26,21 +26,22 @@ def _task(text: str) -> str:
     return task
 
 
-def _odd_size(text: str) -> int:
+def _integer(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _odd_size(text: str) -> int:
+    value = _integer(text)
     if value < 0 or (value and value % 2 == 0):
         raise argparse.ArgumentTypeError(f"kernel size {value} is not an odd integer (or 0 to disable)")
     return value
 
 
 def _threshold(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = _integer(text)
     if value != -10 and not -1 <= value <= 255:
         raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
     return value

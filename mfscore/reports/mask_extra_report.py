@@ -18,7 +18,7 @@ import pandas as pd  # noqa: E402
 from mfscore.formats.tables import write_table  # noqa: E402
 from mfscore.masks.extra_metrics import EXTRA_COLUMNS, extra_cells  # noqa: E402
 from mfscore.masks.mask_record import MaskRecord  # noqa: E402
-from mfscore.reports.plots import DPI, FIG_SIZE, _save_atomically  # noqa: E402
+from mfscore.reports.plots import DPI, FIG_SIZE, save_figure  # noqa: E402
 
 _PREFIXES = {"probe": ("p", "ProbeScored"), "donor": ("d", "DonorScored")}
 
@@ -62,9 +62,7 @@ def mcc_histogram_plot(histogram: pd.DataFrame, path_without_suffix: str | Path,
         ax.set_xlabel("√(reference pixels)")
         ax.set_ylabel("MCC")
         ax.set_title(title)
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        for path in paths:
-            _save_atomically(fig, path)
+        save_figure(fig, paths)
     finally:
         plt.close(fig)
     return paths

@@ -66,12 +66,17 @@ def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", tit
         fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI, layout="constrained")
         try:
             _draw(fig, ax, curves, kind=kind, title=title, subtitle=subtitle, no_num=no_num, opt_out=opt_out)
-            stem.parent.mkdir(parents=True, exist_ok=True)
-            for path in paths:
-                _save_atomically(fig, path)
+            save_figure(fig, paths)
         finally:
             plt.close(fig)
     return paths
+
+
+def save_figure(fig, paths: list[Path]) -> None:
+    """Save ``fig`` to each path (format from the suffix), creating the directory."""
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        _save_atomically(fig, path)
 
 
 # --------------------------------------------------------------------------------------------

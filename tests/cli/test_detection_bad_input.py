@@ -9,11 +9,11 @@ check what a run does write. No numeric tolerance is involved except where state
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from output_files import everything_under
 from sklearn.metrics import roc_auc_score
 
 from mfscore.cli.main import main
@@ -57,15 +57,6 @@ def run(env, *extra, ref="ref.csv", index="index.csv", system="sys.csv") -> int:
     d = str(env["in"])
     return main(["detection", "--refDir", d, "-r", ref, "-x", index, "--sysDir", d, "-s", system,
                  "-o", str(env["out"] / "run"), *extra])
-
-
-def everything_under(path: Path) -> list[str]:
-    """All files and directories below ``path`` (hidden ones included), relative, sorted."""
-    found = []
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            found.append(os.path.relpath(os.path.join(root, name), path))
-    return sorted(found)
 
 
 def assert_failed_cleanly(status, capsys, env, *needles):

@@ -28,6 +28,7 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
+from output_files import everything_under
 
 from mfscore.cli.main import main
 
@@ -106,15 +107,6 @@ def run(env, *extra, system: str = "sys.csv") -> int:
     return main(["mask", "--refDir", str(env["ref"]), "-r", f"{REF_DIR}/X-ref.csv", "-x", "indexes/X-index.csv",
                  "--sysDir", str(env["sys"]), "-s", system, "-oR", str(env["out"] / "run"),
                  "--eks", "3", "--dks", "3", "--ntdks", "3", *extra])
-
-
-def everything_under(path: Path) -> list[str]:
-    """All files and directories below ``path`` (hidden ones included), relative, sorted."""
-    found = []
-    for root, dirs, files in os.walk(path):
-        for name in dirs + files:
-            found.append(os.path.relpath(os.path.join(root, name), path))
-    return sorted(found)
 
 
 def assert_failed_cleanly(status, capsys, env, *needles) -> str:
