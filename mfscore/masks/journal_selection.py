@@ -88,20 +88,38 @@ class TrialOperations:
     journal_bitplanes: tuple[int, ...]
 
 
-def trial_operations(journal: pd.DataFrame, evaluated: pd.Series, probe_id: str,
+NO_OPERATIONS = TrialOperations((), (), ())
+
+
+def operations_by_probe(journal: pd.DataFrame, evaluated: pd.Series) -> dict[tuple[str, str], TrialOperations]:
+    """(ProbeFileID, JournalName) → the probe's selected colours and bit-planes, in one pass.
+
+    Bit-planes are listed by descending ``Sequence`` when the journal has one (mask.md §4.3).
+    """
+    table = journal.assign(_evaluated=evaluated.to_numpy())
+    if "Sequence" in table:
+        order = pd.to_numeric(table["Sequence"], errors="coerce")
+        table = table.assign(_order=-order).sort_values("_order", kind="stable")
+    names = table["JournalName"] if "JournalName" in table else pd.Series("", index=table.index)
+    result = {}
+    for (probe, name), rows in table.groupby([table["ProbeFileID"], names], sort=False):
+        chosen = rows[rows["_evaluated"] == "Y"]
+        colours = tuple(c for c in (parse_colour(x) for x in chosen.get("Color", ())) if c is not None)
+        result[(probe, name)] = TrialOperations(colours, _bitplanes(chosen.get("BitPlane", ())),
+                                                _bitplanes(rows.get("BitPlane", ())))
+    return result
+
+
+def trial_operations(operations: dict[tuple[str, str], TrialOperations], probe_id: str,
                      journal_name: str | None) -> TrialOperations:
-    """Selected colours and bit-planes of one probe, and all bit-planes of its journal."""
-    rows = journal["ProbeFileID"] == probe_id
-    if journal_name is not None and "JournalName" in journal:
-        rows &= journal["JournalName"] == journal_name
-    mine = journal[rows]
-    chosen = mine[evaluated[rows] == "Y"]
-    colours = tuple(c for c in (parse_colour(x) for x in chosen.get("Color", ())) if c is not None)
-    if "Sequence" in mine:
-        order = pd.to_numeric(mine["Sequence"], errors="coerce").sort_values(ascending=False).index
-        mine, chosen = mine.loc[order], chosen.loc[[i for i in order if i in chosen.index]]
-    return TrialOperations(colours, _bitplanes(chosen.get("BitPlane", ())),
-                           _bitplanes(mine.get("BitPlane", ())))
+    """The operations of one trial: of its journal when the reference names one, else of the probe."""
+    if journal_name is not None:
+        return operations.get((probe_id, journal_name), NO_OPERATIONS)
+    found = [ops for (probe, _), ops in operations.items() if probe == probe_id]
+    if len(found) <= 1:
+        return found[0] if found else NO_OPERATIONS
+    return TrialOperations(*(tuple(x for ops in found for x in getattr(ops, f)) for f in
+                             ("colours", "bitplanes", "journal_bitplanes")))
 
 
 def journal_results(journal: pd.DataFrame, evaluated: pd.Series, unscoreable: dict[str, set],

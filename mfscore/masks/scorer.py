@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from mfscore.errors import InputFileError
 from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
-from mfscore.masks.journal_selection import (QuerySelection, journal_results, select_operations,
-                                             trial_journal, trial_operations)
+from mfscore.masks.journal_selection import (QuerySelection, journal_results, operations_by_probe,
+                                             select_operations, trial_journal, trial_operations)
 from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.mask_scoring import MaskJob, ZoneOptions, score_mask
 from mfscore.masks.reference_selection import BLACK
@@ -79,18 +78,12 @@ def reference_column(task: str, role: str, jpeg2000: bool) -> str:
     return "ProbeBitPlaneMaskFileName" if jpeg2000 else "ProbeMaskFileName"
 
 
-def _pixel_value(row: pd.Series, role: str, options: MaskOptions, sys_csv: Path, line: int) -> int | None:
+def _pixel_value(row: pd.Series, role: str, options: MaskOptions) -> int | None:
+    """The no-score pixel value of one mask: per probe with ``-pppns``, else ``--nspx`` (mask.md §5.4)."""
     if not options.per_probe_pixel_value:
         return None if options.pixel_value == -1 else options.pixel_value
-    column = f"{role.capitalize()}OptOutPixelValue"
-    text = str(row.get(column, "")).strip()
-    if text == "":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise InputFileError(f"{column} {text!r} is not recognized as an integer pixel value",
-                             path=str(sys_csv), line=line) from None
+    text = str(row.get(f"{role.capitalize()}OptOutPixelValue", "")).strip()
+    return int(text) if text else None  # checked when the system output was read
 
 
 def _status(row: pd.Series, role: str, status_column: str) -> str:
@@ -110,12 +103,13 @@ def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection
     task = options.task
     bitplanes = options.jpeg2000 and task == MANIPULATION
     system_root = str(sys_csv.parent)
+    by_probe = operations_by_probe(journal, selection.evaluated)
     jobs = []
-    for position, (_, row) in enumerate(trials.iterrows()):
+    for _, row in trials.iterrows():
         operations = None
         if task == MANIPULATION and options.rbin < 0:
-            operations = trial_operations(journal, selection.evaluated, row["ProbeFileID"],
-                                          row.get("JournalName") if "JournalName" in row else None)
+            operations = trial_operations(by_probe, row["ProbeFileID"],
+                                          row["JournalName"] if "JournalName" in row else None)
         for role, sys_column, _ in mask_roles(task):
             ref_name = row.get(reference_column(task, role, bitplanes), "")
             sys_name = row[sys_column]
@@ -130,7 +124,7 @@ def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection
                 selected_bitplanes=operations.bitplanes if operations else (),
                 journal_bitplanes=operations.journal_bitplanes if operations else (),
                 with_distractors=not (task == SPLICE and role == "probe"),
-                pixel_value=_pixel_value(row, role, options, sys_csv, position + 2),
+                pixel_value=_pixel_value(row, role, options),
                 zones=options.zones if task == MANIPULATION else replace(options.zones, distraction_size=0),
                 max_pixels=options.max_pixels,
                 all_regions_without_zones=options.mediscore_compat,

@@ -83,6 +83,17 @@ def _check_statuses(frame: pd.DataFrame, columns: list[str], path: Path) -> None
                 f"{', '.join(sorted(KNOWN_STATUS[column]))})", path=str(path), line=file_line(row))
 
 
+def _check_pixel_values(system: pd.DataFrame, columns: list[str], path: Path) -> None:
+    """Opt-out pixel values must be blank or an integer (mask.md §5.4)."""
+    for column in columns:
+        values = system[column].str.strip()
+        bad = (values != "") & ~values.str.fullmatch(r"-?[0-9]+")
+        if bad.any():
+            row = int(np.argmax(bad.to_numpy()))
+            raise InputFileError(f"{column} {system[column].iloc[row]!r} is not recognized as an integer pixel value",
+                                 path=str(path), line=file_line(row))
+
+
 def _scores(system: pd.DataFrame, path: Path) -> pd.Series:
     text = system[SCORE]
     numbers = pd.to_numeric(text, errors="coerce")
@@ -123,6 +134,7 @@ def load_trials(task: str, ref_path: Path, sys_path: Path, index_path: Path, *,
         missing = [c for c in needed if c not in system]
         if missing:
             raise InputFileError(f"-pppns needs the column(s) {', '.join(missing)}", path=str(sys_path))
+        _check_pixel_values(system, needed, sys_path)
     if system.duplicated(subset=keys).any():
         row = int(np.argmax(system.duplicated(subset=keys).to_numpy()))
         raise InputFileError(f"repeats the trial {tuple(system.iloc[row][keys])}", path=str(sys_path),
