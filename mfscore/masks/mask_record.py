@@ -94,19 +94,25 @@ def coded_histogram(codes: np.ndarray, bins: int) -> np.ndarray:
     return total
 
 
+# Pixels of neighbouring columns count into separate copies of the bins ("lanes"): a mask is
+# mostly one value, and OpenCV's histogram is ~3× faster when consecutive pixels hit different bins.
+_LANES = 4
+
+
 def histogram_record(region: np.ndarray, weight: np.ndarray, system: np.ndarray, *,
                      pixel_bns: int, pixel_sns: int, pixel_pns: int,
                      missing_bitplanes: tuple[int, ...] = ()) -> MaskRecord:
     """The record of one mask: ``region`` is the reference-positive map, ``weight`` the scored map.
 
-    One histogram pass over ``value | region << 8 | weight << 9`` gives all three histograms.
+    One histogram pass over ``value | (region + 2·weight + 4·lane) << 8`` gives all three histograms.
     """
     flags = cv2.add(region.view(np.uint8), cv2.add(weight.view(np.uint8), weight.view(np.uint8)))
+    flags |= (np.arange(system.shape[1], dtype=np.uint8) % _LANES) << 2
     codes = flags.astype(np.uint16)
     codes <<= 8
     codes |= system
-    counts = coded_histogram(codes, 4 * BINS).reshape(4, BINS)  # rows: (weight, region) = 00, 01, 10, 11
-    return MaskRecord(
+    counts = coded_histogram(codes, _LANES * 4 * BINS).reshape(_LANES, 4, BINS).sum(axis=0)
+    return MaskRecord(  # rows of counts: (weight, region) = 00, 01, 10, 11
         status=SCORED, positive=counts[3], negative=counts[2], present=counts.sum(axis=0) > 0,
         pixel_bns=pixel_bns, pixel_sns=pixel_sns, pixel_pns=pixel_pns,
         region_pixels=int(np.count_nonzero(region)), missing_bitplanes=missing_bitplanes,
