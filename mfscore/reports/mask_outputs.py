@@ -9,6 +9,7 @@ import pandas as pd
 
 from mfscore import query
 from mfscore.detection.subsets import query_frame
+from mfscore.errors import QueryError
 from mfscore.formats.tables import write_table
 from mfscore.masks.extra_metrics import mcc_size_histogram, semafor_localization
 from mfscore.masks.scorer import QueryRun
@@ -31,8 +32,6 @@ class ReportOptions:
     display_scored_only: bool = False
     queries: tuple[str, ...] = ()          # -q
     partition: str | None = None           # -qp
-    out_meta: bool = False
-    out_all_meta: bool = False
     mediscore_compat: bool = False
 
 
@@ -62,7 +61,10 @@ def _partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: lis
     for term in terms:
         as_factor = query.factor(term)
         if as_factor is None:
-            name = sorted(query.column_names(term))[0]
+            names = sorted(query.column_names(term))
+            if not names:
+                raise QueryError(f"partition query {text!r}: the term {query.render(term)!r} names no column")
+            name = names[0]
             choices.append([(name, query.render(term), query.render(term))])
         else:
             name, values = as_factor
