@@ -71,18 +71,14 @@ def perimage_frame(run: QueryRun, table: TrialTable, task: str) -> pd.DataFrame:
         metrics = manipulation_metric_columns()
         tail = ["ColMaskFileName", "AggMaskFileName"]
         rows = run.roles["probe"].cells
-    metric_frame = pd.DataFrame(rows, columns=metrics + [c for c in tail if not c.endswith("MaskFileName")],
-                                index=trials.index, dtype=object)
+    metric_frame = pd.DataFrame(rows, columns=metrics + tail, index=trials.index, dtype=object)
+    html_columns = [c for c in tail if c.endswith("MaskFileName")]
+    metric_frame[html_columns] = ""
     for column in head:
         if column not in trials:
             trials[column] = ""
     rest = [c for c in reference + system_only if c not in head]
-    frame = pd.concat([trials[head], metric_frame[metrics], trials[rest],
-                       metric_frame[[c for c in metric_frame.columns if c not in metrics]]], axis=1)
-    for column in tail:
-        if column not in frame:
-            frame[column] = ""
-    return frame[head + metrics + rest + tail]
+    return pd.concat([trials[head + rest], metric_frame], axis=1)[head + metrics + rest + tail]
 
 
 def round_metrics(frame: pd.DataFrame, digits: int, *, truncate: bool = False) -> pd.DataFrame:
