@@ -25,6 +25,9 @@ def conformance_root() -> Path:
 
 def pytest_terminal_summary(terminalreporter):
     for tool, counts in sorted(SCOREBOARD.items()):
+        if "cases" in counts:  # validators: a case is an exit status and message phrases, not files
+            terminalreporter.write_line(f"{tool} conformance: {counts['passed']}/{counts['cases']} cases match")
+            continue
         line = (f"{tool} conformance: {counts['matched']}/{counts['compared']} expected files match "
                 f"({counts['identical']} byte-identical)")
         if counts["not_available"]:

@@ -1,0 +1,37 @@
+"""What a detection/localization validation run is asked to check (MediScore's validator options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mfscore.formats.images import DEFAULT_MAX_PIXELS
+from mfscore.validation.submission_table import DEFAULT_MAX_TABLE_BYTES
+
+VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
+# nc2017: MediScore's rules (EXPID names, any real score); mfc2019: SubID names, scores in [0, 1]
+# (plan §5.1.1.1 and Appendix A); semafor: SubID names, any real score (log-likelihood ratios).
+PLANS = ("nc2017", "mfc2019", "semafor")
+DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36
+
+
+@dataclass(frozen=True)
+class ValidatorOptions:
+    kind: str = "SSD"
+    name_check: bool = False
+    ncid: str = "NC17"
+    plan: str = "nc2017"
+    reference: str | None = None       # -r: limit mask and status checks to target trials
+    index_filter: bool = False         # -xF: rows missing from the index are not reported
+    neglect_mask: bool = False         # -nm
+    neglect_pixel: bool = False        # -np: skip the opt-out column and pixel-value checks
+    ignore_eof: bool = False           # video: out-of-range intervals are warnings
+    ignore_overlap: bool = False       # video: intersecting intervals are warnings
+    revised_name: str | None = None    # --output_revised_system
+    mediscore_compat: bool = False
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES
+    max_video_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
+
+    @property
+    def scores_in_unit_interval(self) -> bool:
+        return self.plan == "mfc2019"

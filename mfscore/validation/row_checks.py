@@ -1,0 +1,101 @@
+"""Checks shared by the detection and splice validators, vectorised over the rows of a submission."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mfscore.formats.tables import read_table
+from mfscore.validation.findings import ValidationReport
+from mfscore.validation.submission_table import SubmissionTable
+
+SCORE = "ConfidenceScore"
+
+
+def trial_keys(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.Series:
+    """``ProbeFileID`` or ``ProbeFileID:DonorFileID``-style keys as text."""
+    keys = frame[columns[0]].str.strip()
+    for column in columns[1:]:
+        keys = keys + ":" + frame[column].str.strip()
+    return keys
+
+
+def check_row_count(report: ValidationReport, table: SubmissionTable, index_rows: int) -> None:
+    """Counts include the header line, as MediScore reports them (5 data rows vs 4 is '6 vs 5')."""
+    if len(table.rows) != index_rows:
+        report.error("table.row_count", f"The number of rows in your system output ({len(table.rows) + 1}) does not "
+                     f"match the number of rows in the index file ({index_rows + 1}).", file=table.path)
+
+
+def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.Series) -> None:
+    """Repeated rows (MediScore's check) and repeated keys with different values (the scorers refuse them)."""
+    rows = table.rows
+    repeated_rows = rows.duplicated(keep=False).to_numpy()
+    if repeated_rows.any():
+        positions = np.flatnonzero(repeated_rows)
+        report.error("table.duplicate_rows", "Your system output contains duplicate rows, at data rows "
+                     f"{', '.join(map(str, positions))} (0-based).", file=table.path, line=table.line(positions[0]))
+    repeated_keys = keys.duplicated(keep="first").to_numpy() & ~rows.duplicated(keep="first").to_numpy()
+    for position in np.flatnonzero(repeated_keys):
+        report.error("key.duplicate", f"Trial {keys.iat[position]} appears more than once with different values.",
+                     file=table.path, line=table.line(position))
+
+
+def check_scores(report: ValidationReport, table: SubmissionTable, keys: pd.Series, *, unit_interval: bool,
+                 allow_non_finite: bool, owner: str) -> None:
+    """Every ConfidenceScore a real number (finite unless ``allow_non_finite``), in [0, 1] if asked."""
+    text = table.rows[SCORE].str.strip()
+    numbers = pd.to_numeric(text.where(text != "", "x"), errors="coerce").to_numpy(dtype=float)
+    literal_nan = text.str.lower().isin({"nan", "+nan", "-nan"}).to_numpy()
+    not_numeric = np.isnan(numbers) & ~literal_nan
+    not_finite = ~not_numeric & ~np.isfinite(numbers)
+    for position in np.flatnonzero(not_numeric | (not_finite & ~allow_non_finite)):
+        report.error("score.not_numeric", f"The Confidence Scores for {owner} must be real numbers: "
+                     f"{keys.iat[position]} has {table.rows[SCORE].iat[position]!r}.",
+                     file=table.path, line=table.line(position))
+    if unit_interval:
+        with np.errstate(invalid="ignore"):
+            outside = np.isfinite(numbers) & ((numbers < 0) | (numbers > 1))
+        for position in np.flatnonzero(outside):
+            report.error("score.range", f"The Confidence Score of {keys.iat[position]} is {text.iat[position]}; "
+                         "it must be in [0, 1].", file=table.path, line=table.line(position))
+
+
+def bad_pixel_values(values: pd.Series) -> np.ndarray:
+    """Opt-out pixel values must be blank or an integer in [0, 255] (a mask pixel value)."""
+    text = values.str.strip()
+    integer = text.str.fullmatch(r"[+-]?[0-9]{1,10}")
+    in_range = integer & pd.to_numeric(text.where(integer, "0")).between(0, 255)
+    return ((text != "") & ~in_range).to_numpy()
+
+
+def check_pixel_values(report: ValidationReport, table: SubmissionTable, column: str, keys: pd.Series,
+                       rows: np.ndarray) -> None:
+    values = table.rows[column]
+    for position in np.flatnonzero(bad_pixel_values(values) & rows):
+        report.error("pixel.value", f"The {column} of {keys.iat[position]} is {values.iat[position]!r}; it must be "
+                     "blank or an integer in [0, 255].", file=table.path, line=table.line(position))
+
+
+def check_statuses(report: ValidationReport, table: SubmissionTable, column: str, allowed: frozenset[str],
+                   keys: pd.Series, rows: np.ndarray, *, label: str) -> np.ndarray:
+    """Report unknown values of a status column among ``rows``; returns which rows are known."""
+    values = table.rows[column].str.strip()
+    known = values.isin(allowed).to_numpy()
+    for position in np.flatnonzero(rows & ~known):
+        report.error("status.unknown", f"{label} {table.rows[column].iat[position]!r} for {keys.iat[position]} "
+                     f"is not recognized. The {column} must be one of {', '.join(sorted(allowed))}.",
+                     file=table.path, line=table.line(position))
+    return known
+
+
+def target_rows(reference_path: str | None, keys: pd.Series, key_columns: tuple[str, ...], *,
+                also: str | None = None) -> np.ndarray:
+    """-r: rows whose reference IsTarget is Y (and ``also`` is Y, when that column exists)."""
+    if reference_path is None:
+        return np.ones(len(keys), dtype=bool)
+    reference = read_table(reference_path, raw_text=True, required=key_columns + ("IsTarget",)).fillna("")
+    wanted = reference["IsTarget"] == "Y"
+    if also is not None and also in reference:
+        wanted &= reference[also] == "Y"
+    return keys.isin(set(trial_keys(reference[wanted], key_columns))).to_numpy()
