@@ -27,6 +27,7 @@ conformance: setup
 bench: setup
 	$(BIN)/python bench/detection.py
 	$(BIN)/python bench/masks.py
+	$(BIN)/python bench/validate.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

@@ -8,6 +8,7 @@ limit before OpenCV decodes it.  Every problem with a file becomes an ``ImageErr
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from dataclasses import dataclass
@@ -44,6 +45,12 @@ class ImageHeader:
     format: str  # 'png', 'jpeg', 'jp2', 'j2k', 'tiff' or 'bmp'
 
 
+@functools.lru_cache(maxsize=64)
+def _real_directory(root: str) -> str:
+    """``realpath`` of a submission directory, resolved once per run rather than once per mask."""
+    return os.path.realpath(root)
+
+
 def confined_path(root: str, relative: str, *, what: str) -> str:
     """Join ``relative`` to ``root``, refusing names that reach outside it.
 
@@ -57,7 +64,7 @@ def confined_path(root: str, relative: str, *, what: str) -> str:
     if os.path.normpath(relative).split(os.sep)[0] == os.pardir:
         raise ImageError(f"the {what} file name leaves {root} through '..'", path=relative)
     joined = os.path.join(root, relative)
-    real_root = os.path.realpath(root)
+    real_root = _real_directory(root)
     if os.path.commonpath([real_root, os.path.realpath(joined)]) != real_root:
         raise ImageError(f"the {what} file name is a symbolic link that leads outside {root}", path=relative)
     return joined

@@ -150,16 +150,17 @@ def validate_probe_submission(report: ValidationReport, table: SubmissionTable, 
                           system_dir, status, options)
     excused = np.zeros(len(rows), dtype=bool)
     if task.masks and not options.neglect_mask and condition not in ("VidOnly", "VidMeta"):
-        for position in np.flatnonzero(checked):
-            name = rows[MASK].iat[position]
-            if is_blank(name):
-                report.notice("mask.absent", f"Probe {keys.iat[position]} has no mask; its mask check is skipped.",
-                              line=table.line(position), **where)
+        widths = keys.map(index_by_key["ProbeWidth"]).tolist()
+        heights = keys.map(index_by_key["ProbeHeight"]).tolist()
+        names, key_list = rows[MASK].tolist(), keys.tolist()
+        for position in np.flatnonzero(checked).tolist():
+            key, line = key_list[position], table.line(position)
+            if is_blank(names[position]):
+                report.notice("mask.absent", f"Probe {key} has no mask; its mask check is skipped.", line=line, **where)
                 continue
-            probe = index_by_key.loc[keys.iat[position]]
-            outcome = check_png_mask(report, system_dir, name.strip(), owner=f"probe {keys.iat[position]}",
-                                     width=int(probe["ProbeWidth"]), height=int(probe["ProbeHeight"]),
-                                     max_pixels=options.max_pixels, file=table.path, line=table.line(position))
+            outcome = check_png_mask(report, system_dir, names[position].strip(), owner=f"probe {key}",
+                                     width=int(widths[position]), height=int(heights[position]),
+                                     max_pixels=options.max_pixels, file=table.path, line=line)
             excused[position] = outcome == WRONG_SIZE
     if options.revised_name is None or not excused.any() or status is None:
         return None

@@ -93,19 +93,20 @@ def validate_splice_submission(report: ValidationReport, table: SubmissionTable,
     index_by_key = index.assign(_key=index_keys).drop_duplicates("_key").set_index("_key")
     system_dir = os.path.dirname(table.path) or "."
     excused = {side: np.zeros(len(rows), dtype=bool) for side, *_ in SIDES}
-    for position in np.flatnonzero(checked):
-        key, line = keys.iat[position], table.line(position)
-        pair = index_by_key.loc[key]
+    sizes = {side: (keys.map(index_by_key[f"{prefix}Width"]).tolist(), keys.map(index_by_key[f"{prefix}Height"]).tolist(),
+                    rows[mask_column].tolist()) for side, mask_column, _, prefix in SIDES}
+    key_list = keys.tolist()
+    for position in np.flatnonzero(checked).tolist():
+        key, line = key_list[position], table.line(position)
         blank = 0
-        for side, mask_column, _, prefix in SIDES:
-            name = rows[mask_column].iat[position]
-            if is_blank(name):
+        for side, (widths, heights, names) in sizes.items():
+            if is_blank(names[position]):
                 blank += 1
                 continue
             if not side_checked[side][position]:
                 continue
-            outcome = check_png_mask(report, system_dir, name.strip(), owner=f"the {side} of pair {key}",
-                                     width=int(pair[f"{prefix}Width"]), height=int(pair[f"{prefix}Height"]),
+            outcome = check_png_mask(report, system_dir, names[position].strip(), owner=f"the {side} of pair {key}",
+                                     width=int(widths[position]), height=int(heights[position]),
                                      max_pixels=options.max_pixels, file=table.path, line=line)
             excused[side][position] = outcome == WRONG_SIZE
         if blank == len(SIDES):
