@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mfscore.formats.images import DEFAULT_MAX_PIXELS
+from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.validation.submission_table import DEFAULT_MAX_TABLE_BYTES
 
 VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
 # nc2017: MediScore's rules (EXPID names, any real score); mfc2019: SubID names, scores in [0, 1]
 # (plan §5.1.1.1 and Appendix A); semafor: SubID names, any real score (log-likelihood ratios).
 PLANS = ("nc2017", "mfc2019", "semafor")
-DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36
 
 
 @dataclass(frozen=True)
