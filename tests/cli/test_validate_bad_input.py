@@ -195,3 +195,58 @@ def test_unknown_columns_and_rows_report_not_crash(submission, capsys):
     write_table(pd.DataFrame({"ProbeFileID": ["a"]}), system)
     status, report = _validate(capsys, system, index)
     assert status == 1 and _codes(report) == {"table.columns"}
+
+
+@pytest.fixture
+def video_submission(tmp_path):
+    """Two probes of 16x12 pixels and 30 frames; masks as HDF5 blocks named by their 0-indexed start frame."""
+    import h5py
+
+    (tmp_path / "sys" / "mask").mkdir(parents=True)
+    write_table(pd.DataFrame({"TaskID": "manipulation", "ProbeFileID": ["v1", "v2"], "ProbeFileName": ["a.mp4", "b.mp4"],
+                              "ProbeWidth": "16", "ProbeHeight": "12", "FrameCount": "30"}), tmp_path / "index.csv")
+    with h5py.File(tmp_path / "sys" / "mask" / "v1.hdf5", "w") as f:
+        f.create_dataset("4/masks", data=np.full((6, 12, 16), 255, np.uint8))
+    system = pd.DataFrame({"ProbeFileID": ["v1", "v2"], "ConfidenceScore": ["0.9", "0.1"],
+                           "ProbeStatus": ["Processed", "OptOutSpatial"], "VideoFrameSegments": ["[[5, 10]]", "[]"],
+                           "AudioSampleSegments": ["[]", "[]"], "VideoFrameOptOutSegments": ["[[1, 2]]", "[]"],
+                           "OutputProbeMaskFileName": ["mask/v1.hdf5", ""], "ProbeOptOutPixelValue": ["", ""]})
+    write_table(system, tmp_path / "sys" / "sys.csv")
+    return tmp_path / "sys" / "sys.csv", tmp_path / "index.csv"
+
+
+def _validate_video(capsys, system, index, *extra) -> tuple[int, dict]:
+    status = main(["validate", "-vt", "SSD-video", "-s", str(system), "-x", str(index), "--json", *extra])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    return status, json.loads(captured.out)
+
+
+def test_video_submission_valid_then_overlapping(video_submission, capsys):
+    system, index = video_submission
+    assert _validate_video(capsys, system, index)[0] == 0
+    _edit(system, "VideoFrameSegments", 0, "[[5, 10], [10, 12]]")
+    status, report = _validate_video(capsys, system, index)
+    assert status == 1 and _codes(report) == {"interval.overlap"}
+    status, report = _validate_video(capsys, system, index, "--ignore_overlap")
+    assert status == 0 and "interval.overlap" in {f["code"] for f in report["findings"]}
+    _edit(system, "VideoFrameSegments", 0, "[[5, 31]]")
+    assert _codes(_validate_video(capsys, system, index)[1]) == {"interval.out_of_bounds"}
+    assert _validate_video(capsys, system, index, "--ignore_eof")[0] == 0
+
+
+def test_hdf5_mask_of_a_trillion_elements_is_refused_from_its_shape(video_submission, capsys):
+    import h5py
+
+    system, index = video_submission
+    with h5py.File(system.parent / "mask" / "huge.hdf5", "w") as f:
+        f.create_dataset("0/masks", shape=(10**6, 10**3, 10**3), dtype=np.uint8, chunks=(1, 100, 100))
+    _edit(system, "OutputProbeMaskFileName", 1, "mask/huge.hdf5")
+    status, report = _validate_video(capsys, system, index)
+    assert status == 1 and _codes(report) == {"video_mask.unreadable"}
+    (system.parent / "mask" / "junk.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n" + os.urandom(100))
+    _edit(system, "OutputProbeMaskFileName", 1, "mask/junk.hdf5")
+    assert _codes(_validate_video(capsys, system, index)[1]) == {"video_mask.unreadable"}
+    _edit(system, "OutputProbeMaskFileName", 1, "mask/v1.hdf5")
+    _edit(system, "OutputProbeMaskFileName", 0, "../../index.csv")
+    assert _codes(_validate_video(capsys, system, index)[1]) == {"mask.path"}
