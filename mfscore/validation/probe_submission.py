@@ -19,8 +19,8 @@ from mfscore.validation.findings import ValidationReport
 from mfscore.validation.mask_files import WRONG_SIZE, check_png_mask, is_blank
 from mfscore.validation.options import ValidatorOptions
 from mfscore.validation.row_checks import (
-    SCORE, check_duplicates, check_pixel_values, check_row_count, check_scores, check_statuses, target_rows,
-    trial_keys,
+    SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores, check_statuses,
+    target_rows, trial_keys,
 )
 from mfscore.validation.submission_table import SubmissionTable
 from mfscore.validation.video_checks import check_interval_column, check_video_mask
@@ -122,14 +122,8 @@ def validate_probe_submission(report: ValidationReport, table: SubmissionTable, 
     check_row_count(report, table, len(index))
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval,
                  allow_non_finite=options.mediscore_compat, owner="probes")
-    for key in sorted(set(index_keys) - set(keys)):
-        report.error("key.missing", f"Probe {key} is expected in system file. Only found in index file.", **where)
-
-    in_index = keys.isin(set(index_keys)).to_numpy()
-    if not options.index_filter:
-        for position in np.flatnonzero(~in_index):
-            report.error("key.unknown", f"Probe {keys.iat[position]} does not exist in the index file.",
-                         line=table.line(position), **where)
+    in_index = check_index_coverage(report, table, keys, index_keys, noun="Probe",
+                                    report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, task.key, also=task.target_also)
     if PIXEL in table.header and not options.neglect_pixel:
         check_pixel_values(report, table, PIXEL, keys, checked)

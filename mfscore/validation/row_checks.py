@@ -20,11 +20,29 @@ def trial_keys(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.Series:
     return keys
 
 
-def check_row_count(report: ValidationReport, table: SubmissionTable, index_rows: int) -> None:
-    """Counts include the header line, as MediScore reports them (5 data rows vs 4 is '6 vs 5')."""
+def check_row_count(report: ValidationReport, table: SubmissionTable, index_rows: int, *,
+                    count_header: bool = True) -> None:
+    """MediScore's detection validators count the header line (5 data rows vs 4 is '6 vs 5'); its
+    provenance validator does not."""
+    extra = int(count_header)
     if len(table.rows) != index_rows:
-        report.error("table.row_count", f"The number of rows in your system output ({len(table.rows) + 1}) does not "
-                     f"match the number of rows in the index file ({index_rows + 1}).", file=table.path)
+        report.error("table.row_count", f"The number of rows in your system output ({len(table.rows) + extra}) does "
+                     f"not match the number of rows in the index file ({index_rows + extra}).", file=table.path)
+
+
+def check_index_coverage(report: ValidationReport, table: SubmissionTable, keys: pd.Series, index_keys: pd.Series, *,
+                         noun: str, report_unknown: bool = True) -> np.ndarray:
+    """Every index key in the system output and (unless -xF) every system key in the index; returns
+    which rows are in the index."""
+    for key in dict.fromkeys(index_keys[~index_keys.isin(set(keys))]):
+        report.error("key.missing", f"{noun} {key} is expected in system file. Only found in index file.",
+                     file=table.path)
+    in_index = keys.isin(set(index_keys)).to_numpy()
+    if report_unknown:
+        for position in np.flatnonzero(~in_index):
+            report.error("key.unknown", f"{noun} {keys.iat[position]} does not exist in the index file.",
+                         file=table.path, line=table.line(position))
+    return in_index
 
 
 def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.Series) -> None:
@@ -33,8 +51,9 @@ def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.
     repeated_rows = rows.duplicated(keep=False).to_numpy()
     if repeated_rows.any():
         positions = np.flatnonzero(repeated_rows)
-        report.error("table.duplicate_rows", "Your system output contains duplicate rows, at data rows "
-                     f"{', '.join(map(str, positions))} (0-based).", file=table.path, line=table.line(positions[0]))
+        shown = ", ".join(map(str, positions[:20])) + (", ..." if len(positions) > 20 else "")
+        report.error("table.duplicate_rows", f"Your system output contains duplicate rows: {len(positions)} rows "
+                     f"are repeated, at data rows {shown} (0-based).", file=table.path, line=table.line(positions[0]))
     repeated_keys = keys.duplicated(keep="first").to_numpy() & ~rows.duplicated(keep="first").to_numpy()
     for position in np.flatnonzero(repeated_keys):
         report.error("key.duplicate", f"Trial {keys.iat[position]} appears more than once with different values.",

@@ -12,8 +12,8 @@ from mfscore.validation.mask_files import WRONG_SIZE, check_png_mask, is_blank
 from mfscore.validation.options import ValidatorOptions
 from mfscore.validation.probe_submission import FAILED, IS_OPT_OUT, PROBE_STATUS
 from mfscore.validation.row_checks import (
-    SCORE, check_duplicates, check_pixel_values, check_row_count, check_scores, check_statuses, target_rows,
-    trial_keys,
+    SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores, check_statuses,
+    target_rows, trial_keys,
 )
 from mfscore.validation.submission_table import SubmissionTable
 
@@ -66,13 +66,8 @@ def validate_splice_submission(report: ValidationReport, table: SubmissionTable,
     check_duplicates(report, table, keys)
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval, allow_non_finite=False,
                  owner="probe-donor pairs")
-    for key in sorted(set(index_keys) - set(keys)):
-        report.error("key.missing", f"Pair {key} is expected in system file. Only found in index file.", **where)
-    in_index = keys.isin(set(index_keys)).to_numpy()
-    if not options.index_filter:
-        for position in np.flatnonzero(~in_index):
-            report.error("key.unknown", f"The probe-donor pair {keys.iat[position]} does not exist in the index file.",
-                         line=table.line(position), **where)
+    in_index = check_index_coverage(report, table, keys, index_keys, noun="The probe-donor pair",
+                                    report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, KEY)
     if len(pixel_columns) == 2:
         for column in pixel_columns:

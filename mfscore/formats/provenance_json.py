@@ -1,0 +1,118 @@
+"""Provenance system-output JSON: loading untrusted files safely and checking them against the schemas.
+
+The two JSON Schemas (``schemas/``) follow MediScore's schema version 1.2 as the spec describes it:
+filtering needs ``nodes``; graph building also needs ``links`` and a ``relationshipConfidenceScore``
+per link. A file that is too large, not UTF-8, not JSON, nested too deeply or not a JSON object
+becomes an ``InputFileError`` naming the file; no parser exception escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from functools import cache
+from importlib import resources
+
+from jsonschema import Draft7Validator
+
+from mfscore.errors import InputFileError
+
+DEFAULT_MAX_JSON_BYTES = 64 << 20
+
+GRAPH_BUILDING = "provenance"
+FILTERING = "provenancefiltering"
+SCHEMA_FILES = {GRAPH_BUILDING: "provenance_graph_building.schema.json",
+                FILTERING: "provenance_filtering.schema.json"}
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+               float: "a number", type(None): "null"}
+
+
+def load_provenance_json(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_JSON_BYTES) -> dict:
+    """The parsed top-level object of a system JSON file, read only if it is a regular file within ``max_bytes``."""
+    path = os.fspath(path)
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputFileError("the JSON file is not a regular file", path=path)
+        if info.st_size > max_bytes:
+            raise InputFileError(f"the JSON file is {info.st_size} bytes, more than the limit of {max_bytes}", path=path)
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise InputFileError("the JSON file does not exist", path=path) from None
+    except OSError as exc:
+        raise InputFileError(f"the JSON file cannot be read ({exc.strerror or exc})", path=path) from None
+    if len(data) > max_bytes:
+        raise InputFileError(f"the JSON file is more than the limit of {max_bytes} bytes", path=path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"the JSON file is not UTF-8 text (bad byte at offset {exc.start})", path=path) from None
+    try:
+        document = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                             path=path) from None
+    except ValueError as exc:
+        raise InputFileError(f"the file is not valid JSON ({exc})", path=path) from None
+    except RecursionError:
+        raise InputFileError("the JSON file is nested too deeply to be read", path=path) from None
+    if not isinstance(document, dict):
+        raise InputFileError(f"the JSON top level is {_json_type(document)}, not an object", path=path)
+    return document
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large")
+    return value
+
+
+def _json_type(value) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+@cache
+def _validator(task: str) -> Draft7Validator:
+    schema = json.loads(resources.files("mfscore.formats").joinpath("schemas", SCHEMA_FILES[task]).read_text("utf-8"))
+    Draft7Validator.check_schema(schema)
+    return Draft7Validator(schema)
+
+
+def schema_problems(document, task: str) -> list[str]:
+    """One sentence per schema violation, ``<json path>: <problem>``, sorted by path.
+
+    ``task`` is ``provenance`` (graph building) or ``provenancefiltering`` (filtering), any case.
+    """
+    key = task.lower()
+    if key not in SCHEMA_FILES:
+        raise ValueError(f"unknown provenance task {task!r}; expected {GRAPH_BUILDING!r} or {FILTERING!r}")
+    errors = sorted(_validator(key).iter_errors(document), key=lambda e: [_sortable(p) for p in e.absolute_path])
+    return [f"{_json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
+
+
+def _sortable(part) -> tuple:
+    return (0, part, "") if isinstance(part, int) else (1, 0, str(part))
+
+
+def _json_path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "top level"
+
+
+def _describe(error) -> str:
+    """jsonschema's message, except that a type error names the type instead of quoting the (maybe huge) value."""
+    if error.validator == "type":
+        return f"{_json_type(error.instance)} is not of type {error.validator_value!r}"
+    message = error.message
+    return message if len(message) <= 200 else message[:197] + "..."
