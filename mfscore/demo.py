@@ -12,16 +12,31 @@ import shutil
 import sys
 from pathlib import Path
 
+import cv2
+import numpy as np
+
 from mfscore.cli.main import main as mfscore_main
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
 
 
-def _run(argv: list[str]) -> None:
+def _run(argv: list[str], *, expect: int = 0) -> None:
     print(f"\n$ mfscore {shlex.join(argv)}", flush=True)
     status = mfscore_main(argv)
-    if status != 0:
-        sys.exit(status)
+    if status != expect:
+        sys.exit(status or 1)
+
+
+def _broken_copy(system: Path) -> Path:
+    """The generated submission with a wrong-size mask, a bad status and an escaping path, to show the validator."""
+    broken = system.with_name("broken-system.csv")
+    lines = system.read_text().splitlines()
+    lines[1] = lines[1].replace("Processed", "Procesed")
+    lines[2] = lines[2].replace("mask/", "../../")
+    lines[3] = lines[3].split("|")[0] + "|0.5|mask/small.png|Processed|"
+    broken.write_text("\n".join(lines) + "\n")
+    cv2.imwrite(str(system.parent / "mask" / "small.png"), np.zeros((10, 10), np.uint8))
+    return broken
 
 
 def _show(paths: list[Path]) -> None:
@@ -54,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     masks = generate_mask_dataset(out / "mask-data", args.masks, bitplanes=True, jpeg2000=True)
     print(f"\nGenerated {args.masks} probes with colour and JPEG 2000 bit-plane reference masks and grey "
           f"system masks in {masks.directory}/")
+    index, system = str(masks.directory / masks.index), masks.directory / masks.system
+    _run(["validate", "-vt", "SSD", "--plan", "mfc2019", "-s", str(system), "-x", index])
+    _run(["validate", "-vt", "SSD", "-s", str(_broken_copy(system)), "-x", index,
+          "--output_revised_system", "revised-system.csv"], expect=1)
     mask_io = ["--refDir", str(masks.directory), "-r", masks.reference, "-x", masks.index,
                "-s", str(masks.directory / masks.system)]
     _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "-p", "2", "--precision", "6"])
