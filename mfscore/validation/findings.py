@@ -36,7 +36,7 @@ class Finding:
 
 @dataclass
 class ValidationReport:
-    """Findings in the order they were made, plus the revised system rows (if any were excused)."""
+    """Findings in the order the checks made them."""
 
     findings: list[Finding] = field(default_factory=list)
 
