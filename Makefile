@@ -28,6 +28,7 @@ bench: setup
 	$(BIN)/python bench/detection.py
 	$(BIN)/python bench/masks.py
 	$(BIN)/python bench/validate.py
+	$(BIN)/python bench/provenance.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

@@ -7,7 +7,7 @@ import sys
 import traceback
 
 from mfscore import __version__
-from mfscore.cli import detection, mask, validate, validate_provenance
+from mfscore.cli import detection, mask, validate, validate_provenance, provenance_filtering, provenance_graph
 from mfscore.errors import MfscoreError
 
 
@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     mask.add_parser(subparsers)
     validate_provenance.add_parser(subparsers)
     validate.add_parser(subparsers)
+    provenance_filtering.add_parser(subparsers)
+    provenance_graph.add_parser(subparsers)
     return parser
 
 

@@ -7,6 +7,8 @@ import json
 from importlib import resources
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from jsonschema import Draft7Validator
 
 from mfscore.errors import InputFileError
@@ -184,3 +186,20 @@ def test_missing_file_and_directory(tmp_path):
         load_provenance_json(tmp_path / "absent.json")
     with pytest.raises(InputFileError, match="not a regular file"):
         load_provenance_json(tmp_path)
+
+
+_VALUES = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
+                    st.lists(st.integers(), max_size=2))
+_ITEMS = st.one_of(st.dictionaries(st.sampled_from(["id", "file", "fileid", "nodeConfidenceScore", "source", "target",
+                                                    "relationshipConfidenceScore", "operation", "extra"]),
+                                   _VALUES, max_size=6),
+                   _VALUES)
+
+
+@given(st.dictionaries(st.sampled_from(["nodes", "links", "directed", "other"]),
+                       st.one_of(st.lists(_ITEMS, max_size=6), _VALUES), max_size=4),
+       st.sampled_from(["provenance", "provenancefiltering"]))
+def test_the_shape_shortcut_agrees_with_full_validation(document, task):
+    from mfscore.formats.provenance_json import _validator
+
+    assert (schema_problems(document, task) == []) == _validator(task).is_valid(document)

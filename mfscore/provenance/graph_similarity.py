@@ -1,0 +1,165 @@
+"""Matching a system graph to the reference graph, and the graph-overlap metrics (provenance.md §3.4-§3.5).
+
+A trial becomes a ``GraphRecord``: the six set sizes the metrics need and the node and link
+mapping rows the report lists. Every output is computed from records alone, so records scored
+anywhere merge into exactly the report of scoring everything at once (DESIGN.md, "The central idea").
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from mfscore.provenance.graph_reference import ReferenceGraph
+from mfscore.provenance.graph_system import Confidence, SystemGraph
+from mfscore.records import RecordConflictError
+
+CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"
+
+NodeRow = tuple[str, Confidence | None, str]            # (WorldFileID, NodeConfidence, Mapping)
+LinkRow = tuple[str, str, Confidence | None, str]       # (Source, Target WorldFileID, LinkConfidence, Mapping)
+
+
+def _divide(numerator: int, denominator: int) -> float:
+    """A float64 ratio; 0/0 is NaN (§3.5), written as an empty field."""
+    return numerator / denominator if denominator else math.nan
+
+
+def sim_no(v_r: int, v_s: int, v_rs: int) -> float:
+    # MFC2019 plan §7: sim_NO = 2 |V_r ∩ V_s| / (|V_r| + |V_s|)
+    return _divide(2 * v_rs, v_r + v_s)
+
+
+def sim_lo(e_r: int, e_s: int, e_rs: int) -> float:
+    # MFC2019 plan §7: sim_LO = 2 |E_r ∩ E_s| / (|E_r| + |E_s|)
+    return _divide(2 * e_rs, e_r + e_s)
+
+
+def sim_nlo(v_r: int, v_s: int, v_rs: int, e_r: int, e_s: int, e_rs: int) -> float:
+    # MFC2019 plan §7: sim_NLO = 2 (|V_r ∩ V_s| + |E_r ∩ E_s|) / (|V_r| + |V_s| + |E_r| + |E_s|)
+    return _divide(2 * (v_rs + e_rs), v_r + v_s + e_r + e_s)
+
+
+def node_recall(v_r: int, v_rs: int) -> float:
+    # provenance.md §3.5: NodeRecall = |N ∩ N'| / |N|
+    return _divide(v_rs, v_r)
+
+
+def world_file_id(key: str) -> str:
+    """§3.6: a node key's base name without its extension (``world/fake26.png`` → ``fake26``)."""
+    return posixpath.splitext(posixpath.basename(key))[0]
+
+
+def _confidence_order(confidence) -> tuple:
+    return (0, 0) if confidence is None else (1, confidence)
+
+
+def map_nodes(reference: frozenset[str], system: dict[str, Confidence]) -> list[NodeRow]:
+    """Node mapping rows in MediScore's order: Mapping, then NodeConfidence (empty lowest), then WorldFileID."""
+    rows = [(k, system[k], CORRECT) for k in reference if k in system]
+    rows += [(k, None, MISSING) for k in reference if k not in system]
+    rows += [(k, c, FALSE_ALARM) for k, c in system.items() if k not in reference]
+    rows = [(world_file_id(k), c, m, k) for k, c, m in rows]
+    rows.sort(key=lambda r: (r[2], _confidence_order(r[1]), r[0], r[3]))
+    return [r[:3] for r in rows]
+
+
+def match_links(reference: frozenset[tuple[str, str]], system: dict, undirected: bool) -> dict:
+    """Reference link → the system link it matches. Under ``undirected`` a reference link that has
+    no same-direction match takes the reversed system link, each system link being used once."""
+    matched = {link: link for link in reference if link in system}
+    if undirected:
+        used = set(matched)
+        for a, b in sorted(reference - matched.keys()):
+            if (b, a) in system and (b, a) not in used:
+                matched[(a, b)] = (b, a)
+                used.add((b, a))
+    return matched
+
+
+def map_links(reference: frozenset[tuple[str, str]], system: dict, matched: dict) -> list[LinkRow]:
+    """Link mapping rows in MediScore's order: LinkConfidence (empty, i.e. Missing, first), Mapping,
+    Source, Target. A Correct row keeps the reference orientation and the system link's confidence."""
+    used = set(matched.values())
+    rows = [(link, system[matched[link]], CORRECT) for link in reference if link in matched]
+    rows += [(link, None, MISSING) for link in reference if link not in matched]
+    rows += [(link, c, FALSE_ALARM) for link, c in system.items() if link not in used]
+    rows = [(world_file_id(a), world_file_id(b), c, m, a, b) for (a, b), c, m in rows]
+    rows.sort(key=lambda r: (_confidence_order(r[2]), r[3], r[0], r[1], r[4], r[5]))
+    return [r[:4] for r in rows]
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    """One scored trial: identity, set sizes and mapping rows (a few hundred bytes as JSON)."""
+
+    ordinal: int          # the trial's position in MediScore's order; the merge key
+    journal_name: str
+    probe: str
+    output_file: str
+    direct: bool
+    ref_nodes: int        # |N|
+    sys_nodes: int        # |N'|
+    correct_nodes: int    # |N ∩ N'|
+    ref_links: int        # |L|
+    sys_links: int        # |L'|
+    correct_links: int    # |L ∩ L'|
+    node_rows: tuple[NodeRow, ...]
+    link_rows: tuple[LinkRow, ...]
+
+    @property
+    def sim_nlo(self) -> float:
+        return sim_nlo(self.ref_nodes, self.sys_nodes, self.correct_nodes,
+                       self.ref_links, self.sys_links, self.correct_links)
+
+    @property
+    def sim_no(self) -> float:
+        return sim_no(self.ref_nodes, self.sys_nodes, self.correct_nodes)
+
+    @property
+    def sim_lo(self) -> float:
+        return sim_lo(self.ref_links, self.sys_links, self.correct_links)
+
+    @property
+    def node_recall(self) -> float:
+        return node_recall(self.ref_nodes, self.correct_nodes)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form; an integer confidence stays an integer (it shows in the report)."""
+        data = asdict(self)
+        data["node_rows"] = [list(r) for r in self.node_rows]
+        data["link_rows"] = [list(r) for r in self.link_rows]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GraphRecord:
+        fields = dict(data)
+        fields["node_rows"] = tuple(tuple(r) for r in data["node_rows"])
+        fields["link_rows"] = tuple(tuple(r) for r in data["link_rows"])
+        return cls(**fields)
+
+
+def graph_record(ordinal: int, *, journal_name: str, probe: str, output_file: str, direct: bool,
+                 reference: ReferenceGraph, system: SystemGraph, undirected: bool) -> GraphRecord:
+    """Score one trial's system graph against its reference graph."""
+    matched = match_links(reference.links, system.links, undirected)
+    return GraphRecord(
+        ordinal=ordinal, journal_name=journal_name, probe=probe, output_file=output_file, direct=direct,
+        ref_nodes=len(reference.nodes), sys_nodes=len(system.nodes),
+        correct_nodes=sum(1 for k in reference.nodes if k in system.nodes),
+        ref_links=len(reference.links), sys_links=len(system.links), correct_links=len(matched),
+        node_rows=tuple(map_nodes(reference.nodes, system.nodes)),
+        link_rows=tuple(map_links(reference.links, system.links, matched)))
+
+
+def merge_graph_records(deliveries: Iterable[GraphRecord]) -> list[GraphRecord]:
+    """One record per ordinal, in trial order; a repeat counts once, two different records raise."""
+    merged: dict[int, GraphRecord] = {}
+    for record in deliveries:
+        seen = merged.get(record.ordinal)
+        if seen is not None and seen != record:
+            raise RecordConflictError(f"two different graph records for the trial at ordinal {record.ordinal}")
+        merged[record.ordinal] = record
+    return [merged[k] for k in sorted(merged)]

@@ -1,0 +1,141 @@
+"""ProvenanceGraphBuildingScorer's report files (provenance.md §3.6), computed from ``GraphRecord``s only.
+
+Trial values are ``round(x, 12)`` and means are of the unrounded values, NaN skipped, then rounded;
+NaN is an empty field. A confidence column prints ``1`` when every value in the *file* is an
+integer and ``1.0`` as soon as one is a float or empty (pandas' column dtype in MediScore).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
+
+import networkx as nx
+import pandas as pd
+
+from mfscore.provenance.graph_similarity import (
+    CORRECT,
+    FALSE_ALARM,
+    MISSING,
+    GraphRecord,
+)
+
+TRIAL_LABELS = ["JournalName", "ProvenanceProbeFileID", "Direct", "ProvenanceOutputFileName"]
+TRIAL_COLUMNS = TRIAL_LABELS + [
+    "NumSysNodes", "NumSysLinks", "NumRefNodes", "NumRefLinks", "NumCorrectNodes", "NumMissingNodes",
+    "NumFalseAlarmNodes", "NumCorrectLinks", "NumMissingLinks", "NumFalseAlarmLinks",
+    "SimNLO", "SimNO", "SimLO", "NodeRecall"]
+METRICS = ["SimNLO", "SimNO", "SimLO", "NodeRecall"]
+SCORE_COLUMNS = ["Direct"] + [f"Mean{m}" for m in METRICS]
+NODE_COLUMNS = TRIAL_LABELS + ["WorldFileID", "NodeConfidence", "Mapping"]
+LINK_COLUMNS = TRIAL_LABELS + ["SourceWorldFileID", "TargetWorldFileID", "LinkConfidence", "Mapping"]
+
+# (file name, what MediScore's -v line calls it), in the order MediScore writes them
+TABLES = (("trial_scores.csv", "Trial Scores"), ("scores.csv", "Aggregate Scores"),
+          ("node_mapping.csv", "Node Mapping"), ("link_mapping.csv", "Link Mapping"))
+
+COLOURS = {CORRECT: "tab:green", FALSE_ALARM: "tab:red", MISSING: "tab:gray"}
+
+
+def _value(x: float) -> str:
+    x = round(float(x), 12)
+    return "" if math.isnan(x) else repr(x)
+
+
+def _metric_values(record: GraphRecord) -> list[float]:
+    return [record.sim_nlo, record.sim_no, record.sim_lo, record.node_recall]
+
+
+def _labels(record: GraphRecord) -> list[str]:
+    return [record.journal_name, record.probe, str(record.direct), record.output_file]
+
+
+def trial_scores(records: list[GraphRecord]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        counts = [r.sys_nodes, r.sys_links, r.ref_nodes, r.ref_links,
+                  r.correct_nodes, r.ref_nodes - r.correct_nodes, r.sys_nodes - r.correct_nodes,
+                  r.correct_links, r.ref_links - r.correct_links, r.sys_links - r.correct_links]
+        rows.append(_labels(r) + [str(c) for c in counts] + [_value(v) for v in _metric_values(r)])
+    return pd.DataFrame(rows, columns=TRIAL_COLUMNS, dtype=object)
+
+
+def aggregate_scores(records: list[GraphRecord], direct: bool) -> pd.DataFrame:
+    values = pd.DataFrame([_metric_values(r) for r in records], columns=METRICS, dtype="float64")
+    return pd.DataFrame([[str(direct)] + [_value(values[m].mean()) for m in METRICS]],
+                        columns=SCORE_COLUMNS, dtype=object)
+
+
+def _confidence_cells(values: list) -> list[str]:
+    as_float = any(v is None or isinstance(v, float) for v in values)
+    return ["" if v is None else repr(float(v)) if as_float else str(v) for v in values]
+
+
+def node_mapping(records: list[GraphRecord]) -> pd.DataFrame:
+    rows = [_labels(r) + list(row) for r in records for row in r.node_rows]
+    frame = pd.DataFrame(rows, columns=NODE_COLUMNS, dtype=object)
+    frame["NodeConfidence"] = _confidence_cells([row[1] for r in records for row in r.node_rows])
+    return frame
+
+
+def link_mapping(records: list[GraphRecord]) -> pd.DataFrame:
+    rows = [_labels(r) + list(row) for r in records for row in r.link_rows]
+    frame = pd.DataFrame(rows, columns=LINK_COLUMNS, dtype=object)
+    frame["LinkConfidence"] = _confidence_cells([row[2] for r in records for row in r.link_rows])
+    return frame
+
+
+def report_tables(records: list[GraphRecord], direct: bool) -> dict[str, pd.DataFrame]:
+    """The four report tables by file name, from records in trial order."""
+    return {"trial_scores.csv": trial_scores(records), "scores.csv": aggregate_scores(records, direct),
+            "node_mapping.csv": node_mapping(records), "link_mapping.csv": link_mapping(records)}
+
+
+def figure_name(probe: str) -> str:
+    """``<probe>.png``, with any character that could leave the figures directory replaced."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", probe)
+    return ("_" + safe if safe.startswith(".") or not safe else safe) + ".png"
+
+
+def write_figure(record: GraphRecord, path: Path) -> None:
+    """The mapped graph: green correct, red false alarm, gray missing (nodes and links)."""
+    from mfscore.reports.plots import plt, save_figure
+
+    graph = nx.DiGraph()
+    for world_id, _, mapping in record.node_rows:
+        graph.add_node(world_id, colour=COLOURS[mapping])
+    for source, target, _, mapping in record.link_rows:
+        graph.add_edge(source, target, colour=COLOURS[mapping])
+    if nx.is_directed_acyclic_graph(graph) and graph.number_of_nodes():
+        for layer, nodes in enumerate(nx.topological_generations(graph)):
+            for node in nodes:
+                graph.nodes[node]["layer"] = layer
+        position = nx.multipartite_layout(graph, subset_key="layer", align="horizontal", scale=-1)
+    else:
+        position = nx.spring_layout(graph, seed=0)
+    size = max(4.0, min(20.0, 1.2 * graph.number_of_nodes() ** 0.5 + 3))
+    fig, ax = plt.subplots(figsize=(size, size), dpi=100, layout="constrained")
+    try:
+        nx.draw_networkx(graph, position, ax=ax, node_size=300, font_size=7, arrows=True,
+                         node_color=[graph.nodes[n].get("colour", COLOURS[MISSING]) for n in graph.nodes],
+                         edge_color=[graph.edges[e]["colour"] for e in graph.edges],
+                         labels={n: n[:8] for n in graph.nodes})
+        ax.set_title(f"{record.probe} ({record.output_file})", fontsize=8)
+        ax.set_axis_off()
+        save_figure(fig, [path])
+    finally:
+        plt.close(fig)
+
+
+def html_report(tables: dict[str, pd.DataFrame], figures: Iterable[str]) -> str:
+    """``report.html``: the "Scores Mean" and "Trial Scores" tables, then the figures."""
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>Provenance graph building</title></head>",
+             "<body>", "<h2>Scores Mean</h2>", tables["scores.csv"].to_html(index=False),
+             "<h2>Trial Scores</h2>", tables["trial_scores.csv"].to_html(index=False)]
+    parts += [f"<h3>{html.escape(name)}</h3><img src='figures/{quote(name)}' alt='{html.escape(name)}'>"
+              for name in figures]
+    return "\n".join(parts + ["</body></html>", ""])

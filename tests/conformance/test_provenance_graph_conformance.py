@@ -1,0 +1,53 @@
+"""MediScore ProvenanceGraphBuildingScorer test cases run through ``mfscore provenance-graph``."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.compare import byte_identical, differences
+from conformance.conftest import SCOREBOARD
+from conformance.provenance_graph_cases import CASES, MEDISCORE_PT, PT
+from mfscore.cli.main import main
+
+pytestmark = pytest.mark.conformance
+
+
+def mediscore_log(text: str, out: str, case: str) -> str:
+    """Our ``-v`` output with the paths MediScore's harness had (data root, then rewritten output dir)."""
+    return (text.replace(f"'{out}/", f"'{MEDISCORE_PT}checkfiles/{case}/")
+                .replace(f"'{PT}/", f"'{MEDISCORE_PT}"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_provenance_graph_case(case, conformance_root, tmp_path, monkeypatch, capsys):
+    board = SCOREBOARD["provenance-graph"]
+    checkfiles = conformance_root / PT / "checkfiles" / case.name
+    available = [name for name in case.expected if (checkfiles / name).exists()]
+    if not available:
+        board["not_available"] += 1
+        return
+    monkeypatch.chdir(conformance_root)
+    out = tmp_path / case.name
+    status = main(["provenance-graph", *case.args, "-o", str(out)])
+    captured = capsys.readouterr()
+    assert status == 0, f"mfscore exited with {status}: {captured.err}"
+    if case.log:
+        (out / "log.txt").write_text(mediscore_log(captured.out + captured.err, str(out), case.name))
+
+    problems = {}
+    for name in available:
+        board["compared"] += 1
+        if name == "log.txt":
+            expected, actual = (checkfiles / name).read_text(), (out / name).read_text()
+            found = [] if expected == actual else [f"expected {expected!r}, got {actual!r}"]
+        else:
+            found = differences(checkfiles / name, out / name)
+        if found:
+            problems[name] = found
+        else:
+            board["matched"] += 1
+            board["identical"] += byte_identical(checkfiles / name, out / name)
+    written = {p.name for p in out.iterdir()}
+    extra = written - set(case.expected)
+    assert not extra, f"files MediScore does not write: {sorted(extra)}"
+    assert not problems, "\n".join(f"{name}: {'; '.join(found)}" for name, found in problems.items())

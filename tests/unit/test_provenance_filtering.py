@@ -1,0 +1,283 @@
+"""Provenance filtering (provenance.md §2): reference sets, ranking, recall at N, records and the report."""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mfscore.errors import OptionError
+from mfscore.provenance.filtering import (
+    ALL,
+    NODE_TYPES,
+    RANKS,
+    FilteringRecord,
+    RankCounts,
+    TypeCounts,
+    merge_filtering_records,
+    node_types,
+    ranked,
+    reference_nodes,
+    score_trial,
+    world_file_id,
+    world_nodes,
+)
+from mfscore.records import RecordConflictError
+from mfscore.reports.provenance_filtering_report import (
+    node_mapping,
+    scores,
+    trial_scores,
+    write_filtering_report,
+)
+
+
+def system(*nodes: tuple[str, float]) -> list[dict]:
+    return [{"id": str(k), "file": file, "nodeConfidenceScore": score} for k, (file, score) in enumerate(nodes)]
+
+
+def trial(reference, system_nodes, types=(), ordinal=0, probe="P") -> FilteringRecord:
+    return score_trial(ordinal=ordinal, journal_name="J", probe_id=probe, output_file=f"json/{probe}.json",
+                       reference=reference, system_nodes=system_nodes, types=types)
+
+
+def at(record: FilteringRecord, kind: str, rank: int) -> RankCounts:
+    counts = next(c for c in record.counts if c.node_type == kind)
+    return counts.at_rank[RANKS.index(rank)]
+
+
+# --------------------------------------------------------------------------------------------
+# The reference node set (§2.2)
+
+
+def test_reference_nodes_join_the_world_and_the_journal_and_add_the_probe():
+    # node file                                         world index
+    #   probe  WorldFileID  WorldFileName  JournalNodeID    WorldFileID  WorldFileName
+    #   P      a            world/a.jpg    n0               a            world/a.jpg
+    #   P      b            world/b.jpg    n1               b            world/B.jpg   <- name differs: b dropped
+    #   P      c            world/c.jpg    n9               c            world/c.jpg   <- n9 not in the journal
+    #   P      d            world/d.jpg    n3               d            world/d.jpg   <- n3 has no nodetype
+    #   P      P            world/P.jpg    n2               (the probe is not in the world)
+    #   Q      a            world/a.jpg    n0
+    # journal nodes: n0 base, n1 donor, n2 final, n3 (no nodetype)
+    nodes = [dict(zip(("ProvenanceProbeFileID", "WorldFileID", "WorldFileName", "JournalNodeID"), row)) for row in (
+        ("P", "a", "world/a.jpg", "n0"), ("P", "b", "world/b.jpg", "n1"), ("P", "c", "world/c.jpg", "n9"),
+        ("P", "d", "world/d.jpg", "n3"), ("P", "P", "world/P.jpg", "n2"), ("Q", "a", "world/a.jpg", "n0"))]
+    world = [("a", "world/a.jpg"), ("b", "world/B.jpg"), ("c", "world/c.jpg"), ("d", "world/d.jpg")]
+    journal = [{"id": "n0", "nodetype": "base"}, {"id": "n1", "nodetype": "donor"}, {"id": "n2", "nodetype": "final"},
+               {"id": "n3"}]
+    by_probe = world_nodes(nodes, world)
+    assert by_probe["P"] == [("world/a.jpg", "n0"), ("world/c.jpg", "n9"), ("world/d.jpg", "n3")]
+    assert reference_nodes(by_probe["P"], journal, "world/P.jpg") == [
+        ("world/a.jpg", "base"), ("world/d.jpg", ""), ("world/P.jpg", "probe")]
+    assert reference_nodes(by_probe["Q"], journal, "world/Q.jpg") == [("world/a.jpg", "base"), ("world/Q.jpg", "probe")]
+
+
+def test_world_nodes_is_an_inner_join_so_a_repeated_world_row_repeats_the_node():
+    nodes = [{"ProvenanceProbeFileID": "P", "WorldFileID": "a", "WorldFileName": "world/a.jpg", "JournalNodeID": "n0"}]
+    assert world_nodes(nodes, [("a", "world/a.jpg")] * 2)["P"] == [("world/a.jpg", "n0")] * 2
+
+
+def test_node_types_expand_all_and_keep_the_given_order():
+    assert node_types(None) == ()
+    assert node_types(["all"]) == node_types(["*"]) == NODE_TYPES == ("donor", "base", "final", "interim")
+    assert node_types(["final", "donor", "final"]) == ("final", "donor")
+    assert node_types(["interim", "all"]) == ("interim", "donor", "base", "final")
+
+
+def test_world_file_id_is_the_basename_without_extension():
+    assert world_file_id("world/ed6b-1.jpg") == "ed6b-1"
+    assert world_file_id("fake/12.png") == "12"
+    assert world_file_id("a.b.TIF") == "a.b"
+    assert world_file_id("noext") == "noext"
+
+
+# --------------------------------------------------------------------------------------------
+# Ranking and counts (§2.3)
+
+
+def test_ranking_is_a_stable_descending_sort():
+    nodes = system(("a", 0.5), ("b", 1), ("c", 0.5), ("d", 1.0), ("e", 0))
+    assert [file for file, _ in ranked(nodes)] == ["b", "d", "a", "c", "e"]
+
+
+# Reference of probe P:           System JSON, in file order (52 nodes):
+#   WorldFileName  nodetype         file              nodeConfidenceScore   rank
+#   world/p.jpg    probe            world/a.jpg       0.9                   1
+#   world/a.jpg    base             world/x.jpg       0.9                   2   distractor
+#   world/b.jpg    donor            world/p.jpg       0.5                   3
+#   world/c.jpg    interim          world/d0..d47     0.4                   4..51
+#                                   world/b.jpg       0.3                   52  outside the top 50
+# world/c.jpg is never returned.
+HAND_REFERENCE = [("world/p.jpg", "probe"), ("world/a.jpg", "base"), ("world/b.jpg", "donor"),
+                  ("world/c.jpg", "interim")]
+HAND_SYSTEM = system(("world/a.jpg", 0.9), ("world/x.jpg", 0.9), ("world/p.jpg", 0.5),
+                     *((f"world/d{k}.jpg", 0.4) for k in range(48)), ("world/b.jpg", 0.3))
+
+
+def test_hand_made_trial_counts_at_every_rank():
+    record = trial(HAND_REFERENCE, HAND_SYSTEM, types=("donor", "interim"))
+    assert record.num_sys_nodes == 52
+    assert [(c.node_type, c.num_ref_nodes) for c in record.counts] == [(ALL, 4), ("donor", 1), ("interim", 1)]
+    assert at(record, ALL, 50) == RankCounts(correct=2, missing=2, false_alarm=48)
+    for n in (100, 200, 300):
+        assert at(record, ALL, n) == RankCounts(correct=3, missing=1, false_alarm=49)
+    # per type: the reference is restricted, the system top N is not (a and p become false alarms)
+    assert at(record, "donor", 50) == RankCounts(correct=0, missing=1, false_alarm=50)
+    assert at(record, "donor", 100) == RankCounts(correct=1, missing=0, false_alarm=51)
+    assert at(record, "interim", 300) == RankCounts(correct=0, missing=1, false_alarm=52)
+    rows = trial_scores([record])
+    assert rows["NodeType"].tolist() == [ALL, "donor", "interim"]
+    assert rows["NodeRecallAt50"].tolist() == [0.5, 0.0, 0.0]
+    assert rows["NodeRecallAt100"].tolist() == [0.75, 1.0, 0.0]
+
+
+def test_hand_made_trial_mapping_at_50():
+    mapping = node_mapping([trial(HAND_REFERENCE, HAND_SYSTEM)])
+    block = mapping[mapping["Measure"] == "NodeRecallAt50"]
+    listed = list(zip(block["WorldFileID"], block["Mapping"], block["NodeType"]))
+    # Correct, FalseAlarm, Missing; then confidence ascending; then WorldFileID as text (d10 before d2)
+    assert listed[:2] == [("p", "Correct", "probe"), ("a", "Correct", "base")]
+    false_alarms = [f"d{k}" for k in sorted(range(47), key=str)] + ["x"]
+    assert listed[2:-2] == [(name, "FalseAlarm", "") for name in false_alarms]
+    assert listed[-2:] == [("b", "Missing", "donor"), ("c", "Missing", "interim")]
+    assert block["NodeConfidence"].isna().tolist() == [False] * 50 + [True] * 2
+
+
+def test_a_requested_node_type_absent_from_the_reference_is_an_error():
+    with pytest.raises(OptionError, match="final"):
+        trial(HAND_REFERENCE, HAND_SYSTEM, types=("donor", "final"))
+
+
+def test_a_file_the_system_lists_twice_counts_once():
+    record = trial([("world/p.jpg", "probe"), ("world/a.jpg", "base")],
+                   system(("world/a.jpg", 1), ("world/a.jpg", 0.5), ("world/z.jpg", 0.1)))
+    assert at(record, ALL, 50) == RankCounts(correct=1, missing=1, false_alarm=1)
+    correct = record.mapping_at(50)[1]
+    assert (correct.mapping, correct.confidence) == ("Correct", 1)
+
+
+# --------------------------------------------------------------------------------------------
+# recall@N against a slow, obvious reference
+
+
+def brute_force_top(system_nodes: list[dict], k: int) -> list[str]:
+    """The k files picked one by one: the highest confidence left, the earliest in the file on ties."""
+    left = list(range(len(system_nodes)))
+    picked = []
+    while left and len(picked) < k:
+        best = left[0]
+        for i in left:
+            if system_nodes[i]["nodeConfidenceScore"] > system_nodes[best]["nodeConfidenceScore"]:
+                best = i
+        picked.append(system_nodes[best]["file"])
+        left.remove(best)
+    return picked
+
+
+FILES = [f"world/f{k}.jpg" for k in range(70)]
+KINDS = (*NODE_TYPES, "probe", "")
+CONFIDENCES = (0, 1, 0.25, 0.5, 0.75, 0.9, 1.0)
+
+references = st.lists(st.tuples(st.sampled_from(FILES), st.sampled_from(KINDS)), min_size=1, max_size=25,
+                      unique_by=lambda row: row[0])
+systems = st.lists(st.tuples(st.sampled_from(FILES), st.sampled_from(CONFIDENCES)), max_size=120).map(
+    lambda nodes: system(*nodes))
+
+
+@settings(max_examples=150, deadline=None)
+@given(references, systems)
+def test_recall_at_n_equals_the_brute_force_set_intersection(reference, system_nodes):
+    types = tuple(sorted({kind for _, kind in reference} & set(NODE_TYPES)))
+    record = trial(reference, system_nodes, types=types)
+    table = trial_scores([record])
+    assert record.num_sys_nodes == len(system_nodes)
+    for counts, (_, row) in zip(record.counts, table.iterrows()):
+        expected_ref = {file for file, kind in reference if counts.node_type in (ALL, kind)}
+        assert counts.num_ref_nodes == len(expected_ref)
+        for n, got in zip(RANKS, counts.at_rank):
+            top = brute_force_top(system_nodes, n)
+            correct = len(set(top) & expected_ref)
+            assert got == RankCounts(correct, len(expected_ref) - correct, sum(f not in expected_ref for f in top))
+            assert row[f"NodeRecallAt{n}"] == round(correct / len(expected_ref), 12)
+    for n in RANKS:
+        mapping = [m.mapping for m in record.mapping_at(n)]
+        assert (mapping.count("Correct"), mapping.count("Missing"), mapping.count("FalseAlarm")) == tuple(at(record, ALL, n))
+
+
+# --------------------------------------------------------------------------------------------
+# Records: JSON round trip, merging shards
+
+
+trials_strategy = st.lists(st.tuples(references, systems), min_size=1, max_size=6)
+
+
+def score_all(trials) -> list[FilteringRecord]:
+    return [trial(ref, nodes, ordinal=k, probe=f"P{k}") for k, (ref, nodes) in enumerate(trials)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials_strategy)
+def test_records_survive_a_json_round_trip(trials):
+    for record in score_all(trials):
+        again = FilteringRecord.from_dict(json.loads(json.dumps(record.to_dict())))
+        assert again == record
+        assert repr(again) == repr(record)  # 1 stays an int, 1.0 a float: they print differently
+
+
+def report_bytes(records) -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as tmp:
+        write_filtering_report(records, lambda name: Path(tmp) / name)
+        return {path.name: path.read_bytes() for path in Path(tmp).iterdir()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials_strategy, st.data())
+def test_records_scored_in_two_shards_merge_into_the_same_report(trials, data):
+    records = score_all(trials)
+    cut = data.draw(st.integers(0, len(records)))
+    first, second = records[:cut], records[cut:]
+    shards = [second, first, first[:1]]  # any order; a record delivered twice counts once
+    random.Random(cut).shuffle(shards)
+    merged = merge_filtering_records(shards)
+    assert merged == records
+    assert report_bytes(merged) == report_bytes(records)
+
+
+def test_two_different_records_for_one_trial_conflict():
+    a = trial(HAND_REFERENCE, HAND_SYSTEM)
+    b = trial(HAND_REFERENCE, HAND_SYSTEM[:-1])
+    with pytest.raises(RecordConflictError, match="ordinal 0"):
+        merge_filtering_records([[a], [b]])
+
+
+# --------------------------------------------------------------------------------------------
+# The report's number formats (§2.4)
+
+
+def counts_record(ordinal: int, correct: int, num_ref: int) -> FilteringRecord:
+    at_rank = tuple(RankCounts(correct, num_ref - correct, 0) for _ in RANKS)
+    return FilteringRecord(ordinal, "J", f"P{ordinal}", "p.json", 10, (TypeCounts(ALL, num_ref, at_rank),), (), ())
+
+
+def test_trial_recalls_are_rounded_and_their_mean_is_not_rounded_again():
+    records = [counts_record(0, 6, 19), counts_record(1, 6, 18)]
+    assert trial_scores(records)["NodeRecallAt50"].tolist() == [0.315789473684, 0.333333333333]
+    assert scores(records)["NodeRecallAt50"].tolist() == [0.32456140350850005]
+
+
+def test_confidences_print_as_integers_only_without_floats_or_missing_rows():
+    whole = trial([("world/a.jpg", "base"), ("world/p.jpg", "probe")], system(("world/a.jpg", 1), ("world/p.jpg", 1)))
+    assert (node_mapping([whole])["NodeConfidence"].astype(str) == "1").all()
+    with_missing = trial([("world/a.jpg", "base"), ("world/p.jpg", "probe")], system(("world/a.jpg", 1)))
+    assert "1.0" in set(node_mapping([with_missing])["NodeConfidence"].astype(str))
+
+
+def test_node_types_in_scores_are_sorted():
+    record = trial(HAND_REFERENCE, HAND_SYSTEM, types=("interim", "donor", "base"))
+    assert scores([record])["NodeType"].tolist() == [ALL, "base", "donor", "interim"]
+    assert trial_scores([record])["NodeType"].tolist() == [ALL, "interim", "donor", "base"]
