@@ -18,6 +18,7 @@ import numpy as np
 from mfscore.cli.main import main as mfscore_main
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
+from mfscore.sample_data.provenance import generate_provenance_dataset
 
 
 def _run(argv: list[str], *, expect: int = 0) -> None:
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="demo-output", help="directory for the data and the reports")
     parser.add_argument("--trials", type=int, default=4000, help="number of probes to generate")
     parser.add_argument("--masks", type=int, default=60, help="number of probes with masks to generate")
+    parser.add_argument("--provenance", type=int, default=200, help="number of provenance probes (a multiple of 4)")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -79,8 +81,18 @@ def main(argv: list[str] | None = None) -> int:
     _run(["mask", *mask_io, "-oR", str(reports / "masks_by_purpose" / "demo"), "--jpeg2000", "--precision", "6",
           "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
 
+    provenance = generate_provenance_dataset(out / "provenance-data", args.provenance)
+    print(f"\nGenerated {args.provenance} provenance probes (journals, world index, system JSON graphs of 300 nodes) "
+          f"in {provenance.root}/")
+    _run(["validate-provenance", "-t", "provenancefiltering", "-x", str(provenance.root / "index.csv"),
+          "-s", str(provenance.root / "system" / "system.csv")])
+    _run(["provenance-filtering", *provenance.options("system.csv"), "--nodetype", "all",
+          "-o", str(reports / "provenance_filtering")])
+    _run(["provenance-graph", *provenance.options("system.csv"), "-c", "-d",
+          "-o", str(reports / "provenance_graph_direct")])
+
     _show(sorted(p for p in reports.rglob("*.csv") if "perimage" not in p.name and "journal" not in p.name
-                 and "mcc_by_size" not in p.name and not p.name.endswith("_mask_extra.csv")))
+                 and "mcc_by_size" not in p.name and "mapping" not in p.name and p.name != "trial_scores.csv" and not p.name.endswith("_mask_extra.csv")))
     print("\nPlots:")
     for plot in sorted(reports.rglob("*.png")):
         print(f"  {plot}  (and {plot.with_suffix('.pdf').name})")

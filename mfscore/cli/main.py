@@ -7,7 +7,7 @@ import sys
 import traceback
 
 from mfscore import __version__
-from mfscore.cli import detection, mask, validate, validate_provenance, provenance_filtering, provenance_graph
+from mfscore.cli import detection, mask, provenance_filtering, provenance_graph, validate, validate_provenance
 from mfscore.errors import MfscoreError
 
 
@@ -17,8 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     detection.add_parser(subparsers)
     mask.add_parser(subparsers)
-    validate_provenance.add_parser(subparsers)
     validate.add_parser(subparsers)
+    validate_provenance.add_parser(subparsers)
     provenance_filtering.add_parser(subparsers)
     provenance_graph.add_parser(subparsers)
     return parser
