@@ -8,6 +8,8 @@ a union keyed by trial, order-independent and idempotent (a record delivered twi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -57,3 +59,15 @@ def merge_mask_records(deliveries) -> dict:
             raise RecordConflictError(f"two different mask records for {key}")
         merged[key] = record
     return merged
+
+
+def merge_by_ordinal(deliveries: Iterable, kind: str) -> list:
+    """Records with an ``ordinal`` (provenance trials), in trial order: a record delivered twice
+    counts once; two different records for one ordinal raise ``RecordConflictError``."""
+    merged: dict[int, object] = {}
+    for record in deliveries:
+        seen = merged.get(record.ordinal)
+        if seen is not None and seen != record:
+            raise RecordConflictError(f"two different {kind} records for the trial at ordinal {record.ordinal}")
+        merged[record.ordinal] = record
+    return [merged[k] for k in sorted(merged)]

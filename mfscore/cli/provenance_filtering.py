@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from mfscore.cli.provenance_arguments import add_input_arguments, read_arguments_inputs
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, FILTERING
 from mfscore.provenance.filtering import (
@@ -28,7 +29,6 @@ from mfscore.provenance.trials import (
     check_trial_disparity,
     load_journal,
     load_system_graph,
-    read_inputs,
     trial_table,
 )
 from mfscore.reports.provenance_filtering_report import write_filtering_report
@@ -42,22 +42,10 @@ def add_parser(subparsers) -> None:
         "provenance-filtering", help="score provenance filtering (ProvenanceFilteringScorer-compatible)",
         description="Node recall at ranks 50, 100, 200 and 300 of each probe's system node list against its "
                     "reference provenance graph. Accepts MediScore ProvenanceFilteringScorer's options.")
-    p.add_argument("-o", "--output-dir", required=True, help="output directory (created if missing)")
-    p.add_argument("-x", "--index-file", required=True, help="index CSV")
-    p.add_argument("-r", "--reference-file", required=True, help="reference CSV")
-    p.add_argument("-n", "--node-file", required=True, help="reference node CSV")
-    p.add_argument("-w", "--world-file", required=True, help="world index CSV")
-    p.add_argument("-R", "--reference-dir", required=True, help="directory the journal paths are relative to")
-    p.add_argument("-s", "--system-output-file", required=True, help="system output CSV")
-    p.add_argument("-S", "--system-dir", required=True, help="directory the system JSON paths are relative to")
-    p.add_argument("-t", "--skip-trial-disparity-check", action="store_true",
-                   help="system probes not in the index only produce a warning (shown with -v)")
+    add_input_arguments(p)
     p.add_argument("-H", "--html-report", action="store_true", help="accepted; mfscore writes no HTML report")
-    p.add_argument("-v", "--verbose", action="store_true", help="progress and warning messages")
     p.add_argument("--nodetype", nargs="+", choices=NODE_TYPE_CHOICES, metavar="TYPE",
                    help="add per-node-type rows: donor, base, final, interim; * or all for the four")
-    p.add_argument("--max-json-bytes", type=int, default=DEFAULT_MAX_JSON_BYTES,
-                   help=f"refuse system JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,})")
     p.set_defaults(run=run)
 
 
@@ -96,9 +84,7 @@ def score_trials(inputs: ProvenanceInputs, types: tuple[str, ...], *,
 
 def run(args) -> int:
     started = time.perf_counter()
-    inputs = read_inputs(index=args.index_file, reference=args.reference_file, nodes=args.node_file,
-                         world=args.world_file, system=args.system_output_file,
-                         reference_dir=args.reference_dir, system_dir=args.system_dir)
+    inputs = read_arguments_inputs(args)
     check_trial_disparity(inputs, skip=args.skip_trial_disparity_check, one_to_one=False)
     if args.verbose:
         for warning in inputs.warnings:

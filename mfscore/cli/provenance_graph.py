@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+from mfscore.cli.provenance_arguments import add_input_arguments, read_arguments_inputs
 from mfscore.errors import InputFileError, OptionError
-from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, GRAPH_BUILDING
+from mfscore.formats.provenance_json import GRAPH_BUILDING
 from mfscore.formats.tables import write_table
 from mfscore.provenance.graph_reference import (
     JournalError,
@@ -32,7 +33,6 @@ from mfscore.provenance.trials import (
     check_trial_disparity,
     load_journal,
     load_system_graph,
-    read_inputs,
     trial_table,
 )
 from mfscore.reports.provenance_graph_report import (
@@ -50,17 +50,7 @@ def add_parser(subparsers) -> None:
         "provenance-graph", help="score provenance graphs (ProvenanceGraphBuildingScorer-compatible)",
         description="Score system provenance graphs against the journals' reference graphs: SimNLO, SimNO, SimLO "
                     "and node recall per probe, on the full graph or (-d) the probe's direct-path graph.")
-    p.add_argument("-o", "--output-dir", required=True, help="output directory (created if missing)")
-    p.add_argument("-x", "--index-file", required=True, help="provenance graph building index CSV")
-    p.add_argument("-r", "--reference-file", required=True, help="provenance reference CSV")
-    p.add_argument("-n", "--node-file", required=True, help="provenance node CSV (reference nodes per probe)")
-    p.add_argument("-w", "--world-file", required=True, help="world index CSV")
-    p.add_argument("-R", "--reference-dir", required=True, help="directory the JournalFileName paths are relative to")
-    p.add_argument("-s", "--system-output-file", required=True, help="system output CSV")
-    p.add_argument("-S", "--system-dir", required=True,
-                   help="directory the ProvenanceOutputFileName paths are relative to (they may not leave it)")
-    p.add_argument("-t", "--skip-trial-disparity-check", action="store_true",
-                   help="system probes that are not in the index, or repeated, only give a warning")
+    add_input_arguments(p)
     p.add_argument("-d", "--direct", action="store_true", help="score the direct-path graph of each probe")
     p.add_argument("-u", "--undirected-graph", action="store_true", help="links match in either direction")
     p.add_argument("-c", "--warn-on-system-cycle", action="store_true",
@@ -70,9 +60,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("-H", "--html-report", action="store_true", help="write report.html (implies -p)")
     p.add_argument("-T", "--thumbnail-cache-dir",
                    help="accepted and ignored: mfscore's figures are drawn without thumbnails")
-    p.add_argument("-v", "--verbose", action="store_true", help="progress and warning messages on stdout")
-    p.add_argument("--max-json-bytes", type=int, default=DEFAULT_MAX_JSON_BYTES,
-                   help=f"refuse system JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,})")
     p.set_defaults(run=run)
 
 
@@ -145,9 +132,7 @@ def run(args) -> int:
     say = print if args.verbose else _quiet
     if args.thumbnail_cache_dir is not None:
         print("mfscore: note: -T is accepted and ignored; figures are drawn without thumbnails", file=sys.stderr)
-    inputs = read_inputs(index=args.index_file, reference=args.reference_file, nodes=args.node_file,
-                         world=args.world_file, system=args.system_output_file, reference_dir=args.reference_dir,
-                         system_dir=args.system_dir)
+    inputs = read_arguments_inputs(args)
     check_trial_disparity(inputs, skip=args.skip_trial_disparity_check, one_to_one=True)
     for warning in inputs.warnings:
         say(f"Warning, {warning}")

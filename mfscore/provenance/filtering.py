@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from mfscore.errors import OptionError
-from mfscore.records import RecordConflictError
+from mfscore.records import merge_by_ordinal
 
 RANKS = (50, 100, 200, 300)  # provenance.md §2.3: fixed, not configurable
 NODE_TYPES = ("donor", "base", "final", "interim")
@@ -203,12 +203,5 @@ def score_trial(*, ordinal: int, journal_name: str, probe_id: str, output_file: 
 
 
 def merge_filtering_records(shards) -> list[FilteringRecord]:
-    """Union of record shards in ordinal order; a record delivered twice counts once, a conflict raises."""
-    merged: dict[int, FilteringRecord] = {}
-    for shard in shards:
-        for record in shard:
-            seen = merged.get(record.ordinal)
-            if seen is not None and seen != record:
-                raise RecordConflictError(f"two different filtering records for the trial at ordinal {record.ordinal}")
-            merged[record.ordinal] = record
-    return [merged[k] for k in sorted(merged)]
+    """Union of record shards in trial order (``records.merge_by_ordinal``)."""
+    return merge_by_ordinal((record for shard in shards for record in shard), "filtering")

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from mfscore.provenance.graph_reference import ReferenceGraph
 from mfscore.provenance.graph_system import Confidence, SystemGraph
-from mfscore.records import RecordConflictError
+from mfscore.records import merge_by_ordinal
 
 CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"
 
@@ -155,11 +155,5 @@ def graph_record(ordinal: int, *, journal_name: str, probe: str, output_file: st
 
 
 def merge_graph_records(deliveries: Iterable[GraphRecord]) -> list[GraphRecord]:
-    """One record per ordinal, in trial order; a repeat counts once, two different records raise."""
-    merged: dict[int, GraphRecord] = {}
-    for record in deliveries:
-        seen = merged.get(record.ordinal)
-        if seen is not None and seen != record:
-            raise RecordConflictError(f"two different graph records for the trial at ordinal {record.ordinal}")
-        merged[record.ordinal] = record
-    return [merged[k] for k in sorted(merged)]
+    """One record per trial, in trial order (``records.merge_by_ordinal``)."""
+    return merge_by_ordinal(deliveries, "graph")

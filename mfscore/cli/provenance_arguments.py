@@ -1,0 +1,29 @@
+"""The options both provenance scorers take (provenance.md §2.1), and reading their inputs."""
+
+from __future__ import annotations
+
+from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
+from mfscore.provenance.trials import ProvenanceInputs, read_inputs
+
+
+def add_input_arguments(p) -> None:
+    p.add_argument("-o", "--output-dir", required=True, help="output directory (created if missing)")
+    p.add_argument("-x", "--index-file", required=True, help="provenance index CSV")
+    p.add_argument("-r", "--reference-file", required=True, help="provenance reference CSV")
+    p.add_argument("-n", "--node-file", required=True, help="provenance node CSV (reference nodes per probe)")
+    p.add_argument("-w", "--world-file", required=True, help="world index CSV")
+    p.add_argument("-R", "--reference-dir", required=True, help="directory the JournalFileName paths are relative to")
+    p.add_argument("-s", "--system-output-file", required=True, help="system output CSV")
+    p.add_argument("-S", "--system-dir", required=True,
+                   help="directory the ProvenanceOutputFileName paths are relative to (they may not leave it)")
+    p.add_argument("-t", "--skip-trial-disparity-check", action="store_true",
+                   help="system probes that are not in the index (or repeated, for graphs) only give a warning")
+    p.add_argument("-v", "--verbose", action="store_true", help="progress and warning messages on stdout")
+    p.add_argument("--max-json-bytes", type=int, default=DEFAULT_MAX_JSON_BYTES,
+                   help=f"refuse system JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,})")
+
+
+def read_arguments_inputs(args) -> ProvenanceInputs:
+    return read_inputs(index=args.index_file, reference=args.reference_file, nodes=args.node_file,
+                       world=args.world_file, system=args.system_output_file, reference_dir=args.reference_dir,
+                       system_dir=args.system_dir)
