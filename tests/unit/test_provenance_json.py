@@ -188,7 +188,7 @@ def test_missing_file_and_directory(tmp_path):
         load_provenance_json(tmp_path)
 
 
-_VALUES = st.sampled_from([None, True, 3, 0.5, "s", [1]])
+_VALUES = st.sampled_from([None, True, 3, 0.5, "s", [1], {"a": 1}])
 _ITEMS = st.one_of(st.dictionaries(st.sampled_from(["id", "file", "fileid", "nodeConfidenceScore", "source", "target",
                                                     "relationshipConfidenceScore", "operation", "extra"]),
                                    _VALUES, max_size=6),
