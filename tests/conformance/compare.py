@@ -60,3 +60,17 @@ def differences(expected_path: Path, actual_path: Path, limit: int = 5, ignore: 
 
 def byte_identical(expected_path: Path, actual_path: Path) -> bool:
     return actual_path.exists() and expected_path.read_bytes() == actual_path.read_bytes()
+
+
+def compare_outputs(board, checkfiles: Path, out: Path, names: list[str], compare=differences) -> dict[str, list[str]]:
+    """Compare each expected file with mfscore's, counting on the scoreboard; returns the problems by file."""
+    problems = {}
+    for name in names:
+        board["compared"] += 1
+        found = compare(checkfiles / name, out / name)
+        if found:
+            problems[name] = found
+        else:
+            board["matched"] += 1
+            board["identical"] += byte_identical(checkfiles / name, out / name)
+    return problems

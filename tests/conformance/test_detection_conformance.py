@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.compare import byte_identical, differences
+from conformance.compare import compare_outputs
 from conformance.conftest import SCOREBOARD
 from conformance.detection_cases import CASES, DT
 from mfscore.cli.main import main
@@ -25,15 +25,7 @@ def test_detection_case(case, conformance_root, tmp_path, monkeypatch):
     status = main(["detection", *case.args, "-o", str(out / case.out_prefix)])
     assert status == 0, f"mfscore exited with {status}"
 
-    problems = {}
-    for name in available:
-        board["compared"] += 1
-        found = differences(checkfiles / name, out / name)
-        if found:
-            problems[name] = found
-        else:
-            board["matched"] += 1
-            board["identical"] += byte_identical(checkfiles / name, out / name)
+    problems = compare_outputs(board, checkfiles, out, available)
     written = {p.name for p in out.glob("*.csv")}
     extra = written - set(case.expected)
     assert not extra, f"files MediScore does not write: {sorted(extra)}"
