@@ -7,7 +7,16 @@ import sys
 import traceback
 
 from mfscore import __version__
-from mfscore.cli import detection, mask, provenance_filtering, provenance_graph, validate, validate_provenance
+from mfscore.cli import (
+    detection,
+    mask,
+    provenance_filtering,
+    provenance_graph,
+    validate,
+    validate_provenance,
+    video_spatial,
+    video_temporal,
+)
 from mfscore.errors import MfscoreError
 
 
@@ -21,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     validate_provenance.add_parser(subparsers)
     provenance_filtering.add_parser(subparsers)
     provenance_graph.add_parser(subparsers)
+    video_temporal.add_parser(subparsers)
+    video_spatial.add_parser(subparsers)
     return parser
 
 
