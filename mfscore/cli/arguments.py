@@ -1,4 +1,4 @@
-"""Argument types shared by the commands: bounded numbers, lists of rates."""
+"""Argument types shared by the commands: bounded numbers, lists of rates, kernel sizes, thresholds."""
 
 from __future__ import annotations
 
@@ -24,3 +24,27 @@ def far_list(text: str) -> tuple[float, ...]:
     """Comma-separated false-alarm rates, each in [0, 1]."""
     rate = bounded_float(0.0, 1.0)
     return tuple(rate(part) for part in text.split(",") if part.strip())
+
+
+def integer(text: str) -> int:
+    """An argparse type for an integer."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def odd_size(text: str) -> int:
+    """A morphology kernel size: odd, or 0 for none."""
+    value = integer(text)
+    if value < 0 or (value and value % 2 == 0):
+        raise argparse.ArgumentTypeError(f"kernel size {value} is not an odd integer (or 0 to disable)")
+    return value
+
+
+def threshold_or_off(text: str) -> int:
+    """A mask threshold in [-1, 255], or -10 for none (``--sbin``)."""
+    value = integer(text)
+    if value != -10 and not -1 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
+    return value

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from mfscore.cli.arguments import odd_size, threshold_or_off
 from mfscore.errors import OptionError
 from mfscore.formats.images import DEFAULT_MAX_PIXELS
 from mfscore.masks.journal_selection import read_mask_journal
@@ -24,27 +25,6 @@ def _task(text: str) -> str:
     if task not in (MANIPULATION, SPLICE):
         raise argparse.ArgumentTypeError(f"{text!r} is not a task type; use manipulation or splice")
     return task
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-
-
-def _odd_size(text: str) -> int:
-    value = _integer(text)
-    if value < 0 or (value and value % 2 == 0):
-        raise argparse.ArgumentTypeError(f"kernel size {value} is not an odd integer (or 0 to disable)")
-    return value
-
-
-def _threshold(text: str) -> int:
-    value = _integer(text)
-    if value != -10 and not -1 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
-    return value
 
 
 def add_parser(subparsers) -> None:
@@ -65,12 +45,12 @@ def add_parser(subparsers) -> None:
     group.add_argument("-q", "--query", nargs="+", help="average the trials each query selects")
     group.add_argument("-qp", "--queryPartition", help="average each partition of the listed factor values")
     group.add_argument("-qm", "--queryManipulation", nargs="+", help="score only the manipulations each query selects")
-    p.add_argument("--eks", type=_odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
-    p.add_argument("--dks", type=_odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
-    p.add_argument("--ntdks", type=_odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
+    p.add_argument("--eks", type=odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
+    p.add_argument("--dks", type=odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
+    p.add_argument("--ntdks", type=odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
     p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")
     p.add_argument("--rbin", type=int, default=-1, help=">= 0: every non-white reference pixel is manipulated")
-    p.add_argument("--sbin", type=_threshold, default=-10, help="actual threshold in [-1, 255]; enables Actual and Maximum metrics")
+    p.add_argument("--sbin", type=threshold_or_off, default=-10, help="actual threshold in [-1, 255]; enables Actual and Maximum metrics")
     p.add_argument("--jpeg2000", action="store_true", help="bit-plane reference masks (ProbeBitPlaneMaskFileName)")
     p.add_argument("--nspx", type=int, default=-1, help="system no-score pixel value (-1: none)")
     p.add_argument("-pppns", "--perProbePixelNoScore", action="store_true",

@@ -1,8 +1,9 @@
-"""The layout of a system video mask (HDF5), read from metadata only, and the frame count of a video.
+"""The layout of a video mask (HDF5), read from metadata only, and the frame count of a video.
 
 Layout (video.md §B.2, MFC2019 plan §5.1.2.2): top-level groups named by a block's start frame
 (decimal digits), each holding a uint8 dataset ``masks`` of shape (frames, height, width); or the
-single-block form ``masks/masks``, starting at frame 0.
+single-block form ``masks/masks``, starting at frame 0. A reference mask may add a fourth axis of
+bit-plane layers, (frames, height, width, layers).
 
 Frame convention: a group name is the plan's **0-indexed** frame number, so frame f of the file
 (0-indexed) is frame f + 1 of the temporal intervals, which are 1-based within [1, FrameCount].
@@ -51,6 +52,7 @@ class MaskBlock:
     frames: int
     height: int
     width: int
+    layers: int = 0  # 0: (frames, height, width); n: a fourth axis of n bit-plane layers
 
     @property
     def stop(self) -> int:
@@ -65,7 +67,7 @@ def _hard_member(group: h5py.Group, name: str, what: str) -> h5py.Group | h5py.D
     return group[name]
 
 
-def _block(f: h5py.File, name: str, start: int) -> MaskBlock:
+def _block(f: h5py.File, name: str, start: int, layers: bool) -> MaskBlock:
     group = _hard_member(f, name, f"'{name}'")
     if not isinstance(group, h5py.Group):
         raise _Bad(f"'{name}' is not a group holding a dataset 'masks'")
@@ -76,17 +78,20 @@ def _block(f: h5py.File, name: str, start: int) -> MaskBlock:
         raise _Bad(f"'{name}/masks' is not a dataset")
     if ds.is_virtual or ds.external:
         raise _Bad(f"'{name}/masks' keeps its data outside the file (virtual or external storage)")
-    if ds.shape is None or len(ds.shape) != 3:
-        raise _Bad(f"'{name}/masks' has shape {ds.shape}; expected (frames, height, width)")
+    if ds.shape is None or len(ds.shape) not in ((3, 4) if layers else (3,)):
+        expected = "(frames, height, width[, layers])" if layers else "(frames, height, width)"
+        raise _Bad(f"'{name}/masks' has shape {ds.shape}; expected {expected}")
     if ds.dtype != np.uint8:
         raise _Bad(f"'{name}/masks' holds {ds.dtype} values; expected uint8")
-    frames, height, width = ds.shape
+    frames, height, width = ds.shape[:3]
     if frames == 0:
         raise _Bad(f"'{name}/masks' holds no frames")
-    return MaskBlock(start, frames, height, width)
+    if len(ds.shape) == 4 and ds.shape[3] == 0:
+        raise _Bad(f"'{name}/masks' has no bit-plane layer")
+    return MaskBlock(start, frames, height, width, ds.shape[3] if len(ds.shape) == 4 else 0)
 
 
-def _blocks(f: h5py.File, max_elements: int) -> list[MaskBlock]:
+def _blocks(f: h5py.File, max_elements: int, layers: bool) -> list[MaskBlock]:
     names = list(f.keys())
     if "masks" in names and len(names) > 1:
         raise _Bad("it mixes the single-block form 'masks/masks' with numbered blocks")
@@ -94,8 +99,8 @@ def _blocks(f: h5py.File, max_elements: int) -> list[MaskBlock]:
     for name in names:
         if name != "masks" and not _START.fullmatch(name):
             raise _Bad(f"the top-level name '{name[:40]}' is not a start frame number")
-        block = _block(f, name, 0 if name == "masks" else int(name))
-        elements += block.frames * block.height * block.width
+        block = _block(f, name, 0 if name == "masks" else int(name), layers)
+        elements += block.frames * block.height * block.width * max(1, block.layers)
         if elements > max_elements:
             raise _Bad(f"it declares more than {max_elements} mask pixels in all")
         blocks.append(block)
@@ -107,14 +112,18 @@ def _blocks(f: h5py.File, max_elements: int) -> list[MaskBlock]:
     return blocks
 
 
-def read_video_mask_layout(path: str, *, max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS) -> list[MaskBlock]:
-    """The mask blocks sorted by start, from metadata only (no pixel is read)."""
+def read_video_mask_layout(path: str, *, max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS,
+                           layers: bool = False) -> list[MaskBlock]:
+    """The mask blocks sorted by start, from metadata only (no pixel is read).
+
+    ``layers`` accepts a reference mask's fourth axis of bit-plane layers.
+    """
     if not os.path.isfile(path):
         raise VideoMaskError("the video mask does not exist" if not os.path.exists(path) else
                              "the video mask is not a regular file", path=path)
     try:
         with h5py.File(path, "r") as f:
-            return _blocks(f, max_elements)
+            return _blocks(f, max_elements, layers)
     except _Bad as exc:
         raise VideoMaskError(f"the video mask is refused: {exc}", path=path) from None
     except _H5_ERRORS as exc:

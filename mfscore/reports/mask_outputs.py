@@ -47,14 +47,14 @@ def _scored_any(frame: pd.DataFrame, task: str) -> pd.Series:
     return frame["Scored"] == "Y"
 
 
-def _select(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> pd.DataFrame:
+def select_rows(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> pd.DataFrame:
     joined = query_frame(frame, journal.drop(columns=[c for c in journal.columns if c.endswith("Evaluated")]))
     hits = joined.loc[query.select(joined, text), keys].drop_duplicates()
     wanted = set(map(tuple, hits.to_numpy()))
     return frame[[tuple(k) in wanted for k in frame[keys].to_numpy()]]
 
 
-def _partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
+def partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
     """``-qp``: one subset per combination of the ``==[...]`` factor values (mask.md §8)."""
     terms = query.conjuncts(query.parse(text))
     choices = []
@@ -73,7 +73,7 @@ def _partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: lis
     for combo in itertools.product(*choices):
         label = {name: cell for name, cell, _ in combo}
         selector = " & ".join(f"({condition})" for _, _, condition in combo)
-        subsets.append(Averaged(label, _select(frame, journal, selector, keys)))
+        subsets.append(Averaged(label, select_rows(frame, journal, selector, keys)))
     return subsets
 
 
@@ -82,11 +82,11 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
     keys = trial_keys(options.task)
     scored = frame[_scored_any(frame, options.task)]
     if options.queries:
-        subsets = [Averaged({"Query": q}, _select(scored, run.journal, q, keys)) for q in options.queries]
+        subsets = [Averaged({"Query": q}, select_rows(scored, run.journal, q, keys)) for q in options.queries]
         non_empty = [s for s in subsets if len(s.rows)]
         return [(f"_mask_scores_{i}.csv", s) for i, s in enumerate(non_empty)]
     if options.partition:
-        non_empty = [s for s in _partitions(scored, run.journal, options.partition, keys) if len(s.rows)]
+        non_empty = [s for s in partitions(scored, run.journal, options.partition, keys) if len(s.rows)]
         if options.mediscore_compat:
             non_empty = non_empty[-1:]  # MediScore keeps only the last partition (mask.md §8)
         return [("_mask_score.csv", s) for s in non_empty]

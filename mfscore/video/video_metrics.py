@@ -1,0 +1,73 @@
+"""The per-video metric cells, read off a ``VideoRecord`` (video.md §B.5).
+
+Spatial metrics are the image-mask metrics of the video's summed histograms; the optimum threshold
+is the one with the best spatial MCC (the best TemporalMCC when only time is scored), and the
+temporal counts are reported at that same threshold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mfscore.masks.threshold_metrics import gwl1, mask_auc_eer, metrics_at, optimum_threshold
+from mfscore.video.video_record import VideoRecord
+
+NAN = math.nan
+POINT = ("NMM", "MCC", "BWL1")
+COUNTS = ("PixelTP", "PixelTN", "PixelFP", "PixelFN")
+TEMPORAL_COUNTS = ("TemporalFrameTP", "TemporalFrameTN", "TemporalFrameFP", "TemporalFrameFN")
+
+# §B.5: what a probe gets when neither part can be scored, or its reference mask is unusable
+MINIMUM = {"OptimumMCC": 0.0, "OptimumNMM": -1.0, "OptimumBWL1": 1.0, "GWL1": 1.0, "AUC": 0.0, "EER": 1.0,
+           "TemporalMCC": 0.0, "Scored": "N"}
+
+
+def temporal_optimum(record: VideoRecord) -> float:
+    """The threshold with the best TemporalMCC, lowest on ties."""
+    mccs = [record.temporal_at(t).mcc for t in record.thresholds]
+    return float(record.thresholds[int(np.argmax(mccs))]) if mccs else NAN
+
+
+def _point(record: VideoRecord, name: str, threshold: float) -> dict:
+    p = metrics_at(record.spatial, threshold)
+    cells = {f"{name}Threshold": p.threshold, **{f"{name}{m}": getattr(p, m.lower()) for m in POINT}}
+    cells.update(zip((f"{name}{c}" for c in COUNTS), (p.tp, p.tn, p.fp, p.fn)))
+    return cells
+
+
+def _degenerate(cells: dict, name: str) -> bool:
+    """§B.5: an optimum row without reference positives or negatives is not a score."""
+    tp, tn, fp, fn = (cells[f"{name}{c}"] for c in COUNTS)
+    return tp + fn == 0 or tn + fp == 0
+
+
+def video_cells(record: VideoRecord, *, maximum: float | None, actual: float | None,
+                temporal_only: bool = False) -> dict:
+    """Metric cells of one video, without the ``SpatialTemporal`` prefix; Maximum/Actual need ``--sbin``."""
+    if not record.scored:
+        return dict(MINIMUM)
+    spatial = record.spatial_scored and not temporal_only
+    threshold = optimum_threshold(record.spatial) if spatial else temporal_optimum(record)
+    cells: dict = {"Scored": "Y"}
+    if spatial:
+        cells.update(_point(record, "Optimum", threshold))
+        if math.isnan(threshold) or _degenerate(cells, "Optimum"):
+            cells.update({k: NAN for k in list(cells) if k.startswith("Optimum")})
+            threshold = NAN
+        auc, eer = mask_auc_eer(record.spatial) if record.spatial.pixel_n else (NAN, NAN)
+        cells.update({"GWL1": gwl1(record.spatial), "AUC": auc, "EER": eer,
+                      "PixelAverageAUC": record.pixel_average_auc, "MaskAverageAUC": record.mask_average_auc,
+                      "PixelN": record.spatial.pixel_n, "PixelBNS": record.spatial.pixel_bns,
+                      "PixelSNS": record.spatial.pixel_sns, "PixelPNS": record.spatial.pixel_pns})
+        for name, theta in (("Maximum", maximum), ("Actual", actual)):
+            if theta is not None:
+                cells.update(_point(record, name, float(theta) if record.spatial.pixel_n else NAN))
+    else:
+        cells["OptimumThreshold"] = threshold
+    counts = record.temporal_at(threshold)
+    if counts is not None:
+        cells["TemporalMCC"] = counts.mcc
+        cells.update(zip(TEMPORAL_COUNTS, (float(counts.tp), float(counts.tn), float(counts.fp), float(counts.fn))))
+    return cells
