@@ -50,22 +50,34 @@ def _marked(reference: np.ndarray) -> np.ndarray:
     return reference if reference.ndim == 2 else np.bitwise_or.reduce(reference, axis=2)
 
 
-def _union(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    """Bounding rectangle (x0, y0, x1, y1) of two rectangles, either possibly empty."""
-    if a[2] <= a[0] or a[3] <= a[1]:
-        return b
-    if b[2] <= b[0] or b[3] <= b[1]:
-        return a
-    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+def _span(flags: np.ndarray) -> tuple[int, int]:
+    """First index and one past the last index of the True entries (at least one)."""
+    found = np.flatnonzero(flags)
+    return int(found[0]), int(found[-1]) + 1
 
 
-def active_rectangle(marked: np.ndarray, system: np.ndarray, margin: int) -> tuple[int, int, int, int]:
-    """(x0, y0, x1, y1) holding every marked reference pixel ± ``margin`` and every non-white system pixel."""
+def _box(flagged: np.ndarray, rows: np.ndarray, columns_of) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1) of the flagged pixels, from per-row flags and the columns of the row band."""
+    y0, y1 = _span(rows)
+    x0, x1 = _span(columns_of(flagged[y0:y1]))
+    return x0, y0, x1, y1
+
+
+def active_rectangle(marked: np.ndarray, system: np.ndarray, margin: int) -> tuple[int, int, int, int] | None:
+    """(x0, y0, x1, y1) holding every marked reference pixel ± ``margin`` and every non-white system pixel;
+    None when the reference is empty and the system all white. Row and column reductions, not a pixel scan."""
     height, width = system.shape
-    x, y, w, h = cv2.boundingRect(marked)
-    grown = (max(0, x - margin), max(0, y - margin), min(width, x + w + margin), min(height, y + h + margin))
-    sx, sy, sw, sh = cv2.boundingRect(cv2.bitwise_not(system))
-    return _union(grown if w else (0, 0, 0, 0), (sx, sy, sx + sw, sy + sh))
+    boxes = []
+    marked_rows = marked.max(axis=1) > 0
+    if marked_rows.any():
+        x0, y0, x1, y1 = _box(marked, marked_rows, lambda band: band.max(axis=0) > 0)
+        boxes.append((max(0, x0 - margin), max(0, y0 - margin), min(width, x1 + margin), min(height, y1 + margin)))
+    detected_rows = system.min(axis=1) < WHITE
+    if detected_rows.any():
+        boxes.append(_box(system, detected_rows, lambda band: band.min(axis=0) < WHITE))
+    if not boxes:
+        return None
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 def _selection(reference: np.ndarray, rules: FrameRules):
@@ -80,12 +92,12 @@ def _selection(reference: np.ndarray, rules: FrameRules):
 def tally_frame(reference: np.ndarray, system: np.ndarray, rules: FrameRules) -> FrameTally:
     """The frame's record; ``reference`` is (H, W) or (H, W, layers) of bit codes, ``system`` (H, W)."""
     height, width = system.shape
-    x0, y0, x1, y1 = active_rectangle(_marked(reference), system, rules.margin)
-    outside = height * width - max(0, x1 - x0) * max(0, y1 - y0)
-    if outside == height * width:
-        record = MaskRecord(status=SCORED)
-        system_min = WHITE
+    active = active_rectangle(_marked(reference), system, rules.margin)
+    if active is None:
+        record, system_min, outside = MaskRecord(status=SCORED), WHITE, height * width
     else:
+        x0, y0, x1, y1 = active
+        outside = height * width - (x1 - x0) * (y1 - y0)
         ref, sys = reference[y0:y1, x0:x1], system[y0:y1, x0:x1]
         region, distractors = _selection(ref, rules)
         z = rules.zones

@@ -1,0 +1,174 @@
+"""The video temporal scorer's output files, computed from ``ProbeRecord``s only (video.md §A.7).
+
+* ``scores_probes.csv``: ``query|ProbeFileID|MCC`` (plus ``Timeline`` with ``-T``), grouped by query,
+  probes in MediScore's order, MCC rounded with ``round(x, 12)``.
+* ``scores.csv``: ``query|MCC``, the mean of the *unrounded* per-probe MCCs, then rounded. A query
+  that scores no probe gets an empty MCC (MediScore raises a KeyError when several queries are given).
+* ``query_table_join.csv``: ``id|query``.
+
+And the optional extras: the records dump (``-d``, CSV or JSON, never a pickle), a plain HTML table
+of the per-probe scores (``-R``) and one timeline PNG per probe (``-T``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from mfscore.formats.tables import write_table
+from mfscore.video.temporal_confusion import (
+    COLLAR,
+    FN,
+    FP,
+    NO_SCORE,
+    TN,
+    TP,
+    confusion_codes,
+)
+from mfscore.video.temporal_scorer import ProbeIntervals, ProbeRecord
+
+DIGITS = 12  # video.md §A.7: round(x, 12)
+PROBE_COLUMNS = ["query", "ProbeFileID", "MCC"]
+SCORE_COLUMNS = ["query", "MCC"]
+QUERY_COLUMNS = ["id", "query"]
+DUMP_COLUMNS = ["query", "ordinal", "ProbeFileID", "TP", "TN", "FP", "FN", "MCC"]
+
+
+def _ordered(records: Iterable[ProbeRecord]) -> list[ProbeRecord]:
+    return sorted(records, key=lambda r: (r.query, r.ordinal))
+
+
+def _mean(values: list[float]) -> float:
+    """A running sum then one division (MediScore's order of operations); NaN for no value."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total / len(values) if values else math.nan
+
+
+def probe_scores(records: Iterable[ProbeRecord], timelines: dict[tuple[int, str], str] | None = None) -> pd.DataFrame:
+    """``scores_probes.csv``: one row per record; ``timelines`` maps (query, probe) to the plot path."""
+    rows = [{"query": r.query, "ProbeFileID": r.probe_id, "MCC": round(r.mcc, DIGITS)} for r in _ordered(records)]
+    columns = PROBE_COLUMNS
+    if timelines is not None:
+        columns = PROBE_COLUMNS + ["Timeline"]
+        for row in rows:
+            row["Timeline"] = timelines.get((row["query"], row["ProbeFileID"]), "")
+    return pd.DataFrame(rows, columns=columns)
+
+
+def query_scores(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> pd.DataFrame:
+    """``scores.csv``: per query, the mean of the unrounded MCCs, rounded; NaN (written empty) for no probe."""
+    by_query: dict[int, list[float]] = {q: [] for q in range(len(queries))}
+    for record in _ordered(records):
+        by_query[record.query].append(record.mcc)
+    rows = [{"query": q, "MCC": round(_mean(values), DIGITS)} for q, values in by_query.items()]
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+def empty_queries(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[int]:
+    """The queries with no scored probe (their MCC in ``scores.csv`` is empty)."""
+    seen = {r.query for r in records}
+    return [q for q in range(len(queries)) if q not in seen]
+
+
+def query_table(queries: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({"id": range(len(queries)), "query": list(queries)}, columns=QUERY_COLUMNS)
+
+
+def write_scores(records: list[ProbeRecord], queries: tuple[str, ...], directory_path,
+                 timelines: dict[tuple[int, str], str] | None = None) -> None:
+    """Write the three MediScore files; ``directory_path(name)`` says where each goes (a staging path)."""
+    write_table(probe_scores(records, timelines), directory_path("scores_probes.csv"))
+    write_table(query_scores(records, queries), directory_path("scores.csv"))
+    write_table(query_table(queries), directory_path("query_table_join.csv"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Extras
+
+
+def write_records(records: list[ProbeRecord], path: Path) -> None:
+    """The per-probe records (``-d``): JSON (a list of ``to_dict``) for a ``.json`` name, else ``|``-separated CSV.
+
+    MediScore pickles a DataFrame here; a pickle runs code when loaded, so mfscore writes plain data.
+    The MCC is unrounded (``repr``), so the file reproduces ``scores.csv`` exactly.
+    """
+    ordered = [r.to_dict() for r in _ordered(records)]
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(ordered, indent=1) + "\n")
+    else:
+        write_table(pd.DataFrame(ordered, columns=DUMP_COLUMNS), path)
+
+
+def write_html(table: pd.DataFrame, path: Path, title: str = "Video temporal localization: per-probe scores") -> None:
+    """A self-contained HTML page with the per-probe table (``-R``); a Timeline cell links its plot."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    body = []
+    for row in table.to_dict("records"):
+        cells = []
+        for column, value in row.items():
+            text = "" if isinstance(value, float) and math.isnan(value) else str(value)
+            if column == "Timeline" and text:
+                cells.append(f'<td><a href="{html.escape(text, quote=True)}">{html.escape(text)}</a></td>')
+            else:
+                cells.append(f"<td>{html.escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    path.write_text(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title>\n<style>table{{border-collapse:collapse;font-family:sans-serif}}"
+        "th,td{border:1px solid #bbb;padding:2px 8px}th{background:#eee}</style></head>\n<body>"
+        f"<h1>{html.escape(title)}</h1>\n<table><tr>{head}</tr>\n" + "\n".join(body) + "\n</table></body></html>\n")
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+def timeline_name(probe_id: str, query: int) -> str:
+    """``timeline_<ProbeFileID>_<query>.png``; an ID that is not a plain file name is replaced by a safe one."""
+    if not _SAFE_NAME.match(probe_id):
+        import hashlib
+        digest = hashlib.sha256(probe_id.encode()).hexdigest()[:12]
+        probe_id = re.sub(r"[^A-Za-z0-9._-]", "_", probe_id)[:40].lstrip(".") + "-" + digest
+    return f"timeline_{probe_id}_{query}.png"
+
+
+_CODE_STYLE = {TP: ("TP", "#2ca02c"), TN: ("TN", "#d9d9d9"), FP: ("FP", "#d62728"), FN: ("FN", "#ff7f0e"),
+               COLLAR: ("collar", "#9467bd"), NO_SCORE: ("opt-out", "#7f7f7f")}
+
+
+def write_timeline(probe: ProbeIntervals, record: ProbeRecord, path: Path) -> None:
+    """One probe's timeline (``-T``): reference, system, collars, opt-out and the confusion coding as bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    segments, codes = confusion_codes((1, probe.frame_count), probe.reference, probe.system, collar=probe.collar,
+                                      no_score=probe.no_score)
+    lanes = [("Reference", probe.reference, "#1f77b4"), ("System", probe.system, "#17becf"),
+             ("Collars", probe.collars, _CODE_STYLE[COLLAR][1]), ("Opt-out", probe.no_score, _CODE_STYLE[NO_SCORE][1])]
+    fig, ax = plt.subplots(figsize=(10, 3.2), dpi=100)
+    try:
+        for y, (_, intervals, colour) in enumerate(reversed(lanes), start=1):
+            ax.broken_barh([(a, b - a) for a, b in intervals], (y - 0.35, 0.7), facecolors=colour)
+        ax.broken_barh([(a, b - a) for a, b in segments], (0 - 0.35, 0.7),
+                       facecolors=[_CODE_STYLE[c][1] for c in codes])
+        ax.set_yticks(range(len(lanes) + 1), ["Scoring"] + [name for name, _, _ in reversed(lanes)])
+        ax.set_xlim(1, max(probe.frame_count, 2))
+        ax.set_xlabel("frame")
+        ax.set_title(f"{probe.probe_id}, query {probe.query}: MCC {round(record.mcc, 6)} "
+                     f"(TP {record.counts.tp}, TN {record.counts.tn}, FP {record.counts.fp}, FN {record.counts.fn})",
+                     fontsize=9)
+        ax.legend(handles=[Patch(color=colour, label=label) for label, colour in _CODE_STYLE.values()],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=6, fontsize=8, frameon=False)
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)

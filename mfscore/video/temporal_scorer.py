@@ -1,0 +1,346 @@
+"""The Video Temporal Localization scorer: from the input tables to one record per (query, probe) (video.md §A.2–§A.4).
+
+Which probes are scored (§A.3): the probe-journal join ⋈ journal mask ⋈ index; each query selects
+rows of that table (``*`` selects all), its probes in order of first appearance; a probe is scored
+when its system ``ProbeStatus`` is ``Processed`` (every probe with ``no_opt_out``).
+
+What a probe is scored on (§A.4): the reference is the union of the ``VideoFrame`` lists of the
+selected journal rows; the system is the union of its ``VideoFrameSegments``; the system no-score
+set the union of ``VideoFrameOptOutSegments`` (unless ``video_opt_out`` is off). The counts come
+from ``temporal_counts`` over ``[1, FrameCount]``.
+
+Truncation (§A.6): MediScore always clips system and no-score intervals at FrameCount, whatever
+``--truncate`` says. mfscore follows the flag: with ``truncate`` (or ``mediscore_compat``) they are
+clipped; without it an interval ending after FrameCount is bad input. An interval starting before
+frame 1, or a reference interval outside the video, is bad input in every mode (MediScore's range
+assertion).
+
+Everything here reads files and checks them; the arithmetic is in ``interval_algebra`` and
+``temporal_confusion``. Bad input raises ``InputFileError``/``QueryError``/``OptionError`` with one
+sentence naming the file and line, before any output exists.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from mfscore import query as query_parser
+from mfscore.errors import InputFileError, OptionError, QueryError
+from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
+from mfscore.formats.joins import join
+from mfscore.formats.tables import file_line, read_header, read_table
+from mfscore.video.interval_algebra import (
+    Interval,
+    collars,
+    drop_zero_length,
+    truncate,
+    union,
+)
+from mfscore.video.temporal_confusion import TemporalCounts, temporal_counts
+
+ALL = "*"                     # video.md §A.3: the literal * selects every row
+PROCESSED = "Processed"       # video.md §A.3.4: the only status scored under opt-out
+JOURNAL_KEYS = ["JournalName", "StartNodeID", "EndNodeID"]
+SYSTEM = "VideoFrameSegments"
+OPT_OUT = "VideoFrameOptOutSegments"
+REFERENCE = "VideoFrame"
+# Row positions carried through the joins. Names that start and end with "__" are refused by the
+# query parser, so a query can never see them.
+_JOURNAL_LINE = "__journal_line__"
+_INDEX_LINE = "__index_line__"
+_SYSTEM_LINE = "__system_line__"
+
+
+@dataclass(frozen=True)
+class TemporalInputs:
+    """Where the input tables are (§A.1): ``reference`` is only checked to exist, as MediScore uses none of it."""
+
+    index: Path
+    journal_mask: Path
+    probe_journal_join: Path
+    system: Path
+    reference: Path | None = None
+
+
+@dataclass(frozen=True)
+class TemporalOptions:
+    collar: int | None = None
+    queries: tuple[str, ...] = (ALL,)
+    truncate: bool = False
+    opt_out: bool = True            # False with --no_opt_out: score every status
+    video_opt_out: bool = True      # False with --no_video_opt_out: ignore VideoFrameOptOutSegments
+    mediscore_compat: bool = False  # always truncate, as MediScore does (§A.6)
+
+    @property
+    def clips(self) -> bool:
+        return self.truncate or self.mediscore_compat
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One probe scored under one query: what the report (or a distributed aggregator) needs.
+
+    ``ordinal`` is the probe's position among the query's probes (first appearance in the joined
+    table), so records merged in any order sort back into MediScore's row order.
+    """
+
+    query: int
+    ordinal: int
+    probe_id: str
+    counts: TemporalCounts
+
+    @property
+    def mcc(self) -> float:
+        return self.counts.mcc
+
+    def to_dict(self) -> dict:
+        return {"query": self.query, "ordinal": self.ordinal, "ProbeFileID": self.probe_id,
+                **self.counts.to_dict(), "MCC": self.mcc}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ProbeRecord:
+        """The inverse of ``to_dict``; ``MCC`` is derived from the counts, so a stored one is ignored."""
+        return cls(query=int(data["query"]), ordinal=int(data["ordinal"]), probe_id=str(data["ProbeFileID"]),
+                   counts=TemporalCounts.from_dict(data))
+
+
+@dataclass(frozen=True)
+class ProbeIntervals:
+    """The interval sets a record was computed from, after union and truncation (for the log and the
+    timeline plots; the report never needs them). ``confusion_codes((1, frame_count), reference, system,
+    collar=collar, no_score=no_score)`` gives the record's coding."""
+
+    query: int
+    probe_id: str
+    frame_count: int
+    collar: int | None
+    reference: tuple[Interval, ...]
+    system: tuple[Interval, ...]
+    collars: tuple[Interval, ...]
+    no_score: tuple[Interval, ...]
+
+
+@dataclass
+class TemporalRun:
+    queries: tuple[str, ...]
+    records: list[ProbeRecord] = field(default_factory=list)
+    intervals: list[ProbeIntervals] = field(default_factory=list)
+    not_scored: dict[str, str] = field(default_factory=dict)  # probe -> its ProbeStatus, when opted out
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading
+
+
+def _with_lines(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    table = table.copy()
+    table[column] = [file_line(i) for i in range(len(table))]
+    return table
+
+
+def _one_row_per_probe(table: pd.DataFrame, path: Path, line_column: str, what: str) -> pd.DataFrame:
+    """Drop lines repeated verbatim (harmless: MediScore unions them); two different lines for one probe are an error."""
+    content = [c for c in table.columns if c != line_column]
+    table = table.loc[~table.duplicated(subset=content)]
+    clash = table["ProbeFileID"].duplicated(keep=False)
+    if clash.any():
+        rows = table.loc[clash]
+        probe = rows["ProbeFileID"].iloc[0]
+        lines = rows.loc[rows["ProbeFileID"] == probe, line_column].tolist()
+        raise InputFileError(f"probe {probe} has {len(lines)} different {what} rows (lines "
+                             f"{', '.join(map(str, lines))}); keep one", path=str(path), line=lines[1])
+    return table
+
+
+def _parse_cell(text: object, *, path: Path, line: int, column: str, probe: str) -> list[Interval]:
+    # video.md §A.2: interval lists such as [[1,61]] or []; JSON only (formats/intervals.py)
+    if not isinstance(text, str):
+        raise InputFileError(f"the {column} cell of probe {probe} is empty; write [] for no interval",
+                             path=str(path), line=line)
+    try:
+        return parse_interval_list(text)
+    except IntervalSyntaxError as exc:
+        raise InputFileError(f"the {column} cell of probe {probe} is not a JSON list of integer frame pairs "
+                             f"({exc})", path=str(path), line=line) from None
+
+
+def _frame_count(value: object, *, path: Path, line: int, probe: str) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number == int(number) and number >= 1):
+        raise InputFileError(f"FrameCount {value!r} of probe {probe} is not a positive whole number of frames",
+                             path=str(path), line=line)
+    return int(number)
+
+
+def _evaluate(node: query_parser.Node, merged: pd.DataFrame, text: str, inputs: TemporalInputs):
+    try:
+        return query_parser.evaluate(node, merged, text=text)
+    except QueryError as exc:
+        raise QueryError(f"{exc.message}; a query sees the columns of {inputs.probe_journal_join}, "
+                         f"{inputs.journal_mask} and {inputs.index}") from None
+
+
+def _parse_queries(texts: tuple[str, ...]) -> list[query_parser.Node | None]:
+    return [None if text.strip() == ALL else query_parser.parse(text) for text in texts]
+
+
+# --------------------------------------------------------------------------------------------------
+# Checking interval bounds (the truncation decision, §A.6)
+
+
+@dataclass(frozen=True)
+class _OutOfRange:
+    line: int
+    probe: str
+    column: str
+    interval: Interval
+    before_first: bool   # starts before frame 1 (bad in every mode)
+
+
+def _out_of_range(intervals: list[Interval], frame_count: int, clips: bool) -> tuple[Interval, bool] | None:
+    for a, b in intervals:
+        low, high = min(a, b), max(a, b)
+        if low < 1:
+            return (a, b), True
+        if high > frame_count and not clips:
+            return (a, b), False
+    return None
+
+
+def _bounds_error(problems: list[_OutOfRange], system_path: Path, frame_counts: dict[str, int]) -> InputFileError:
+    first = problems[0]
+    rows = len({p.line for p in problems})
+    a, b = first.interval
+    where = f"probe {first.probe} has the interval [{a}, {b}] in {first.column}"
+    if first.before_first:
+        return InputFileError(f"{where}, which starts before frame 1 (frames are numbered from 1; {rows} row(s) "
+                              "have intervals outside the video)", path=str(system_path), line=first.line)
+    return InputFileError(f"{where}, which ends after the video's last frame (FrameCount "
+                          f"{frame_counts[first.probe]}); {rows} row(s) have intervals past FrameCount: "
+                          "rerun with --truncate to clip them at FrameCount", path=str(system_path), line=first.line)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring
+
+
+def _read(inputs: TemporalInputs, options: TemporalOptions) -> tuple[pd.DataFrame, dict[str, dict], dict[str, dict]]:
+    """The joined table M (§A.3.1), and the index and system rows by probe (with their file lines)."""
+    if inputs.reference is not None:
+        read_header(inputs.reference)  # §A.1: read but unused; it must still be a readable table
+    index = _with_lines(read_table(inputs.index, required=("ProbeFileID", "FrameCount")), _INDEX_LINE)
+    index = _one_row_per_probe(index, inputs.index, _INDEX_LINE, "index")
+    journal = _with_lines(read_table(inputs.journal_mask, required=(*JOURNAL_KEYS, REFERENCE)), _JOURNAL_LINE)
+    probe_join = read_table(inputs.probe_journal_join, required=("ProbeFileID", *JOURNAL_KEYS))
+    required = ("ProbeFileID", SYSTEM, *(("ProbeStatus",) if options.opt_out else ()),
+                *((OPT_OUT,) if options.video_opt_out else ()))
+    system = _with_lines(read_table(inputs.system, raw_text=True, required=required), _SYSTEM_LINE)
+    system = _one_row_per_probe(system, inputs.system, _SYSTEM_LINE, "system output")
+    # video.md §A.3.1: M = probejournaljoin ⋈ journalmask ⋈ index (inner joins)
+    merged = join(join(probe_join, journal, JOURNAL_KEYS, "inner"), index, ["ProbeFileID"], "inner")
+    return (merged, dict(zip(index["ProbeFileID"], index.to_dict("records"))),
+            dict(zip(system["ProbeFileID"], system.to_dict("records"))))
+
+
+def _select(merged: pd.DataFrame, options: TemporalOptions, nodes: list[query_parser.Node | None],
+            inputs: TemporalInputs, system_rows: dict[str, dict]) -> list[tuple[pd.DataFrame, list[str]]]:
+    """Each query's rows of M and its probes in order of first appearance (§A.3.2), all in the system output (§A.3.3)."""
+    selections = []
+    for q, (text, node) in enumerate(zip(options.queries, nodes)):
+        rows = merged if node is None else merged.loc[_evaluate(node, merged, text, inputs)]
+        probes = list(pd.unique(rows["ProbeFileID"]))
+        missing = [p for p in probes if p not in system_rows]
+        if missing:
+            more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            raise InputFileError(f"probe {missing[0]}{more}, selected by query {q} ({text}), "
+                                 "is missing from the system output", path=str(inputs.system))
+        selections.append((rows, probes))
+    return selections
+
+
+def _system_sets(scored: dict[str, int], system_rows: dict[str, dict], options: TemporalOptions,
+                 path: Path) -> dict[tuple[str, str], list[Interval]]:
+    """The system and no-score sets of each scored probe (§A.4), unioned, then clipped or checked (§A.6)."""
+    columns = (SYSTEM, OPT_OUT) if options.video_opt_out else (SYSTEM,)
+    raw: dict[tuple[str, str], list[Interval]] = {}
+    problems: list[_OutOfRange] = []
+    for probe, frame_count in scored.items():
+        row = system_rows[probe]
+        for column in columns:
+            raw[probe, column] = _parse_cell(row[column], path=path, line=row[_SYSTEM_LINE], column=column,
+                                             probe=probe)
+            bad = _out_of_range(raw[probe, column], frame_count, options.clips)
+            if bad is not None:
+                problems.append(_OutOfRange(row[_SYSTEM_LINE], probe, column, *bad))
+    if problems:
+        raise _bounds_error(problems, path, scored)
+    # video.md §A.4 / §A.6: MediScore always truncates; mfscore only with --truncate or --mediscore-compat
+    return {(probe, column): truncate(union(raw.get((probe, column), [])), frame_count) if options.clips
+            else union(raw.get((probe, column), []))
+            for probe, frame_count in scored.items() for column in (SYSTEM, OPT_OUT)}
+
+
+def _references(rows: pd.DataFrame, scored: dict[str, int], path: Path,
+                parsed: dict[int, list[Interval]]) -> dict[str, list[Interval]]:
+    """The reference intervals of each scored probe: its selected journal rows' VideoFrame lists (§A.4).
+
+    ``parsed`` caches the lists by journal-mask line across queries."""
+    found: dict[str, list[Interval]] = {}
+    for probe, text, line in zip(rows["ProbeFileID"], rows[REFERENCE], rows[_JOURNAL_LINE]):
+        if probe not in scored:
+            continue
+        if line not in parsed:
+            parsed[line] = _parse_cell(text, path=path, line=line, column=REFERENCE, probe=probe)
+        bad = _out_of_range(parsed[line], scored[probe], clips=False)
+        if bad is not None:
+            (a, b), _ = bad
+            raise InputFileError(f"the reference interval [{a}, {b}] of probe {probe} lies outside the video's "
+                                 f"frames [1, {scored[probe]}]", path=str(path), line=line)
+        found.setdefault(probe, []).extend(parsed[line])
+    return found
+
+
+def _probe_intervals(query: int, probe: str, frame_count: int, reference: list[Interval], system: list[Interval],
+                     no_score: list[Interval], collar: int | None) -> ProbeIntervals:
+    ref = union(reference)
+    zone = union(collars(ref, collar, frame_count)) if collar is not None else []
+    return ProbeIntervals(query=query, probe_id=probe, frame_count=frame_count, collar=collar, reference=tuple(ref),
+                          system=tuple(system), collars=tuple(drop_zero_length(zone)), no_score=tuple(no_score))
+
+
+def score_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> TemporalRun:
+    """Read, check and score; one record per (query, scored probe), in MediScore's row order."""
+    if options.collar is not None and options.collar <= 0:
+        raise OptionError(f"-c/--collars must be a positive number of frames, not {options.collar}")
+    nodes = _parse_queries(options.queries)  # a query outside the grammar fails before any file is read
+    merged, index_rows, system_rows = _read(inputs, options)
+    selections = _select(merged, options, nodes, inputs, system_rows)
+    run = TemporalRun(queries=tuple(options.queries))
+
+    # video.md §A.3.4: opt-out; scored maps each scored probe to its FrameCount
+    scored: dict[str, int] = {}
+    for probe in (p for _, probes in selections for p in probes):
+        status = system_rows[probe].get("ProbeStatus")
+        if options.opt_out and status != PROCESSED:
+            run.not_scored[probe] = status if isinstance(status, str) else ""
+        elif probe not in scored:
+            row = index_rows[probe]
+            scored[probe] = _frame_count(row["FrameCount"], path=inputs.index, line=row[_INDEX_LINE], probe=probe)
+    sets = _system_sets(scored, system_rows, options, inputs.system)
+
+    parsed: dict[int, list[Interval]] = {}
+    for q, (rows, probes) in enumerate(selections):
+        references = _references(rows, scored, inputs.journal_mask, parsed)
+        for ordinal, probe in enumerate(p for p in probes if p in scored):
+            reference, system, no_score = references.get(probe, []), sets[probe, SYSTEM], sets[probe, OPT_OUT]
+            counts = temporal_counts(scored[probe], reference, system, collar=options.collar, no_score=no_score)
+            run.records.append(ProbeRecord(query=q, ordinal=ordinal, probe_id=probe, counts=counts))
+            run.intervals.append(_probe_intervals(q, probe, scored[probe], reference, system, no_score, options.collar))
+    return run
