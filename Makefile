@@ -29,6 +29,7 @@ bench: setup
 	$(BIN)/python bench/masks.py
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/provenance.py
+	$(BIN)/python bench/video.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

@@ -19,6 +19,7 @@ from mfscore.cli.main import main as mfscore_main
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.provenance import generate_provenance_dataset
+from mfscore.sample_data.video import sample_temporal_dataset, sample_video_dataset
 
 
 def _run(argv: list[str], *, expect: int = 0) -> None:
@@ -91,11 +92,24 @@ def main(argv: list[str] | None = None) -> int:
     _run(["provenance-graph", *provenance.options("system.csv"), "-c", "-d",
           "-o", str(reports / "provenance_graph_direct")])
 
-    _show(sorted(p for p in reports.rglob("*.csv") if "perimage" not in p.name and "journal" not in p.name
-                 and "mcc_by_size" not in p.name and "mapping" not in p.name and p.name != "trial_scores.csv" and not p.name.endswith("_mask_extra.csv")))
+    temporal = sample_temporal_dataset(out / "video-temporal-data")
+    print(f"\nGenerated frame-interval (temporal) system output for a few videos in {out / 'video-temporal-data'}/")
+    _run(["video-temporal", *temporal.cli_args(), "-c", "5", "-T", "-o", str(reports / "video_temporal"),
+          "--query", "*", "Operation == 'PasteSampled'"])
+    video = sample_video_dataset(out / "video-data", compression="gzip")
+    print(f"\nGenerated HDF5 reference and system video masks in {video.root}/; probe vid0003nomask has no "
+          f"system mask and is scored as an empty one")
+    _run(["video-spatial", *video.cli_args(), "-oR", str(reports / "video_spatial" / "demo"), "--eks", "3",
+          "--dks", "3", "-c", "2", "--video_opt_out", "--optOut", "--sbin", "128", "--precision", "6"])
+
+    shown = sorted(p for p in reports.rglob("*.csv") if "perimage" not in p.name and "journal" not in p.name
+                   and "mcc_by_size" not in p.name and "mapping" not in p.name and p.name != "trial_scores.csv"
+                   and not p.name.endswith("_mask_extra.csv") and not p.parent.name.endswith("_thresholds"))
+    _show(shown)
     print("\nPlots:")
     for plot in sorted(reports.rglob("*.png")):
-        print(f"  {plot}  (and {plot.with_suffix('.pdf').name})")
+        pdf = plot.with_suffix(".pdf")
+        print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
     print(f"\nAll reports are under {reports}/")
     return 0
 
