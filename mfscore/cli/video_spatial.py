@@ -38,19 +38,13 @@ from mfscore.video.video_record import VideoRecord
 from mfscore.video.video_scoring import score_video
 
 
-def _task(text: str) -> str:
-    if text.lower() != MANIPULATION:
-        raise OptionError(f"-t {text}: only the manipulation task is defined for video localization")
-    return MANIPULATION
-
-
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "video-spatial", help="score spatial-temporal video masks (VideoSpatialLocalizationScorer-compatible)",
         description="Score HDF5 system video masks against reference masks, frame by frame: MCC, NMM, BWL1, GWL1, "
                     "AUC, EER over the video's pixels and TemporalMCC over its frames. Accepts MediScore's "
                     "VideoSpatialLocalizationScorer options.")
-    p.add_argument("-t", "--task", type=_task, default=MANIPULATION, help="manipulation (the only video task)")
+    p.add_argument("-t", "--task", default=MANIPULATION, help="manipulation (the only video task)")
     p.add_argument("--refDir", required=True, help="directory the reference, index and reference masks are relative to")
     p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
     p.add_argument("-x", "--inIndex", required=True, help="index CSV (relative to --refDir)")
@@ -89,8 +83,12 @@ def add_parser(subparsers) -> None:
 
 
 def _options(args) -> VideoOptions:
+    if args.task.lower() != MANIPULATION:
+        raise OptionError(f"-t {args.task}: only the manipulation task is defined for video localization")
     if args.collars is not None and args.collars <= 0:
         raise OptionError(f"-c {args.collars}: the collar half-width must be a positive number of frames")
+    if args.max_elements < 1:
+        raise OptionError(f"--max-elements {args.max_elements}: the pixel limit must be positive")
     if args.processors < 1:
         raise OptionError(f"-procs {args.processors}: the number of processes must be at least 1")
     if not -1 <= args.nspx <= 255:
@@ -101,7 +99,7 @@ def _options(args) -> VideoOptions:
         collar=args.collars, video_opt_out=args.video_opt_out, temporal_gt_only=bool(args.temporal_gt_only),
         temporal_only=bool(args.temporal_scoring_only), opt_out=args.optOut,
         per_probe_pixel_value=args.perProbePixelNoScore, truncate=args.truncate,
-        mediscore_compat=args.mediscore_compat)
+        mediscore_compat=args.mediscore_compat, max_elements=args.max_elements)
 
 
 def _journal(args) -> pd.DataFrame:
@@ -132,7 +130,7 @@ def _write_query(stage: StagedOutputs, subdir: str, trials: VideoTrials, rows: p
     cells = [video_cells(r, maximum=maximum, actual=sbin, temporal_only=options.temporal_only) for r in records]
     pervideo = pervideo_frame(trials, rows, cells)
     averaged = [averaged_row(subset, pervideo, trials, label=label, maximum=maximum, actual=sbin,
-                             opt_out=args.optOut, task=args.task)
+                             opt_out=args.optOut, task=MANIPULATION)
                 for label, subset in _averaged(pervideo, journal, args, FULL) if len(subset)]
     numeric = [c for c in averaged_columns() if c not in ("TaskID", "Query", "optOutScoring")]
     write_table(format_table(pd.DataFrame(averaged, columns=averaged_columns()), args.precision, numeric),

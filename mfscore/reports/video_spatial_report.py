@@ -32,7 +32,7 @@ METRIC_COLUMNS = ([f"{ST}{c}" for c in OPTIMUM + ["PixelAverageAUC", "MaskAverag
                   + [f"{ST}Optimum{c}" for c in COUNTS]
                   + [f"{ST}{c}" for c in ("PixelN", "PixelBNS", "PixelSNS", "PixelPNS")]
                   + ["TemporalMCC", *TEMPORAL_COUNTS]
-                  + [f"{ST}{c}" for c in _point("Maximum") + _point("Actual")])
+                  + [f"{ST}{c}" for c in _point("Maximum") + _point("Actual")] + ["TPR", "FPR"])
 AVERAGED = ([f"{ST}{c}" for c in OPTIMUM] + [f"{ST}{k}{m}" for k in ("Maximum", "Actual") for m in POINT]
             + ["TemporalMCC"])
 
@@ -66,7 +66,7 @@ def format_table(frame: pd.DataFrame, digits: int, numeric: list[str]) -> pd.Dat
 
 def pervideo_frame(trials: VideoTrials, rows: pd.DataFrame, cells: list[dict]) -> pd.DataFrame:
     """One row per scored target: probe columns, metrics, then every other input column (§B.6)."""
-    metrics = pd.DataFrame([{f"{ST}{k}" if not k.startswith("Temporal") and k != "Scored" else k: v
+    metrics = pd.DataFrame([{f"{ST}{k}" if not k.startswith("Temporal") and k not in ("Scored", "TPR", "FPR") else k: v
                              for k, v in c.items()} for c in cells],
                            columns=["Scored"] + METRIC_COLUMNS, index=rows.index, dtype=object)
     table = rows.copy()

@@ -17,6 +17,7 @@ from mfscore.errors import InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import file_line, read_table
+from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.masks.journal_selection import QuerySelection, operations_by_probe, trial_operations
 from mfscore.video.frame_tally import FrameRules
 from mfscore.video.video_scoring import VideoJob
@@ -41,6 +42,7 @@ class VideoOptions:
     per_probe_pixel_value: bool = False
     truncate: bool = False
     mediscore_compat: bool = False
+    max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
 
 
 @dataclass
@@ -151,5 +153,5 @@ def plan_video_jobs(trials: VideoTrials, selection: QuerySelection, journal: pd.
             temporal_gt_only=options.temporal_gt_only,
             spatial=not options.temporal_only and status not in SKIPS_SPATIAL,
             temporal=status not in SKIPS_TEMPORAL, truncate=options.truncate,
-            mediscore_compat=options.mediscore_compat))
+            mediscore_compat=options.mediscore_compat, max_elements=options.max_elements))
     return jobs

@@ -56,6 +56,9 @@ def video_cells(record: VideoRecord, *, maximum: float | None, actual: float | N
         if math.isnan(threshold) or _degenerate(cells, "Optimum"):
             cells.update({k: NAN for k in list(cells) if k.startswith("Optimum")})
             threshold = NAN
+        tp, tn, fp, fn = (cells[f"Optimum{c}"] for c in COUNTS)
+        cells["TPR"] = tp / (tp + fn) if tp + fn else NAN  # the checkfiles' TPR and FPR: at the optimum
+        cells["FPR"] = fp / (fp + tn) if fp + tn else NAN
         auc, eer = mask_auc_eer(record.spatial) if record.spatial.pixel_n else (NAN, NAN)
         cells.update({"GWL1": gwl1(record.spatial), "AUC": auc, "EER": eer,
                       "PixelAverageAUC": record.pixel_average_auc, "MaskAverageAUC": record.mask_average_auc,
