@@ -1,4 +1,4 @@
-"""What a run left on disk: for tests that a failed run leaves nothing behind."""
+"""What a run left on disk and said on stderr: for tests that a failed run fails cleanly."""
 
 from __future__ import annotations
 
@@ -13,3 +13,19 @@ def everything_under(path: Path) -> list[str]:
         for name in dirs + files:
             found.append(os.path.relpath(os.path.join(root, name), path))
     return sorted(found)
+
+
+def assert_failed_cleanly(status, capsys, env, *needles) -> str:
+    """Exit 1, one ``mfscore: error:`` line holding every needle, nothing in ``env["out"]`` or ``env["cwd"]``."""
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert status == 1, captured.err
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("mfscore: error: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert not env["out"].exists() or everything_under(env["out"]) == []
+    assert everything_under(env["cwd"]) == []
+    assert captured.out == ""
+    return lines[0]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from output_files import everything_under
+from output_files import assert_failed_cleanly, everything_under
 
 from mfscore.cli.main import main
 
@@ -85,21 +85,6 @@ def run(env, *extra) -> int:
 
 def trial_scores(env) -> pd.DataFrame:
     return pd.read_csv(env["out"] / "trial_scores.csv", sep="|", dtype=str, keep_default_na=False)
-
-
-def assert_failed_cleanly(status, capsys, env, *needles) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    assert status == 1, captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("mfscore: error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    assert not env["out"].exists() or everything_under(env["out"]) == []
-    assert everything_under(env["cwd"]) == []
-    assert captured.out == ""
-    return lines[0]
 
 
 def assert_trial_left_out(status, capsys, env, probe: str, *needles) -> str:
