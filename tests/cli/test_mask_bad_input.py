@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
-from output_files import everything_under
+from output_files import assert_failed_cleanly, everything_under
 
 from mfscore.cli.main import main
 
@@ -107,21 +107,6 @@ def run(env, *extra, system: str = "sys.csv") -> int:
     return main(["mask", "--refDir", str(env["ref"]), "-r", f"{REF_DIR}/X-ref.csv", "-x", "indexes/X-index.csv",
                  "--sysDir", str(env["sys"]), "-s", system, "-oR", str(env["out"] / "run"),
                  "--eks", "3", "--dks", "3", "--ntdks", "3", *extra])
-
-
-def assert_failed_cleanly(status, capsys, env, *needles) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    assert status == 1, captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("mfscore: error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    assert everything_under(env["out"]) == []  # the directory itself may exist, nothing in it
-    assert everything_under(env["cwd"]) == []
-    assert captured.out == ""
-    return lines[0]
 
 
 def perimage(env) -> pd.DataFrame:

@@ -24,7 +24,7 @@ import h5py
 import numpy as np
 import pandas as pd
 import pytest
-from output_files import everything_under
+from output_files import assert_failed_cleanly, everything_under
 
 from mfscore.cli.main import main
 from mfscore.reports.video_spatial_report import METRIC_COLUMNS
@@ -254,21 +254,6 @@ def test_bad_reference_mask(env, capsys, normal, problem):
 
 # --------------------------------------------------------------------------------------------
 # Run-level errors: one sentence, nothing written
-
-
-def assert_failed_cleanly(status, capsys, env, *needles) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err and "internal error" not in captured.err, captured.err
-    assert status == 1, captured.err
-    lines = captured.err.splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("mfscore: error: "), lines[0]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    assert everything_under(env["out"]) == []  # no table, no staging directory
-    assert everything_under(env["cwd"]) == []
-    assert captured.out == ""
-    return lines[0]
 
 
 def edit_table(path: Path, change) -> None:
