@@ -299,6 +299,7 @@ def score_dataset(ref_dir, reference: str, index: str, sys_dir, system: str, *, 
     journal = _table(Path(f"{stem}-probejournaljoin.csv")).merge(_table(Path(f"{stem}-journalmask.csv")), on=keys)
     kept, evaluated = None, None
     if qm:
+        # the oracle evaluates the test's own constant query with pandas, independently of mfscore's parser
         matched = ref.merge(journal, on=["ProbeFileID", "JournalName"], how="left").query(qm)
         kept = set(matched["ProbeFileID"])
         evaluated = set(map(tuple, matched[keys].dropna().to_numpy().tolist()))

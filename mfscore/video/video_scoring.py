@@ -44,10 +44,6 @@ class VideoJob:
     max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
 
 
-class _ProbeProblem(Exception):
-    pass
-
-
 def _reference_blocks(job: VideoJob) -> tuple[list[MaskBlock], int, tuple[int, int] | None]:
     blocks = read_video_mask_layout(job.reference_path, max_elements=job.max_elements, layers=True)
     frame_count = job.frame_count or max((b.stop for b in blocks), default=0)
