@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from mfscore.masks.kernels import KERNEL_SHAPES
+
 
 def bounded_float(low: float, high: float, *, inclusive: bool = True):
     """An argparse type for a float in [low, high] (or (low, high))."""
@@ -48,3 +50,11 @@ def threshold_or_off(text: str) -> int:
     if value != -10 and not -1 <= value <= 255:
         raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
     return value
+
+
+def add_noscore_zone_arguments(p: argparse.ArgumentParser) -> None:
+    """``--eks --dks --ntdks -k``: the no-score zone kernels of the mask and video mask scorers."""
+    p.add_argument("--eks", type=odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
+    p.add_argument("--dks", type=odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
+    p.add_argument("--ntdks", type=odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
+    p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")

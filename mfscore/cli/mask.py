@@ -7,11 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from mfscore.cli.arguments import odd_size, threshold_or_off
+from mfscore.cli.arguments import add_noscore_zone_arguments, threshold_or_off
 from mfscore.errors import OptionError
 from mfscore.formats.images import DEFAULT_MAX_PIXELS
 from mfscore.masks.journal_selection import read_mask_journal
-from mfscore.masks.kernels import KERNEL_SHAPES
 from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.parallel import pool_scorer
 from mfscore.masks.scorer import MaskOptions, score_query
@@ -45,10 +44,7 @@ def add_parser(subparsers) -> None:
     group.add_argument("-q", "--query", nargs="+", help="average the trials each query selects")
     group.add_argument("-qp", "--queryPartition", help="average each partition of the listed factor values")
     group.add_argument("-qm", "--queryManipulation", nargs="+", help="score only the manipulations each query selects")
-    p.add_argument("--eks", type=odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
-    p.add_argument("--dks", type=odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
-    p.add_argument("--ntdks", type=odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
-    p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")
+    add_noscore_zone_arguments(p)
     p.add_argument("--rbin", type=int, default=-1, help=">= 0: every non-white reference pixel is manipulated")
     p.add_argument("--sbin", type=threshold_or_off, default=-10, help="actual threshold in [-1, 255]; enables Actual and Maximum metrics")
     p.add_argument("--jpeg2000", action="store_true", help="bit-plane reference masks (ProbeBitPlaneMaskFileName)")

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from mfscore.cli.arguments import integer, odd_size, threshold_or_off
+from mfscore.cli.arguments import add_noscore_zone_arguments, integer, threshold_or_off
 from mfscore.errors import OptionError
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import write_table
 from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.masks.journal_selection import OPERATION, journal_results, read_mask_journal, select_operations
-from mfscore.masks.kernels import KERNEL_SHAPES
 from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.parallel import pool_map
 from mfscore.masks.run_metrics import maximum_threshold
@@ -56,10 +55,7 @@ def add_parser(subparsers) -> None:
     group.add_argument("-qp", "--queryPartition", help="average each partition of the listed factor values")
     group.add_argument("-qm", "--queryManipulation", nargs="+", help="score only the manipulations each query selects")
     p.add_argument("--optOut", action="store_true", help="leave out OptOutAll and OptOutLocalization videos")
-    p.add_argument("--eks", type=odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
-    p.add_argument("--dks", type=odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
-    p.add_argument("--ntdks", type=odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
-    p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")
+    add_noscore_zone_arguments(p)
     p.add_argument("--rbin", type=int, default=-1, help="accepted; video reference masks are bit-plane codes")
     p.add_argument("--sbin", type=threshold_or_off, default=-10, help="actual threshold in [-1, 255]; enables Actual and Maximum metrics")
     p.add_argument("--nspx", type=int, default=-1, help="system no-score pixel value (-1: none)")

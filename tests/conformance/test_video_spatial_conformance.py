@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from output_files import everything_under
 
-from conformance.compare import byte_identical, cells_match, differences
+from conformance.compare import byte_identical, cells_match, compare_outputs, differences
 from conformance.conftest import SCOREBOARD
 from conformance.video_spatial_cases import (
     CASES,
@@ -91,6 +91,12 @@ def run_case(case, conformance_root: Path, tmp_path: Path, monkeypatch) -> tuple
     return main(["video-spatial", *args, "-oR", str(out / case.name)]), out
 
 
+def _exactly(expected: Path, actual: Path) -> list[str]:
+    if byte_identical(expected, actual):
+        return []
+    return differences(expected, actual) or ["not byte-identical"]
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_video_spatial_case(case, conformance_root, tmp_path, monkeypatch, capsys):
     board = SCOREBOARD["video-spatial"]
@@ -103,25 +109,11 @@ def test_video_spatial_case(case, conformance_root, tmp_path, monkeypatch, capsy
     board["not_available"] += 1  # every metric column needs the masks
     err = capsys.readouterr().err
 
-    problems = {}
-    # (a) byte-identical journal table
-    name = case.expected("journalResults")
-    board["compared"] += 1
-    if byte_identical(checkfiles / name, out / name):
-        board["matched"] += 1
-        board["identical"] += 1
-    else:
-        problems[name] = differences(checkfiles / name, out / name) or ["not byte-identical"]
-    # (b) the averaged table's header and trial counts
-    name = case.expected("mask_score")
-    board["compared"] += 1
-    found = mask_score_problems(checkfiles / name, out / name)
-    if found:
-        problems[name] = found
-    else:
-        board["matched"] += 1
-    # (c) the per-video table's column names and non-metric columns; the names are a known difference
-    # (test_pervideo_column_names): the file is not counted as matched, the test checks the values
+    # (a) byte-identical journal table; (b) the averaged table's header and trial counts
+    problems = compare_outputs(board, checkfiles, out, [case.expected("journalResults")], compare=_exactly)
+    problems |= compare_outputs(board, checkfiles, out, [case.expected("mask_score")], compare=mask_score_problems)
+    # (c) the per-video table's non-metric columns; counted as matched only if the column names agree too
+    # (test_pervideo_column_names checks those on their own)
     name = case.expected("pervideo")
     board["compared"] += 1
     found = pervideo_problems(checkfiles / name, out / name)
