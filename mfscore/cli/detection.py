@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from mfscore.cli.arguments import bounded_float, far_list
-from mfscore.detection.scorer import DetectionOptions, score_detection
-from mfscore.detection.trials import apply_opt_out, load_scored_table
+from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
+from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table
 from mfscore.errors import OptionError
 from mfscore.formats.journal import read_journal
 from mfscore.reports import detection_outputs as outputs
-from mfscore.reports.staged_outputs import staged_outputs
+from mfscore.reports.staged_outputs import StagedOutputs, staged_outputs
 
 TASKS = ("manipulation", "splice", "eventverification", "camera")
 
@@ -70,7 +73,20 @@ def _query_options(args) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
-def run(args) -> int:
+@dataclass
+class DetectionRun:
+    """A prepared detection run: the joined table, its journal, and what to write."""
+
+    args: argparse.Namespace
+    options: DetectionOptions
+    plot: outputs.PlotOptions
+    table: ScoredTable
+    journal: pd.DataFrame | None
+    warnings: list[str]
+
+
+def prepare(args, log=lambda message: None) -> DetectionRun:
+    """Check the options, join reference, index and system output, and read the journal (both modes start here)."""
     if args.tsv:
         raise OptionError("-tv/--tsv is not supported (it never worked in MediScore either); convert the file to '|'-separated CSV")
     mode, queries = _query_options(args)
@@ -81,47 +97,60 @@ def run(args) -> int:
                                mediscore_compat=args.mediscore_compat)
     plot = outputs.PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
                                multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
-    log = _logger(args.verbose)
-    started = time.perf_counter()
-
-    ref_path = Path(args.refDir) / args.inRef
     sys_path = Path(args.sysDir) / args.inSys
-    table = load_scored_table(ref_path, Path(args.refDir) / args.inIndex, sys_path,
+    table = load_scored_table(Path(args.refDir) / args.inRef, Path(args.refDir) / args.inIndex, sys_path,
                               all_columns=bool(mode or args.outMeta or args.outSubMeta))
-    for warning in table.warnings:
-        print(f"mfscore: warning: {warning}", file=sys.stderr)
-    log(f"joined {table.total_num} trials ({time.perf_counter() - started:.2f} s)")
+    log(f"joined {table.total_num} trials")
     if args.optOut:
         table = apply_opt_out(table, sys_path)
         log(f"{len(table.trials)} opted-in trials")
     journal = read_journal(args.refDir, args.inRef, mediscore_compat=args.mediscore_compat) if mode or args.outMeta else None
+    warnings = [f"mfscore: warning: {warning}" for warning in table.warnings]
+    return DetectionRun(args, options, plot, table, journal, warnings)
 
-    results = score_detection(table, journal, options)
+
+def write_outputs(run: DetectionRun, results: list[SubsetResult], stage: StagedOutputs) -> list[str]:
+    """Write every report of the scored subsets; returns the lines for stderr."""
+    args, options = run.args, run.options
+    outputs.write_reports(results, stage, options)
+    if args.semafor:
+        outputs.write_semafor_report(results, stage, options)
+    outputs.write_metadata(run.table, run.journal, results, stage, options, out_meta=args.outMeta,
+                           out_sub_meta=args.outSubMeta)
+    if args.dump:
+        outputs.write_roc_dumps(results, stage)
+    outputs.write_plots(results, stage, options, run.plot)
+    return [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
+            for r in results if r.metrics.n_trials == 0]
+
+
+def run(args) -> int:
+    log = _logger(args.verbose)
+    started = time.perf_counter()
+    prepared = prepare(args, log)
+    for line in prepared.warnings:
+        print(line, file=sys.stderr)
+    results = score_detection(prepared.table, prepared.journal, prepared.options)
     log(f"scored {len(results)} subset(s) ({time.perf_counter() - started:.2f} s)")
-    for r in results:
-        if r.metrics.n_trials == 0:
-            print(f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty", file=sys.stderr)
-
     with staged_outputs(args.outRoot) as stage:
-        outputs.write_reports(results, stage, options)
-        if args.semafor:
-            outputs.write_semafor_report(results, stage, options)
-        outputs.write_metadata(table, journal, results, stage, options, out_meta=args.outMeta, out_sub_meta=args.outSubMeta)
-        if args.dump:
-            outputs.write_roc_dumps(results, stage)
-        outputs.write_plots(results, stage, options, plot)
+        for line in write_outputs(prepared, results, stage):
+            print(line, file=sys.stderr)
     log(f"done ({time.perf_counter() - started:.2f} s)")
-    _summarise(results, stage, options)
+    for line in summary(results, prepared.options):
+        print(line)
+    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
     return 0
 
 
-def _summarise(results, stage, options: DetectionOptions) -> None:
+def summary(results: list[SubsetResult], options: DetectionOptions) -> list[str]:
+    """One line per subset for stdout."""
+    lines = []
     for r in results:
         m = r.metrics
         name = r.subset.label or "all trials"
-        print(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, EER {m.eer:.4f}, "
-              f"CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
-    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
+        lines.append(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, "
+                     f"EER {m.eer:.4f}, CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
+    return lines
 
 
 def _logger(verbose: bool):

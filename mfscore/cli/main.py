@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     provenance_graph.add_parser(subparsers)
     video_temporal.add_parser(subparsers)
     video_spatial.add_parser(subparsers)
+    from services.commands import add_parsers  # the distributed commands: the top floor, network code stays out of the core
+    add_parsers(subparsers)
     return parser
 
 

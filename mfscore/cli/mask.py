@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from mfscore.cli.arguments import add_noscore_zone_arguments, threshold_or_off
@@ -13,10 +14,11 @@ from mfscore.formats.images import DEFAULT_MAX_PIXELS
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.parallel import pool_scorer
-from mfscore.masks.scorer import MaskOptions, score_query
-from mfscore.masks.trials import MANIPULATION, SPLICE, index_dimensions, load_trials
+from mfscore.masks.mask_record import MaskRecord
+from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
+from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, index_dimensions, load_trials
 from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
-from mfscore.reports.staged_outputs import staged_outputs
+from mfscore.reports.staged_outputs import StagedOutputs, staged_outputs
 
 
 def _task(text: str) -> str:
@@ -69,13 +71,23 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def run(args) -> int:
+@dataclass
+class MaskRun:
+    """A planned mask run: its options, trials and one plan of jobs per ``-qm`` query."""
+
+    options: MaskOptions
+    report: ReportOptions
+    table: TrialTable
+    plans: list[QueryPlan]
+
+
+def prepare(args) -> MaskRun:
+    """Read the tables and plan every query's jobs; no mask is read yet (both modes start here)."""
     if args.precision < 1:
         print("mfscore: warning: --precision below 1; using 16", file=sys.stderr)
         args.precision = 16
     if args.processors < 1:
         raise OptionError(f"-p {args.processors}: the number of processes must be at least 1")
-    started = time.perf_counter()
     task = args.task
     ntdks = args.ntdks if task == MANIPULATION else 0
     options = MaskOptions(
@@ -92,21 +104,35 @@ def run(args) -> int:
                         index_filter=args.indexFilter, opt_out=args.optOut,
                         pixel_value_columns=args.perProbePixelNoScore)
     journal = read_mask_journal(ref_dir, args.inRef, mediscore_compat=args.mediscore_compat)
-    queries = list(args.queryManipulation or [None])
     index_sizes = index_dimensions(Path(ref_dir) / args.inIndex, task) if args.mediscore_compat else None
+    plans = [plan_query(table, journal, options, ref_dir, sys_csv, text, index_sizes)
+             for text in (args.queryManipulation or [None])]
+    return MaskRun(options, report, table, plans)
+
+
+def write_outputs(run: MaskRun, records: list[list[MaskRecord]], stage: StagedOutputs) -> list[str]:
+    """Write every query's files from its records (in plan order); returns the lines for stderr."""
+    lines = []
+    for i, (plan, mine) in enumerate(zip(run.plans, records)):
+        result = assemble_plan(plan, mine, run.options)
+        lines += [f"mfscore: ERROR: {message}; the trial is left unscored" for message in result.messages]
+        if not result.matched:
+            lines.append(f"mfscore: the query {plan.query!r} yielded no journal data over which computation may take place")
+            continue
+        subdir = f"index_{i}" if len(run.plans) > 1 else ""
+        for note in write_query_outputs(result, run.table, stage, run.report, subdir):
+            lines.append(f"mfscore: {note}" + (f" (query {plan.query!r})" if plan.query else ""))
+    return lines
+
+
+def run(args) -> int:
+    started = time.perf_counter()
+    planned = prepare(args)
     scorer = pool_scorer(args.processors, interactive=sys.stderr.isatty())
     with staged_outputs(args.outRoot) as stage:
-        for i, text in enumerate(queries):
-            run_ = score_query(table, journal, options, ref_dir, sys_csv, text, scorer, index_sizes)
-            for message in run_.messages:
-                print(f"mfscore: ERROR: {message}; the trial is left unscored", file=sys.stderr)
-            if not run_.matched:
-                print(f"mfscore: the query {text!r} yielded no journal data over which computation may take place",
-                      file=sys.stderr)
-                continue
-            subdir = f"index_{i}" if len(queries) > 1 else ""
-            for note in write_query_outputs(run_, table, stage, report, subdir):
-                print(f"mfscore: {note}" + (f" (query {text!r})" if text else ""), file=sys.stderr)
+        records = [list(scorer(plan.jobs)) for plan in planned.plans]
+        for line in write_outputs(planned, records, stage):
+            print(line, file=sys.stderr)
     if args.verbose:
         print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)
     print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")

@@ -158,19 +158,44 @@ def serial_scorer(jobs: list[MaskJob]) -> Iterable[MaskRecord]:
     return map(score_mask, jobs)
 
 
+@dataclass
+class QueryPlan:
+    """One ``-qm`` query's trials and jobs, ready to score anywhere (here or on a cluster)."""
+
+    query: str | None
+    trials: pd.DataFrame
+    journal: pd.DataFrame
+    evaluated: pd.Series | None
+    roles: list[str]
+    jobs: list[MaskJob]
+    matched: bool = True
+
+
+def plan_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, ref_dir: str, sys_csv: Path,
+               query_text: str | None, index_sizes: dict | None = None) -> QueryPlan:
+    """Select the trials and operations of one ``-qm`` query (all when ``query_text`` is None) and plan its jobs."""
+    journal = trial_journal(table.journal_trials, journal, options.task)
+    selection = select_operations(table.trials, journal, options.task, query_text)
+    if not selection.matched:
+        return QueryPlan(query_text, selection.trials.iloc[:0], journal.iloc[:0], None, [], [], matched=False)
+    planned = plan_jobs(table, selection.trials, selection, journal, options, ref_dir, sys_csv, index_sizes)
+    return QueryPlan(query_text, selection.trials, journal, selection.evaluated,
+                     [role for role, _ in planned], [job for _, job in planned])
+
+
+def assemble_plan(plan: QueryPlan, records: list[MaskRecord], options: MaskOptions) -> QueryRun:
+    """A query's results from the records of its jobs, in plan order."""
+    if not plan.matched:
+        return QueryRun(plan.query, plan.trials, {}, plan.journal, matched=False)
+    return assemble_query_run(plan.query, plan.trials, plan.roles, records, plan.journal, plan.evaluated, options)
+
+
 def score_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, ref_dir: str,
                 sys_csv: Path, query_text: str | None, scorer: Scorer = serial_scorer,
                 index_sizes: dict | None = None) -> QueryRun:
     """Score the trials one ``-qm`` query keeps (all trials when ``query_text`` is None)."""
-    journal = trial_journal(table.journal_trials, journal, options.task)
-    selection = select_operations(table.trials, journal, options.task, query_text)
-    trials = selection.trials
-    if not selection.matched:
-        return QueryRun(query_text, trials.iloc[:0], {}, journal.iloc[:0], matched=False)
-    planned = plan_jobs(table, trials, selection, journal, options, ref_dir, sys_csv, index_sizes)
-    records = list(scorer([job for _, job in planned]))
-    return assemble_query_run(query_text, trials, [role for role, _ in planned], records, journal,
-                              selection.evaluated, options)
+    plan = plan_query(table, journal, options, ref_dir, sys_csv, query_text, index_sizes)
+    return assemble_plan(plan, list(scorer(plan.jobs)) if plan.matched else [], options)
 
 
 def assemble_query_run(query_text: str | None, trials: pd.DataFrame, roles_in_order: list[str],

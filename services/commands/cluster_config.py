@@ -1,0 +1,70 @@
+"""Where a cluster is: the JSON file ``mfscore local-cluster up`` writes, or the environment.
+
+Resolution order: ``--cluster FILE``, then ``$MFSCORE_CLUSTER``, then the environment's
+``MFSCORE_AGGREGATOR_ADDRESS`` (with the other MFSCORE_* variables), then the local cluster's
+default file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from mfscore.errors import OptionError
+from services.common.settings import Settings
+
+
+def default_cluster_file() -> Path:
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "mfscore" / "local-cluster.json"
+
+
+@dataclass
+class ClusterConfig:
+    aggregator_address: str
+    validator_address: str
+    nats_url: str
+    s3_endpoint: str
+    s3_access_key: str
+    s3_secret_key: str
+    bucket: str
+    state_dir: str = ""
+    processes: list[dict] = field(default_factory=list)  # name, pid, grpc_port, metrics_port, log
+
+    def settings(self, **overrides) -> Settings:
+        return Settings.from_env(
+            {}, nats_url=self.nats_url, s3_endpoint=self.s3_endpoint, s3_access_key=self.s3_access_key,
+            s3_secret_key=self.s3_secret_key, bucket=self.bucket, aggregator_address=self.aggregator_address,
+            validator_address=self.validator_address, **overrides)
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds credentials
+        with os.fdopen(fd, "w") as f:
+            json.dump(asdict(self), f, indent=2)
+        os.replace(temporary, path)
+
+    @classmethod
+    def read(cls, path: Path) -> ClusterConfig:
+        try:
+            return cls(**json.loads(Path(path).read_text()))
+        except FileNotFoundError:
+            raise OptionError(f"no cluster is described at {path}; start one with 'mfscore local-cluster up' "
+                              "or name one with --cluster") from None
+        except (ValueError, TypeError) as exc:
+            raise OptionError(f"the cluster file {path} is not one 'mfscore local-cluster up' wrote ({exc})") from None
+
+
+def resolve(cluster: str | None) -> ClusterConfig:
+    if cluster:
+        return ClusterConfig.read(Path(cluster))
+    if os.environ.get("MFSCORE_CLUSTER"):
+        return ClusterConfig.read(Path(os.environ["MFSCORE_CLUSTER"]))
+    if os.environ.get("MFSCORE_AGGREGATOR_ADDRESS"):
+        s = Settings.from_env()
+        return ClusterConfig(s.aggregator_address, s.validator_address, s.nats_url, s.s3_endpoint,
+                             s.s3_access_key, s.s3_secret_key, s.bucket)
+    return ClusterConfig.read(default_cluster_file())

@@ -1,0 +1,36 @@
+"""The Prometheus metrics of every mfscore service, in the default registry (DESIGN.md, step 6)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+JOBS_TOTAL = Counter(
+    "mfscore_jobs_total", "Jobs settled by a worker, by outcome (done, retried, dead).", ["service", "outcome"]
+)
+JOB_DURATION = Histogram(
+    "mfscore_job_duration_seconds", "Time from receiving a job to settling it.", ["service"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+)
+JOBS_IN_FLIGHT = Gauge("mfscore_jobs_in_flight", "Jobs being worked on now.", ["service"])
+S3_BYTES = Counter("mfscore_s3_bytes_total", "Object bytes read from or written to S3.", ["direction"])
+S3_REQUEST_DURATION = Histogram(
+    "mfscore_s3_request_duration_seconds", "Duration of one S3 request attempt.", ["operation"]
+)
+RUNS = Gauge("mfscore_runs", "Runs known to the aggregator, by state.", ["state"])
+RUN_TRIALS_PLANNED = Gauge("mfscore_run_trials_planned", "Trials planned for a run.", ["run"])
+RUN_TRIALS_RECEIVED = Gauge("mfscore_run_trials_received", "Trial records received for a run.", ["run"])
+AGGREGATOR_FOLD_DURATION = Histogram(
+    "mfscore_aggregator_fold_duration_seconds", "Time to fold one trial record into its run's state."
+)
+AGGREGATOR_REPORT_DURATION = Histogram(
+    "mfscore_aggregator_report_duration_seconds", "Time to compute and store a run's reports.",
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+)
+
+
+def start_metrics_server(port: int, host: str = "0.0.0.0") -> int:
+    """Serve ``/metrics`` from a daemon thread; returns the bound port (``port=0`` picks one)."""
+    started = start_http_server(port, addr=host)
+    if isinstance(started, tuple):
+        return started[0].server_port
+    return port

@@ -1,0 +1,297 @@
+"""One bucket of S3-compatible object storage (MinIO in production), read with the ``minio`` SDK.
+
+Keys are untrusted: downloads are confined to the target directory and reads are size-limited
+before a byte is read. Transient failures (connection errors, S3 5xx, SlowDown) are retried here
+with exponential backoff; the SDK's own retries are switched off so there is one retry policy.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import certifi
+import urllib3
+from minio import Minio
+from minio.error import InvalidResponseError, S3Error, ServerError
+
+from mfscore.errors import MfscoreError
+from services.common.metrics import S3_BYTES, S3_REQUEST_DURATION
+from services.common.settings import Settings
+
+T = TypeVar("T")
+CHUNK_BYTES = 1 << 20
+TRANSIENT_S3_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "OperationAborted"})
+MISSING_S3_CODES = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchVersion"})
+
+
+class ObjectStoreError(MfscoreError):
+    """An S3 request failed for a reason that retrying will not fix."""
+
+
+class ObjectMissing(ObjectStoreError):
+    """The object does not exist."""
+
+    def __init__(self, key: str, *, bucket: str | None = None):
+        self.key = key
+        where = f" in bucket {bucket!r}" if bucket else ""
+        super().__init__(f"object {key!r} does not exist{where}")
+
+
+class ObjectTooLarge(ObjectStoreError):
+    """The object is larger than the caller allows; nothing was read."""
+
+    def __init__(self, key: str, size: int | None, max_bytes: int):
+        self.key = key
+        self.size = size
+        self.max_bytes = max_bytes
+        what = f"{size} bytes" if size is not None else "larger than stated"
+        super().__init__(f"object {key!r} is {what}, over the limit of {max_bytes} bytes")
+
+
+class UnsafePath(ObjectStoreError):
+    """A key or a local file would land outside its directory or prefix."""
+
+
+class ObjectStoreUnavailable(ObjectStoreError):
+    """The S3 server kept failing with transient errors until the attempts ran out."""
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, S3Error):
+        status = getattr(exc.response, "status", 0) or 0
+        return exc.code in TRANSIENT_S3_CODES or status >= 500
+    if isinstance(exc, ServerError):
+        return exc.status_code >= 500 or exc.status_code == 429
+    if isinstance(exc, InvalidResponseError):
+        status = getattr(exc, "_code", 0) or 0
+        return status >= 500 or status == 429
+    return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _folder(prefix: str) -> str:
+    return prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _join_key(prefix: str, relative: str) -> str:
+    return _folder(prefix) + relative
+
+
+class ObjectStore:
+    """A bucket, with bounded reads, confined downloads and retried requests.
+
+    ``attempts`` requests at most per operation, sleeping ``base_delay * 2**n`` (capped at
+    ``max_delay``) between them.
+    """
+
+    def __init__(
+        self, settings: Settings, *, attempts: int = 4, base_delay: float = 0.1, max_delay: float = 2.0,
+        connect_timeout: float = 5.0, read_timeout: float = 60.0, pool_size: int = 16,
+    ):
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.bucket = settings.bucket
+        self.endpoint = settings.s3_endpoint
+        self.attempts = attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
+            maxsize=pool_size,
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=os.environ.get("SSL_CERT_FILE") or certifi.where(),
+        )
+        self._client = Minio(
+            settings.s3_host,
+            access_key=settings.s3_access_key,
+            secret_key=settings.s3_secret_key,
+            secure=settings.s3_secure,
+            region=settings.s3_region,
+            http_client=http,
+        )
+
+    def _call(self, operation: str, key: str, request: Callable[[], T]) -> T:
+        for attempt in range(1, self.attempts + 1):
+            started = time.perf_counter()
+            try:
+                return request()
+            except S3Error as exc:
+                if exc.code in MISSING_S3_CODES:
+                    raise ObjectMissing(key, bucket=self.bucket) from None
+                if not _is_transient(exc):
+                    raise ObjectStoreError(
+                        f"S3 {operation} of {key!r} in bucket {self.bucket!r} failed: {exc.code}: {exc.message}"
+                    ) from exc
+                failure = exc
+            except MfscoreError:
+                raise
+            except Exception as exc:
+                if not _is_transient(exc):
+                    raise
+                failure = exc
+            finally:
+                S3_REQUEST_DURATION.labels(operation).observe(time.perf_counter() - started)
+            if attempt < self.attempts:
+                time.sleep(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+        raise ObjectStoreUnavailable(
+            f"S3 at {self.endpoint} failed {operation} of {key!r} {self.attempts} times: {_one_line(failure)}"
+        ) from failure
+
+    def ensure_bucket(self) -> None:
+        """Create the bucket unless it exists."""
+        if self._call("head_bucket", self.bucket, lambda: self._client.bucket_exists(self.bucket)):
+            return
+        try:
+            self._call("make_bucket", self.bucket, lambda: self._client.make_bucket(self.bucket))
+        except ObjectStoreError as exc:
+            if not isinstance(exc.__cause__, S3Error) or exc.__cause__.code not in (
+                "BucketAlreadyOwnedByYou", "BucketAlreadyExists",
+            ):
+                raise
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key``."""
+        self._call("put", key, lambda: self._client.put_object(self.bucket, key, io.BytesIO(data), len(data)))
+        S3_BYTES.labels("written").inc(len(data))
+
+    def put_file(self, key: str, path: str | os.PathLike) -> None:
+        """Store the file at ``path`` under ``key``."""
+        size = os.stat(path).st_size
+        self._call("put", key, lambda: self._client.fput_object(self.bucket, key, os.fspath(path)))
+        S3_BYTES.labels("written").inc(size)
+
+    def upload_tree(self, local_dir: str | os.PathLike, prefix: str, *, threads: int = 8) -> int:
+        """Upload every regular file under ``local_dir`` to ``prefix/<relative path>``; returns the count.
+
+        Symbolic links that point outside ``local_dir`` are refused before anything is uploaded.
+        """
+        root = Path(local_dir).resolve(strict=True)
+        files = _tree_files(root)
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(lambda rel: self.put_file(_join_key(prefix, rel), root / rel), files))
+        return len(files)
+
+    def _stat_size(self, key: str, max_bytes: int) -> int:
+        size = self._call("stat", key, lambda: self._client.stat_object(self.bucket, key)).size
+        if size is None or size > max_bytes:
+            raise ObjectTooLarge(key, size, max_bytes)
+        return size
+
+    def _stream(self, key: str, max_bytes: int, sink: Callable[[bytes], None]) -> None:
+        response = self._client.get_object(self.bucket, key)
+        try:
+            received = 0
+            for chunk in response.stream(CHUNK_BYTES):
+                received += len(chunk)
+                S3_BYTES.labels("read").inc(len(chunk))
+                if received > max_bytes:
+                    raise ObjectTooLarge(key, None, max_bytes)
+                sink(chunk)
+        finally:
+            response.close()
+            response.release_conn()
+
+    def get_bytes(self, key: str, *, max_bytes: int) -> bytes:
+        """The object's bytes; ``ObjectTooLarge`` (before reading) when it exceeds ``max_bytes``."""
+        self._stat_size(key, max_bytes)
+
+        def read() -> bytes:
+            buffer = bytearray()
+            self._stream(key, max_bytes, buffer.extend)
+            return bytes(buffer)
+
+        return self._call("get", key, read)
+
+    def download_file(self, key: str, path: str | os.PathLike, *, max_bytes: int) -> None:
+        """Stream the object to a temporary file beside ``path``, renamed to ``path`` once complete."""
+        self._stat_size(key, max_bytes)
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+
+        def fetch() -> None:
+            handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".part", delete=False)
+            try:
+                with handle:
+                    self._stream(key, max_bytes, handle.write)
+                os.replace(handle.name, target)
+            except BaseException:
+                os.unlink(handle.name)
+                raise
+
+        self._call("get", key, fetch)
+
+    def download_prefix(
+        self, prefix: str, local_dir: str | os.PathLike, *, suffixes: tuple[str, ...] | None = None,
+        max_bytes: int, threads: int = 8,
+    ) -> list[str]:
+        """Download the keys under ``prefix`` (a folder) into ``local_dir``, keeping the layout.
+
+        ``suffixes`` (case-insensitive) keeps only matching keys. Every key is checked before any
+        download: one with ``..``, ``.``, empty or absolute parts or a backslash raises ``UnsafePath``.
+        Returns the local paths, in key order.
+        """
+        folder = _folder(prefix)
+        root = Path(local_dir)
+        root.mkdir(parents=True, exist_ok=True)
+        root = root.resolve()
+        wanted = tuple(s.lower() for s in suffixes) if suffixes else None
+        plan = []
+        for key in self.list_keys(folder):
+            relative = key[len(folder):]
+            if not relative or (wanted and not relative.lower().endswith(wanted)):
+                continue
+            plan.append((key, _confined(root, relative, key)))
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(lambda item: self.download_file(item[0], item[1], max_bytes=max_bytes), plan))
+        return [str(target) for _, target in plan]
+
+    def list_keys(self, prefix: str) -> list[str]:
+        """Every key starting with ``prefix``, sorted."""
+        return self._call(
+            "list", prefix,
+            lambda: sorted(o.object_name for o in self._client.list_objects(self.bucket, prefix=prefix, recursive=True)),
+        )
+
+    def exists(self, key: str) -> bool:
+        """Whether ``key`` exists."""
+        try:
+            self._call("stat", key, lambda: self._client.stat_object(self.bucket, key))
+        except ObjectMissing:
+            return False
+        return True
+
+
+def _confined(root: Path, relative: str, key: str) -> Path:
+    parts = relative.split("/")
+    if "\\" in relative or "\x00" in relative or any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(f"object key {key!r} has an empty, '.', '..' or backslash part and cannot be downloaded safely")
+    target = root.joinpath(*parts)
+    if not target.resolve().is_relative_to(root):
+        raise UnsafePath(f"object key {key!r} would be written outside {str(root)!r}")
+    return target
+
+
+def _tree_files(root: Path) -> list[str]:
+    """Relative '/'-separated paths of the regular files under ``root``; refuses escaping links."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                raise UnsafePath(f"{path} is a symbolic link to {path.resolve()}, outside {root}")
+        for name in filenames:
+            path = Path(dirpath) / name
+            if path.is_file():
+                files.append(path.relative_to(root).as_posix())
+    return sorted(files)

@@ -1,0 +1,1 @@
+"""The detection scorer: a batch of scored-table rows to detection records."""

