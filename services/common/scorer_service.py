@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ class ScorerService:
 
 async def run_scorer(service: ScorerService, settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set; then stop pulling, finish (or nak) the job in hand, and close."""
+    os.makedirs(settings.work_dir, exist_ok=True)
     metrics_port = start_metrics_server(settings.metrics_port)
     server, port = await start_grpc_server([(service.add_servicer, service.servicer, service.service_name)],
                                            port=settings.grpc_port)

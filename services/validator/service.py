@@ -1,7 +1,8 @@
 """Validate a run: its system output against its index, with ``mfscore.validation`` (validator.md).
 
 Mask files are not fetched here: each is checked when its trial is scored, and an unreadable one
-is reported and left unscored exactly as the embedded command does.
+is reported and left unscored exactly as the embedded command does. The pixel-value columns are
+checked only when the run uses them (-pppns): the scorers accept a submission without them.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
         except MfscoreError as error:
             return runs_pb2.ValidationReport(valid=False, findings=[
                 runs_pb2.Finding(severity="error", code="run.inputs", message=error.sentence())])
+        pixel_values_used = bool(getattr(args, "perProbePixelNoScore", False))
         options = ValidatorOptions(kind=VALIDATION_TYPES[spec.task][args.task], neglect_mask=True,
+                                   neglect_pixel=not pixel_values_used,
                                    index_filter=bool(getattr(args, "indexFilter", False)),
                                    mediscore_compat=args.mediscore_compat)
         validation = validate_submission(os.path.join(args.sysDir, args.inSys),
