@@ -129,8 +129,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         try:
             if validate and not await self._validate(entry):
                 return
-            input_dir = os.path.join(self.settings.work_dir, "runs", run_id, "inputs")
-            task_run, jobs = await asyncio.to_thread(self._plan, entry.spec, input_dir)
+            task_run, jobs = await asyncio.to_thread(self._plan, entry.spec, self._input_dir(run_id))
             if publish:
                 for job in jobs:
                     job.run_id, job.bucket, job.input_prefix = run_id, entry.spec.inputs.bucket, entry.spec.inputs.prefix
@@ -142,7 +141,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             log.info("run %s: %d jobs planned", run_id, len(jobs))
             await self._maybe_report(entry)
         except MfscoreError as error:
-            await self._fail(entry, error.sentence())
+            await self._fail(entry, error.sentence().replace(self._input_dir(run_id) + os.sep, ""))
         except Exception as error:  # a bug: the run fails with one sentence, the log keeps the traceback
             log.exception("run %s: planning failed", run_id)
             await self._fail(entry, f"internal error while planning: {type(error).__name__}: {error}")
@@ -157,6 +156,9 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         await self._fail(entry, f"the validator rejected the submission ({len(errors)} error(s)); the first: "
                                 f"{errors[0].message if errors else 'no message'}", state=State.RUN_STATE_REJECTED)
         return False
+
+    def _input_dir(self, run_id: str) -> str:
+        return os.path.join(self.settings.work_dir, "runs", run_id, "inputs")
 
     def _plan(self, spec: runs_pb2.RunSpec, input_dir: str):
         shutil.rmtree(input_dir, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +54,9 @@ def run_inputs(task: str, args) -> list[tuple[str, str]]:
                if Path(p).is_file()]
     files = [(path, "ref/" + _inside(ref_dir, path, "table")) for path in tables]
     files.append((os.path.join(args.sysDir, args.inSys), "sys/" + os.path.basename(args.inSys)))
+    if task == "detection":
+        from mfscore.cli import detection as detection_cli
+        detection_cli.prepare(args)
     if task == "mask":
         from mfscore.cli import mask as mask_cli
         for plan in mask_cli.prepare(args).plans:
@@ -84,10 +88,19 @@ def run(args) -> int:
         inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
                                       index=embedded.inIndex, reference=embedded.inRef, system_dir="sys",
                                       system=os.path.basename(embedded.inSys)))
-    return follow_run(config, spec, embedded.outRoot)
+    sys_dir = os.path.dirname(os.path.join(embedded.sysDir, embedded.inSys)) or "."
+    return follow_run(config, spec, embedded.outRoot, {"ref": embedded.refDir, "sys": sys_dir})
 
 
-def follow_run(config, spec, out_root: str) -> int:
+_UPLOADED_NAME = re.compile(r"(?<![\w/.])(ref|sys)/")
+
+
+def localize(text: str, directories: dict[str, str]) -> str:
+    """Messages from the cluster name files by their key in the upload (``sys/mask/a.png``); name the local file."""
+    return _UPLOADED_NAME.sub(lambda m: directories[m.group(1)].rstrip("/") + "/", text)
+
+
+def follow_run(config, spec, out_root: str, directories: dict[str, str]) -> int:
     """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command."""
     import grpc
 
@@ -106,7 +119,8 @@ def follow_run(config, spec, out_root: str) -> int:
             for finding in final.validation.findings:
                 where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
                 print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
-            raise MfscoreError(f"run {spec.run_id} {runs_pb2.RunState.Name(final.state)[10:].lower()}: {final.message}")
+            raise MfscoreError(f"run {spec.run_id} {runs_pb2.RunState.Name(final.state)[10:].lower()}: "
+                               f"{localize(final.message, directories)}")
         for line in final.notes:
-            print(line, file=sys.stderr)
+            print(localize(line, directories), file=sys.stderr)
         return fetch_and_write(stub, spec.run_id, out_root)

@@ -35,7 +35,7 @@ def score_job(store: ObjectStore, work_dir: str, job: jobs_pb2.Job) -> records_p
         system = _fetch(store, job.input_prefix, job.mask.system_key, directory)
         record = score_mask(mask_job(job.mask, reference, system))
     message = mask_record_message(record)
-    message.message = message.message.replace(directory + os.sep, "")
+    message.message = message.message.replace(directory + os.sep, "")  # name files by their key in the upload
     return records_pb2.TrialRecord(run_id=job.run_id, trial_id=job.trial_id, role=job.role, query=job.query,
                                    scorer="mask-scorer", mask=message)
 

@@ -59,3 +59,16 @@ def jetstream(cluster_settings):
             await nc.close()
 
     return session
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory):
+    """``mfscore local-cluster up``'s cluster (every service a process), shared by the session; always stopped."""
+    from services.commands import local_cluster as commands
+
+    path = tmp_path_factory.mktemp("cluster") / "cluster.json"
+    config = commands.up(path, mask_scorers=1, detection_scorers=1)
+    try:
+        yield path, config
+    finally:
+        commands.down(path)

@@ -1,0 +1,36 @@
+"""Run one command embedded and through ``mfscore submit`` on a cluster, and compare what each left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mfscore.cli.main import main
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` (relative name → bytes); staging leftovers would show up here too."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def run_both(capsys, cluster_file: Path, task: str, arguments: list[str], out_option: str, embedded_out: str,
+             cluster_out: str) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """(status, stdout, stderr) of ``mfscore <task> ARGS OUT`` and of ``mfscore submit <task> ARGS OUT``."""
+    capsys.readouterr()
+    embedded = main([task, *arguments, out_option, embedded_out])
+    first = capsys.readouterr()
+    cluster = main(["submit", "--cluster", str(cluster_file), task, *arguments, out_option, cluster_out])
+    second = capsys.readouterr()
+    return (embedded, first.out, first.err), (cluster, second.out, second.err)
+
+
+def assert_same_outputs(embedded_dir: Path, cluster_dir: Path, embedded_run, cluster_run) -> dict[str, bytes]:
+    """Same exit status, same files byte for byte, same stdout but for the directory name, same stderr."""
+    (status_a, out_a, err_a), (status_b, out_b, err_b) = embedded_run, cluster_run
+    assert status_b == status_a == 0, err_b
+    a, b = tree(embedded_dir), tree(cluster_dir)
+    assert sorted(a) == sorted(b)
+    different = [name for name in a if a[name] != b[name]]
+    assert not different, f"files differ: {different}"
+    assert out_b.replace(str(cluster_dir), str(embedded_dir)) == out_a
+    assert err_b == err_a
+    return a
