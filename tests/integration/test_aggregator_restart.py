@@ -1,0 +1,105 @@
+"""The aggregator keeps no state of its own: killed with a run in flight and started again, it reads the
+run from the key-value bucket, replays the records from the results stream and writes the same reports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+
+import grpc
+import pytest
+
+from integration.equivalence import tree
+from mfscore.cli.main import build_parser, main
+from mfscore.sample_data.masks import generate_mask_dataset
+from services.commands import local_cluster as commands
+from services.commands.submit import run_inputs
+from services.common.jetstream import JOBS_STREAM, connect
+from services.common.object_store import ObjectStore
+from services.wire import runs_pb2, services_pb2_grpc
+
+pytestmark = pytest.mark.integration
+State = runs_pb2.RunState
+
+
+def wait_for(predicate, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(process: dict, signum=signal.SIGTERM) -> None:
+    os.kill(process["pid"], signum)
+    wait_for(lambda: not commands._pid_alive(process["pid"]), f"{process['name']} to stop")
+
+
+def queue_drained(config) -> bool:
+    async def check():
+        nc, js = await connect(config.settings())
+        try:
+            info = await js.consumer_info(JOBS_STREAM, "mask-scorers")
+            return info.num_pending == 0 and info.num_ack_pending == 0
+        finally:
+            await nc.close()
+    return asyncio.run(check())
+
+
+def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, capsys):
+    data = generate_mask_dataset(tmp_path / "data", 12)
+    arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
+                 "--sysDir", str(data.directory), "-s", data.system, "--sbin", "120", "-qm", "Purpose==['add']",
+                 "Purpose==['clone']"]
+    assert main(["mask", *arguments, "-oR", str(tmp_path / "embedded" / "x")]) == 0
+    path = tmp_path / "cluster" / "cluster.json"
+    config = commands.up(path)
+    try:
+        by_service = {p.get("service"): p for p in config.processes}
+        scorer, aggregator = by_service["mask-scorer"], by_service["aggregator"]
+        stop(scorer)  # jobs wait in the queue
+
+        args = build_parser().parse_args(["mask", *arguments, "-oR", "x"])
+        store = ObjectStore(config.settings())
+        store.ensure_bucket()
+        run_id = uuid.uuid4().hex
+        prefix = f"runs/{run_id}/inputs/"
+        for local, key in run_inputs("mask", args):
+            store.put_file(prefix + key, local)
+        spec = runs_pb2.RunSpec(task="mask", arguments=[*arguments, "-oR", "x"], run_id=run_id, output_name="x",
+                                inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
+                                                              system_dir="sys", system=os.path.basename(data.system)))
+        with grpc.insecure_channel(config.aggregator_address) as channel:
+            stub = services_pb2_grpc.AggregatorStub(channel)
+            stub.SubmitRun(spec, timeout=30)
+            planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
+                               == State.RUN_STATE_SCORING and s, "the run to be planned")
+        assert planned.trials_planned > 0 and planned.trials_received == 0
+        stop(aggregator, signal.SIGKILL)
+
+        restarted = [commands._start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
+                                             scorer["grpc_port"])]
+        commands._wait_healthy(restarted[0])
+        wait_for(lambda: queue_drained(config), "the scorer to empty the queue")  # records wait in the stream
+        restarted.append(commands._start_service(config, path.parent / "cluster-state", "aggregator-again",
+                                                 "aggregator", aggregator["grpc_port"]))
+        config.processes += restarted
+        config.write(path)
+        commands._wait_healthy(restarted[1])
+
+        with grpc.insecure_channel(config.aggregator_address) as channel:
+            stub = services_pb2_grpc.AggregatorStub(channel)
+            done = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
+                            in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and s, "the run to finish")
+        assert done.state == State.RUN_STATE_DONE, done.message
+        assert done.trials_received == planned.trials_planned
+        capsys.readouterr()
+        assert main(["report", "--cluster", str(path), run_id, "-o", str(tmp_path / "fetched")]) == 0
+        assert tree(tmp_path / "fetched") == tree(tmp_path / "embedded")
+    finally:
+        commands.down(path)
