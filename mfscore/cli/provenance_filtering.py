@@ -5,17 +5,30 @@ link end outside ``nodes``) is reported on stderr and left out of the tables; th
 exits 0. A problem with the run as a whole (a missing file or column, a JSON path leaving ``-S``,
 an index probe missing from the system output, a requested node type absent from a reference)
 exits 1 with one sentence and writes nothing.
+
+Both modes run ``prepare`` (tables and journals, one ``FilteringJob`` per trial), score each job
+with ``score_job`` and write the tables with ``write_outputs``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
-from mfscore.cli.provenance_arguments import add_input_arguments, read_arguments_inputs
-from mfscore.errors import InputFileError
-from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, FILTERING
+from mfscore.cli.provenance_arguments import (
+    TrialOutcome,
+    add_input_arguments,
+    load_system_json,
+    quiet,
+    read_arguments_inputs,
+    scored,
+    split,
+)
+from mfscore.errors import InputFileError, MfscoreError
+from mfscore.formats.provenance_json import FILTERING
 from mfscore.provenance.filtering import (
     FilteringRecord,
     node_types,
@@ -28,13 +41,14 @@ from mfscore.provenance.trials import (
     TrialInputError,
     check_trial_disparity,
     load_journal,
-    load_system_graph,
     trial_table,
 )
 from mfscore.reports.provenance_filtering_report import write_filtering_report
-from mfscore.reports.staged_outputs import staged_outputs
+from mfscore.reports.staged_outputs import StagedOutputs, staged_outputs
 
 NODE_TYPE_CHOICES = ("donor", "base", "final", "interim", "*", "all")
+MODE = "filtering"
+RECORD = FilteringRecord
 
 
 def add_parser(subparsers) -> None:
@@ -49,6 +63,43 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+@dataclass(frozen=True)
+class FilteringJob:
+    """One trial, planned: its reference rows and everything scoring its system JSON needs."""
+
+    ordinal: int
+    journal_name: str
+    probe_id: str
+    output_file: str
+    system_path: str                    # the system JSON as the command names it (-S joined with output_file)
+    reference: tuple[tuple[str, str], ...]
+    types: tuple[str, ...]
+    max_json_bytes: int
+
+    def to_dict(self) -> dict:
+        return {"ordinal": self.ordinal, "journal_name": self.journal_name, "probe_id": self.probe_id,
+                "output_file": self.output_file, "system_path": self.system_path,
+                "reference": [list(row) for row in self.reference], "types": list(self.types),
+                "max_json_bytes": self.max_json_bytes}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FilteringJob:
+        return cls(ordinal=data["ordinal"], journal_name=data["journal_name"], probe_id=data["probe_id"],
+                   output_file=data["output_file"], system_path=data["system_path"],
+                   reference=tuple((file, kind) for file, kind in data["reference"]), types=tuple(data["types"]),
+                   max_json_bytes=data["max_json_bytes"])
+
+
+@dataclass
+class FilteringRun:
+    """A planned run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
+
+    args: argparse.Namespace
+    jobs: list[FilteringJob]
+    errors: dict[int, MfscoreError] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+
 def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
     nodes = load_journal(inputs, name).get("nodes")
     if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
@@ -57,48 +108,79 @@ def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
     return nodes
 
 
-def score_trials(inputs: ProvenanceInputs, types: tuple[str, ...], *,
-                 max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> tuple[list[FilteringRecord], list[str]]:
-    """A record per scorable trial, and one message per trial left out (its system JSON is unusable)."""
-    trials = trial_table(inputs)
-    by_probe = world_nodes(inputs.nodes.to_dict("records"),
-                           list(zip(inputs.world["WorldFileID"], inputs.world["WorldFileName"])))
-    journals: dict[str, list[dict]] = {}
-    records, problems = [], []
-    for ordinal, trial in enumerate(trials.to_dict("records")):
-        probe, output = trial["ProvenanceProbeFileID"], trial["ProvenanceOutputFileName"]
-        name = trial["JournalFileName"]
-        if name not in journals:
-            journals[name] = _journal_nodes(inputs, name)
-        reference = reference_nodes(by_probe.get(probe, []), journals[name], trial["ProvenanceProbeFileName"])
-        try:
-            system = load_system_graph(inputs, output, FILTERING, max_bytes=max_json_bytes)
-        except TrialInputError as exc:
-            problems.append(f"probe {probe}: {exc.sentence()}")
-            continue
-        records.append(score_trial(ordinal=ordinal, journal_name=trial["JournalName"], probe_id=probe,
-                                   output_file=output, reference=reference, system_nodes=system["nodes"],
-                                   types=types))
-    return records, problems
+def prepare(args, say=quiet, warn=quiet) -> FilteringRun:
+    """Read the tables and journals and plan a job per trial; no system JSON is read (both modes start here).
 
-
-def run(args) -> int:
+    ``warn`` takes the stderr lines said before scoring; filtering says nothing on stdout (``say``) then.
+    """
     started = time.perf_counter()
     inputs = read_arguments_inputs(args)
     check_trial_disparity(inputs, skip=args.skip_trial_disparity_check, one_to_one=False)
     if args.verbose:
         for warning in inputs.warnings:
-            print(f"mfscore: warning: {warning}", file=sys.stderr)
-    records, problems = score_trials(inputs, node_types(args.nodetype), max_json_bytes=args.max_json_bytes)
-    for problem in problems:
-        print(f"mfscore: ERROR: {problem}; the trial is left out of the tables", file=sys.stderr)
+            warn(f"mfscore: warning: {warning}")
+    trials = trial_table(inputs)
+    types = node_types(args.nodetype)
+    by_probe = world_nodes(inputs.nodes.to_dict("records"),
+                           list(zip(inputs.world["WorldFileID"], inputs.world["WorldFileName"])))
+    journals: dict[str, list[dict] | MfscoreError] = {}
+    jobs, errors = [], {}
+    for ordinal, trial in enumerate(trials.to_dict("records")):
+        probe, output, name = trial["ProvenanceProbeFileID"], trial["ProvenanceOutputFileName"], trial["JournalFileName"]
+        if name not in journals:
+            try:
+                journals[name] = _journal_nodes(inputs, name)
+            except InputFileError as exc:
+                journals[name] = exc
+        reference = ()
+        if isinstance(journals[name], MfscoreError):
+            errors[ordinal] = journals[name]
+        else:
+            reference = tuple(reference_nodes(by_probe.get(probe, []), journals[name],
+                                              trial["ProvenanceProbeFileName"]))
+        jobs.append(FilteringJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
+                                 reference, types, args.max_json_bytes))
+    return FilteringRun(args, jobs, errors, started)
+
+
+def score_job(job: FilteringJob, read_from: str | None = None) -> TrialOutcome:
+    """Score one trial's system JSON (at ``read_from``, else ``job.system_path``); an unusable JSON leaves
+    the trial out. A requested node type absent from the reference raises ``OptionError``."""
+    try:
+        system = load_system_json(read_from or job.system_path, job.system_path, FILTERING, job.max_json_bytes)
+    except TrialInputError as exc:
+        return TrialOutcome(job.ordinal, problem=f"probe {job.probe_id}: {exc.sentence()}")
+    record = score_trial(ordinal=job.ordinal, journal_name=job.journal_name, probe_id=job.probe_id,
+                         output_file=job.output_file, reference=list(job.reference), system_nodes=system["nodes"],
+                         types=job.types)
+    return TrialOutcome(job.ordinal, record=record)
+
+
+def outcomes(run: FilteringRun, outcome_of, say=quiet):
+    """Each trial's outcome in order (``outcome_of(job)``), stopping at the first problem with the run."""
+    return scored(run.jobs, run.errors, outcome_of, say)
+
+
+def write_outputs(run: FilteringRun, records: list[FilteringRecord], problems: list[str], stage: StagedOutputs,
+                  say=quiet) -> list[str]:
+    """Write the three tables; returns the stderr lines (each left-out trial, the notes)."""
+    write_filtering_report(records, stage.path)
+    lines = [f"mfscore: ERROR: {problem}; the trial is left out of the tables" for problem in problems]
+    if run.args.html_report:
+        lines.append("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)")
+    if run.args.verbose:
+        lines.append(f"mfscore: scored {len(records)} trial(s), left out {len(problems)}, in "
+                     f"{time.perf_counter() - run.started:.2f} s")
+    return lines
+
+
+def run(args) -> int:
+    prepared = prepare(args, warn=lambda line: print(line, file=sys.stderr))
+    problems: list[str] = []
+    records = split(outcomes(prepared, score_job), problems)
     with staged_outputs(os.path.join(args.output_dir, "")) as stage:
-        write_filtering_report(records, stage.path)
-    if args.html_report:
-        print("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)",
-              file=sys.stderr)
-    if args.verbose:
-        print(f"mfscore: scored {len(records)} trial(s), left out {len(problems)}, in "
-              f"{time.perf_counter() - started:.2f} s", file=sys.stderr)
+        lines = write_outputs(prepared, records, problems, stage)
+    for line in lines:
+        print(line, file=sys.stderr)
     print(f"reports in {stage.directory}/")
     return 0

@@ -155,6 +155,7 @@ class JobWorker:
     - ``retry_delay_seconds``: nak delay after a first failure, doubled per delivery, at most
       ``retry_delay_max_seconds``.
     - ``fetch_timeout_seconds``: how long one idle fetch waits, so how late an idle worker notices ``stop``.
+    - ``concurrency``: jobs in flight at once; 2 lets one job's objects download while another is scored.
     """
 
     def __init__(
@@ -162,11 +163,11 @@ class JobWorker:
         handle: Callable[[jobs_pb2.Job], Awaitable[records_pb2.TrialRecord]],
         ack_wait: float, max_deliver: int, heartbeat_seconds: float | None = None,
         shutdown_grace_seconds: float, retry_delay_seconds: float = 1.0, retry_delay_max_seconds: float = 60.0,
-        fetch_timeout_seconds: float = 1.0,
+        fetch_timeout_seconds: float = 1.0, concurrency: int = 1,
     ):
         job_subject(kind)
-        if max_deliver < 1 or ack_wait <= 0:
-            raise ValueError("max_deliver must be at least 1 and ack_wait positive")
+        if max_deliver < 1 or ack_wait <= 0 or concurrency < 1:
+            raise ValueError("max_deliver and concurrency must be at least 1 and ack_wait positive")
         self.js = js
         self.kind = kind
         self.service = service
@@ -178,6 +179,7 @@ class JobWorker:
         self.retry_delay_seconds = retry_delay_seconds
         self.retry_delay_max_seconds = retry_delay_max_seconds
         self.fetch_timeout_seconds = fetch_timeout_seconds
+        self.concurrency = concurrency
         self.consumer = f"{kind}-scorers"
         self.log = logging.getLogger(f"mfscore.{service}")
         for outcome in OUTCOMES:
@@ -195,18 +197,33 @@ class JobWorker:
         """Work until ``stop`` is set; a job in flight then finishes (within the grace period)."""
         sub = await self._subscribe()
         self.log.info("pulling %s jobs as consumer %s", self.kind, self.consumer)
+        slots = asyncio.Semaphore(self.concurrency)
+        in_flight: set[asyncio.Task] = set()
+
+        def finished(task: asyncio.Task) -> None:
+            in_flight.discard(task)
+            slots.release()
+
         try:
             while not stop.is_set():
+                await slots.acquire()
                 try:
-                    msgs = await sub.fetch(1, timeout=self.fetch_timeout_seconds)
+                    msgs = [] if stop.is_set() else await sub.fetch(1, timeout=self.fetch_timeout_seconds)
                 except nats.errors.TimeoutError:
+                    msgs = []
+                if not msgs:
+                    slots.release()
                     continue
-                for msg in msgs:
-                    if stop.is_set():
-                        await msg.nak()
-                        self.log.info("handed back a job fetched during shutdown")
-                    else:
-                        await self._process(msg, stop)
+                msg = msgs[0]
+                if stop.is_set():
+                    await msg.nak()
+                    slots.release()
+                    self.log.info("handed back a job fetched during shutdown")
+                    continue
+                task = asyncio.create_task(self._process(msg, stop))
+                in_flight.add(task)
+                task.add_done_callback(finished)
+            await asyncio.gather(*in_flight, return_exceptions=True)
         finally:
             await sub.unsubscribe()
         self.log.info("stopped pulling %s jobs", self.kind)

@@ -182,15 +182,13 @@ class ObjectStore:
             list(pool.map(lambda rel: self.put_file(_join_key(prefix, rel), root / rel), files))
         return len(files)
 
-    def _stat_size(self, key: str, max_bytes: int) -> int:
-        size = self._call("stat", key, lambda: self._client.stat_object(self.bucket, key)).size
-        if size is None or size > max_bytes:
-            raise ObjectTooLarge(key, size, max_bytes)
-        return size
-
     def _stream(self, key: str, max_bytes: int, sink: Callable[[bytes], None]) -> None:
+        """One GET; its Content-Length is checked against ``max_bytes`` before any byte of the body is read."""
         response = self._client.get_object(self.bucket, key)
         try:
+            declared = response.headers.get("Content-Length")
+            if declared is None or not declared.isdigit() or int(declared) > max_bytes:
+                raise ObjectTooLarge(key, int(declared) if declared and declared.isdigit() else None, max_bytes)
             received = 0
             for chunk in response.stream(CHUNK_BYTES):
                 received += len(chunk)
@@ -204,7 +202,6 @@ class ObjectStore:
 
     def get_bytes(self, key: str, *, max_bytes: int) -> bytes:
         """The object's bytes; ``ObjectTooLarge`` (before reading) when it exceeds ``max_bytes``."""
-        self._stat_size(key, max_bytes)
 
         def read() -> bytes:
             buffer = bytearray()
@@ -215,7 +212,6 @@ class ObjectStore:
 
     def download_file(self, key: str, path: str | os.PathLike, *, max_bytes: int) -> None:
         """Stream the object to a temporary file beside ``path``, renamed to ``path`` once complete."""
-        self._stat_size(key, max_bytes)
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
 

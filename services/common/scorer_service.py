@@ -25,6 +25,7 @@ class ScorerService:
     servicer: object
     add_servicer: Callable
     service_name: str           # the full gRPC name, for health and reflection
+    concurrency: int = 1        # jobs in flight per worker
 
 
 async def run_scorer(service: ScorerService, settings: Settings, stop: asyncio.Event) -> None:
@@ -39,7 +40,7 @@ async def run_scorer(service: ScorerService, settings: Settings, stop: asyncio.E
         log.info("%s: gRPC on %d, metrics on %d, pulling %s jobs", service.name, port, metrics_port, service.kind)
         worker = JobWorker(js, kind=service.kind, service=service.name, handle=service.handle,
                            ack_wait=settings.ack_wait_seconds, max_deliver=settings.max_deliver,
-                           shutdown_grace_seconds=settings.ack_wait_seconds)
+                           shutdown_grace_seconds=settings.ack_wait_seconds, concurrency=service.concurrency)
         await worker.run(stop)
     finally:
         await stop_grpc_server(server, grace=5)

@@ -30,8 +30,8 @@ def sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
-def stat_attempts() -> float:
-    return sample("mfscore_s3_request_duration_seconds_count", operation="stat")
+def get_attempts() -> float:
+    return sample("mfscore_s3_request_duration_seconds_count", operation="get")
 
 
 @pytest.fixture
@@ -142,10 +142,10 @@ def test_download_file_replaces_the_target_only_when_complete(store, tmp_path):
 
 
 def test_a_missing_object_is_one_clear_error_and_not_retried(store, tmp_path):
-    attempts_before = stat_attempts()
+    attempts_before = get_attempts()
     with pytest.raises(ObjectMissing) as raised:
         store.get_bytes("run-5/nope.png", max_bytes=10)
-    assert stat_attempts() == attempts_before + 1
+    assert get_attempts() == attempts_before + 1
     assert str(raised.value) == f"object 'run-5/nope.png' does not exist in bucket '{store.bucket}'"
     with pytest.raises(ObjectMissing):
         store.download_file("run-5/nope.png", tmp_path / "nope.png", max_bytes=10)
@@ -157,12 +157,12 @@ def test_a_missing_object_is_one_clear_error_and_not_retried(store, tmp_path):
 def test_an_unreachable_server_fails_after_the_configured_attempts(cluster_settings):
     dead = Settings(s3_endpoint=f"127.0.0.1:{free_port()}", bucket=cluster_settings.bucket)
     store = ObjectStore(dead, attempts=3, base_delay=0.05, connect_timeout=1.0)
-    attempts_before = stat_attempts()
+    attempts_before = get_attempts()
     started = time.monotonic()
-    with pytest.raises(ObjectStoreUnavailable, match="failed stat of 'k' 3 times"):
+    with pytest.raises(ObjectStoreUnavailable, match="failed get of 'k' 3 times"):
         store.get_bytes("k", max_bytes=10)
     elapsed = time.monotonic() - started
-    assert stat_attempts() == attempts_before + 3
+    assert get_attempts() == attempts_before + 3
     assert 0.15 <= elapsed < 5
 
 
