@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python bench/validate.py
 	$(BIN)/python bench/provenance.py
 	$(BIN)/python bench/video.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache services/wire

@@ -89,7 +89,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         entry = RunEntry(spec, status)
         self.runs[run_id] = entry
         await self._save(entry)
-        self._spawn(self._start(entry, validate=True, publish=True))
+        self._spawn(self._start(entry, validate=not spec.skip_validation, publish=True))
         log.info("run %s: %s submitted", run_id, spec.task)
         return status
 
@@ -252,7 +252,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                 validating = status.state == State.RUN_STATE_VALIDATING
                 entry.status.state = State.RUN_STATE_VALIDATING if validating else State.RUN_STATE_SCORING
                 entry.status.trials_received = 0
-                self._spawn(self._start(entry, validate=validating, publish=validating))
+                self._spawn(self._start(entry, validate=validating and not spec.skip_validation, publish=validating))
         self._count_states()
         log.info("restored %d run(s)", len(self.runs))
 

@@ -30,6 +30,8 @@ def add_parser(subparsers) -> None:
                     "or --cluster / $MFSCORE_CLUSTER / $MFSCORE_AGGREGATOR_ADDRESS) and write the reports where "
                     "'mfscore <task>' would. Example: mfscore submit mask --refDir ref -r r.csv -x i.csv -s s.csv -oR out/x")
     p.add_argument("--cluster", help="cluster file written by 'mfscore local-cluster up'")
+    p.add_argument("--skip-validation", action="store_true",
+                   help="do not run the validator first: score whatever the embedded command would score")
     p.add_argument("task", choices=TASKS, help="the embedded command to run on the cluster")
     p.add_argument("arguments", nargs=argparse.REMAINDER, help="its options, exactly as for 'mfscore <task>'")
     p.set_defaults(run=run)
@@ -84,7 +86,7 @@ def run(args) -> int:
         list(pool.map(lambda f: store.put_file(prefix + f[1], f[0]), files))
     spec = runs_pb2.RunSpec(
         task=args.task, arguments=args.arguments, run_id=run_id, output_name=os.path.basename(embedded.outRoot),
-        submitted_by=os.environ.get("USER", ""),
+        submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
         inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
                                       index=embedded.inIndex, reference=embedded.inRef, system_dir="sys",
                                       system=os.path.basename(embedded.inSys)))

@@ -11,7 +11,7 @@ import pytest
 from mfscore.cli.main import main
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
-from integration.equivalence import assert_same_outputs, run_both
+from integration.equivalence import assert_same_outputs, run_both, tree
 
 pytestmark = pytest.mark.integration
 
@@ -99,3 +99,6 @@ def test_a_submission_the_validator_rejects_is_not_scored(mask_data, local_clust
     err = capsys.readouterr().err
     assert "rejected" in err and "ffffffff" in err and "ERROR:" in err
     assert not (tmp_path / "out").exists()
+    assert main(["submit", "--cluster", str(cluster_file), "--skip-validation", "mask", *arguments,
+                 "-oR", str(tmp_path / "out" / "x")]) == 0
+    assert tree(tmp_path / "out") == tree(tmp_path / "embedded")
