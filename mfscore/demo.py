@@ -1,7 +1,8 @@
 """``make demo``: generate an MFC-style dataset and score it the way an evaluation would.
 
 Runs embedded (no servers): the same ``mfscore`` commands a user types, printed before they run,
-then the report tables and where the plots are.
+then the report tables and where the plots are; then one mask run again on a local cluster, whose
+files must be byte-identical to the embedded run's.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=4000, help="number of probes to generate")
     parser.add_argument("--masks", type=int, default=60, help="number of probes with masks to generate")
     parser.add_argument("--provenance", type=int, default=200, help="number of provenance probes (a multiple of 4)")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the local-cluster part (embedded mode only)")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -111,7 +113,37 @@ def main(argv: list[str] | None = None) -> int:
         pdf = plot.with_suffix(".pdf")
         print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
     print(f"\nAll reports are under {reports}/")
+    if not args.no_cluster:
+        _cluster_demo(out, mask_io, reports / "masks_by_purpose")
     return 0
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
+    """The selective mask run again, through a local cluster: every service a process, the same files."""
+    from services.commands import local_cluster
+
+    cluster = out / "cluster" / "cluster.json"
+    print("\nThe distributed mode: the same selective mask run on a local cluster (NATS JetStream, an S3 server, "
+          "every service a process)")
+    print(f"\n$ mfscore local-cluster up --mask-scorers 2 --cluster {cluster}", flush=True)
+    local_cluster.up(cluster, mask_scorers=2)
+    try:
+        _run(["local-cluster", "status", "--cluster", str(cluster)])
+        distributed = out / "cluster-reports" / "masks_by_purpose"
+        _run(["submit", "--cluster", str(cluster), "mask", *mask_io, "-oR", str(distributed / "demo"), "--jpeg2000",
+              "--precision", "6", "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
+        same = _files(distributed) == _files(embedded)
+        print(f"\n{len(_files(distributed))} report files from the cluster in {distributed}/: "
+              + ("byte-identical to the embedded run's" if same else "DIFFERENT from the embedded run's"))
+        if not same:
+            sys.exit(1)
+    finally:
+        print(f"\n$ mfscore local-cluster down --cluster {cluster}", flush=True)
+        local_cluster.down(cluster)
 
 
 if __name__ == "__main__":
