@@ -10,7 +10,12 @@ from types import SimpleNamespace
 
 from mfscore.errors import InputFileError, MfscoreError, OptionError
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
-from mfscore.provenance.trials import ProvenanceInputs, TrialInputError, load_system_graph, read_inputs
+from mfscore.provenance.trials import (
+    ProvenanceInputs,
+    TrialInputError,
+    load_system_graph,
+    read_inputs,
+)
 
 # The errors a trial may stop the run with; they cross the wire by name.
 RUN_ERRORS = {cls.__name__: cls for cls in (MfscoreError, InputFileError, OptionError)}

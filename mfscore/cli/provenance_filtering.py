@@ -37,6 +37,8 @@ from mfscore.provenance.filtering import (
     world_nodes,
 )
 from mfscore.provenance.trials import (
+    OUTPUT,
+    PROBE,
     ProvenanceInputs,
     TrialInputError,
     check_trial_disparity,
@@ -90,6 +92,9 @@ class FilteringJob:
                    max_json_bytes=data["max_json_bytes"])
 
 
+JOB = FilteringJob
+
+
 @dataclass
 class FilteringRun:
     """A planned run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
@@ -97,6 +102,7 @@ class FilteringRun:
     args: argparse.Namespace
     jobs: list[FilteringJob]
     errors: dict[int, MfscoreError] = field(default_factory=dict)
+    journal_files: tuple[str, ...] = ()  # the JournalFileName of every journal read, relative to -R
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -126,7 +132,7 @@ def prepare(args, say=quiet, warn=quiet) -> FilteringRun:
     journals: dict[str, list[dict] | MfscoreError] = {}
     jobs, errors = [], {}
     for ordinal, trial in enumerate(trials.to_dict("records")):
-        probe, output, name = trial["ProvenanceProbeFileID"], trial["ProvenanceOutputFileName"], trial["JournalFileName"]
+        probe, output, name = trial[PROBE], trial[OUTPUT], trial["JournalFileName"]
         if name not in journals:
             try:
                 journals[name] = _journal_nodes(inputs, name)
@@ -140,7 +146,7 @@ def prepare(args, say=quiet, warn=quiet) -> FilteringRun:
                                               trial["ProvenanceProbeFileName"]))
         jobs.append(FilteringJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                                  reference, types, args.max_json_bytes))
-    return FilteringRun(args, jobs, errors, started)
+    return FilteringRun(args, jobs, errors, tuple(journals), started)
 
 
 def score_job(job: FilteringJob, read_from: str | None = None) -> TrialOutcome:
@@ -163,7 +169,8 @@ def outcomes(run: FilteringRun, outcome_of, say=quiet):
 
 def write_outputs(run: FilteringRun, records: list[FilteringRecord], problems: list[str], stage: StagedOutputs,
                   say=quiet) -> list[str]:
-    """Write the three tables; returns the stderr lines (each left-out trial, the notes)."""
+    """Write the three tables; returns the stderr lines (each left-out trial, the notes). Filtering says
+    nothing on stdout (``say``) while writing."""
     write_filtering_report(records, stage.path)
     lines = [f"mfscore: ERROR: {problem}; the trial is left out of the tables" for problem in problems]
     if run.args.html_report:
@@ -174,6 +181,11 @@ def write_outputs(run: FilteringRun, records: list[FilteringRecord], problems: l
     return lines
 
 
+def closing_lines(directory) -> list[str]:
+    """What the command prints on stdout last, once the reports are in ``directory``."""
+    return [f"reports in {directory}/"]
+
+
 def run(args) -> int:
     prepared = prepare(args, warn=lambda line: print(line, file=sys.stderr))
     problems: list[str] = []
@@ -182,5 +194,6 @@ def run(args) -> int:
         lines = write_outputs(prepared, records, problems, stage)
     for line in lines:
         print(line, file=sys.stderr)
-    print(f"reports in {stage.directory}/")
+    for line in closing_lines(stage.directory):
+        print(line)
     return 0

@@ -112,6 +112,9 @@ class GraphJob:
                    warn_on_system_cycle=data["warn_on_system_cycle"], max_json_bytes=data["max_json_bytes"])
 
 
+JOB = GraphJob
+
+
 @dataclass
 class GraphRun:
     """A planned run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
@@ -119,6 +122,7 @@ class GraphRun:
     args: argparse.Namespace
     jobs: list[GraphJob]
     errors: dict[int, MfscoreError] = field(default_factory=dict)
+    journal_files: tuple[str, ...] = ()  # the JournalFileName of every journal read, relative to -R
 
 
 def _probe_node_ids(inputs: ProvenanceInputs) -> tuple[dict[str, set], dict[str, set]]:
@@ -184,7 +188,7 @@ def prepare(args, say=quiet, warn=quiet) -> GraphRun:
         jobs.append(GraphJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                              reference, args.direct, args.undirected_graph, args.warn_on_system_cycle,
                              args.max_json_bytes))
-    return GraphRun(args, jobs, errors)
+    return GraphRun(args, jobs, errors, tuple(journals))
 
 
 def score_job(job: GraphJob, read_from: str | None = None) -> TrialOutcome:
@@ -237,6 +241,11 @@ def write_outputs(run: GraphRun, records: list[GraphRecord], problems: list[str]
     return problem_lines(problems)
 
 
+def closing_lines(directory) -> list[str]:
+    """What the command prints on stdout last, once the reports are in ``directory``: nothing."""
+    return []
+
+
 def run(args) -> int:
     prepared = prepare(args, say=print, warn=lambda line: print(line, file=sys.stderr))
     problems: list[str] = []
@@ -250,4 +259,6 @@ def run(args) -> int:
         lines = write_outputs(prepared, records, problems, stage, print)
     for line in lines:
         print(line, file=sys.stderr)
+    for line in closing_lines(stage.directory):
+        print(line)
     return 0

@@ -111,10 +111,8 @@ def write_figure(record: GraphRecord, path: Path) -> None:
     for source, target, _, mapping in record.link_rows:
         graph.add_edge(source, target, colour=COLOURS[mapping])
     if nx.is_directed_acyclic_graph(graph) and graph.number_of_nodes():
-        for layer, nodes in enumerate(nx.topological_generations(graph)):
-            for node in nodes:
-                graph.nodes[node]["layer"] = layer
-        position = nx.multipartite_layout(graph, subset_key="layer", align="horizontal", scale=-1)
+        layers = {layer: sorted(nodes, key=str) for layer, nodes in enumerate(nx.topological_generations(graph))}
+        position = nx.multipartite_layout(graph, subset_key=layers, align="horizontal", scale=-1)  # ordered: no hash seed
     else:
         position = nx.spring_layout(graph, seed=0)
     size = max(4.0, min(20.0, 1.2 * graph.number_of_nodes() ** 0.5 + 3))

@@ -39,7 +39,8 @@ VALIDATION_TIMEOUT = 600
 
 
 def job_kind(task: str) -> str:
-    return {"detection": "detection", "mask": "mask"}[task]
+    return {"detection": "detection", "mask": "mask", "provenance-filtering": "provenance",
+            "provenance-graph": "provenance"}[task]
 
 
 def reports_prefix(run_id: str) -> str:
@@ -163,7 +164,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
     def _plan(self, spec: runs_pb2.RunSpec, input_dir: str):
         shutil.rmtree(input_dir, ignore_errors=True)
         self.store.download_prefix(spec.inputs.prefix, input_dir, suffixes=(".csv",), max_bytes=2 << 30)
-        task_run = plan_task(spec, input_dir)
+        task_run = plan_task(spec, input_dir, self.store)
         return task_run, task_run.jobs()
 
     async def on_result(self, msg) -> None:

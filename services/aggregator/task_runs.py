@@ -31,7 +31,7 @@ from services.common.messages import (
     mask_job_message,
     mask_record,
 )
-from services.common.run_arguments import parse_arguments
+from services.common.run_arguments import PROVENANCE_TASKS, parse_arguments
 from services.wire import jobs_pb2, records_pb2, runs_pb2
 
 DETECTION_BATCH = 1000  # detection trials per job: scoring one is microseconds, a message is not
@@ -114,12 +114,24 @@ class MaskTaskRun:
         return Outcome(notes)
 
 
-def plan_task(spec: runs_pb2.RunSpec, input_dir: str) -> DetectionTaskRun | MaskTaskRun:
-    """Parse and prepare a run from its downloaded tables (blocking: run it in a thread)."""
+def plan_task(spec: runs_pb2.RunSpec, input_dir: str, store=None):
+    """Parse and prepare a run from its downloaded tables (blocking: run it in a thread).
+
+    A provenance run also reads its journals, fetched here from ``store`` (an ``ObjectStore``).
+    """
     task = spec.task
     args = parse_arguments(task, list(spec.arguments), input_dir, spec.inputs)
     if task == "detection":
         return DetectionTaskRun(args)
+    if task in PROVENANCE_TASKS:
+        from services.aggregator.provenance_runs import (
+            ProvenanceTaskRun,
+            download_journals,
+        )
+
+        if store is not None:
+            download_journals(store, spec.inputs.prefix, input_dir)
+        return ProvenanceTaskRun(task, args, input_dir)
     args.processors = 1
     return MaskTaskRun(args, input_dir)
 

@@ -29,6 +29,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cluster", help=f"the cluster file (default $MFSCORE_CLUSTER or {default_cluster_file()})")
     p.add_argument("--mask-scorers", type=int, default=1, help="mask-scorer processes (default 1)")
     p.add_argument("--detection-scorers", type=int, default=1, help="detection-scorer processes (default 1)")
+    p.add_argument("--provenance-scorers", type=int, default=1, help="provenance-scorer processes (default 1)")
     p.set_defaults(run=run)
 
 
@@ -39,7 +40,8 @@ def _cluster_file(args) -> Path:
 def run(args) -> int:
     path = _cluster_file(args)
     if args.action == "up":
-        config = up(path, mask_scorers=args.mask_scorers, detection_scorers=args.detection_scorers)
+        config = up(path, mask_scorers=args.mask_scorers, detection_scorers=args.detection_scorers,
+                    provenance_scorers=args.provenance_scorers)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -50,13 +52,13 @@ def run(args) -> int:
     return status(path)
 
 
-def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1) -> ClusterConfig:
+def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started."""
     from services.common.processes import free_port, start_nats_server, start_s3_server
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
-    if mask_scorers < 1 or detection_scorers < 1:
+    if min(mask_scorers, detection_scorers, provenance_scorers) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
     state_dir = path.parent / (path.stem + "-state")
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -75,10 +77,11 @@ def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1) -> Clus
         plan = [("validator", ports["validator"]), ("aggregator", ports["aggregator"])]
         plan += [("mask-scorer", free_port()) for _ in range(mask_scorers)]
         plan += [("detection-scorer", free_port()) for _ in range(detection_scorers)]
+        plan += [("provenance-scorer", free_port()) for _ in range(provenance_scorers)]
         for i, (name, grpc_port) in enumerate(plan):
-            processes.append(_start_service(config, state_dir, f"{name}-{i}", name, grpc_port))
+            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port))
         for process in processes[2:]:
-            _wait_healthy(process)
+            wait_healthy(process)
         config.write(path)
         return config
     except BaseException:
@@ -86,7 +89,7 @@ def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1) -> Clus
         raise
 
 
-def _start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int) -> dict:
+def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int) -> dict:
     from services.common.processes import free_port
 
     metrics_port = free_port()
@@ -120,11 +123,11 @@ def health(address: str, timeout: float = 1.0) -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def _wait_healthy(process: dict) -> None:
+def wait_healthy(process: dict) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     address = f"127.0.0.1:{process['grpc_port']}"
     while time.monotonic() < deadline:
-        if not _pid_alive(process["pid"]):
+        if not pid_alive(process["pid"]):
             tail = Path(process["log"]).read_text(errors="replace")[-1500:]
             raise OptionError(f"the service {process['name']} exited while starting; its log ends: {tail}")
         if health(address, timeout=0.5) == "SERVING":
@@ -134,7 +137,7 @@ def _wait_healthy(process: dict) -> None:
                       f"(log: {process['log']})")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         waited, _ = os.waitpid(pid, os.WNOHANG)
         if waited == pid:
@@ -149,7 +152,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _alive(config: ClusterConfig) -> bool:
-    return any(_pid_alive(p["pid"]) for p in config.processes)
+    return any(pid_alive(p["pid"]) for p in config.processes)
 
 
 def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
@@ -157,13 +160,13 @@ def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
     services = [p for p in processes if "service" in p]
     for group in (services, [p for p in processes if "service" not in p]):
         for p in group:
-            if _pid_alive(p["pid"]):
+            if pid_alive(p["pid"]):
                 os.kill(p["pid"], signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while any(_pid_alive(p["pid"]) for p in group) and time.monotonic() < deadline:
+        while any(pid_alive(p["pid"]) for p in group) and time.monotonic() < deadline:
             time.sleep(0.05)
         for p in group:
-            if _pid_alive(p["pid"]):
+            if pid_alive(p["pid"]):
                 os.kill(p["pid"], signal.SIGKILL)
 
 
@@ -177,7 +180,7 @@ def status(path: Path) -> int:
     config = ClusterConfig.read(path)
     rows = []
     for p in config.processes:
-        state = "running" if _pid_alive(p["pid"]) else "stopped"
+        state = "running" if pid_alive(p["pid"]) else "stopped"
         if state == "running" and "grpc_port" in p:
             state = health(f"127.0.0.1:{p['grpc_port']}")
         rows.append({"name": p["name"], "pid": p["pid"], "state": state, "log": p["log"]})

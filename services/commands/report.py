@@ -61,10 +61,11 @@ def run(args) -> int:
     import grpc
 
     from services.commands.cluster_config import resolve
+    from services.common.grpc_server import MESSAGE_OPTIONS
     from services.wire import services_pb2_grpc
 
     config = resolve(args.cluster)
-    with grpc.insecure_channel(config.aggregator_address) as channel:
+    with grpc.insecure_channel(config.aggregator_address, options=MESSAGE_OPTIONS) as channel:
         try:
             return fetch_and_write(services_pb2_grpc.AggregatorStub(channel), args.run_id,
                                    os.path.join(args.out_dir, ""))

@@ -1,9 +1,10 @@
 """``mfscore submit <task> <the embedded command's options>``: the same run, scored by a cluster.
 
 The local inputs the run reads are uploaded to S3 under ``runs/<id>/inputs/`` (the reference
-tables under ``ref/``, the system output's under ``sys/``), the run is submitted to the
-aggregator, a progress bar follows ``WatchRun``, and the reports land where the embedded command
-would have written them.
+tables under ``ref/``, the system output's under ``sys/``; a provenance run's journals under
+``ref/``, its system JSONs under ``sys/`` and its five tables under ``tables/``), the run is
+submitted to the aggregator, a progress bar follows ``WatchRun``, and the reports land where the
+embedded command would have written them (``-oR``/``-o`` DIR/PREFIX, or provenance's ``-o`` DIR).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from pathlib import Path
 
 from mfscore.cli.main import build_parser
 from mfscore.errors import InputFileError, MfscoreError
-from services.common.run_arguments import TASKS
+from services.common.run_arguments import (
+    PROVENANCE_DIRECTORIES,
+    PROVENANCE_TABLES,
+    PROVENANCE_TASKS,
+    TASKS,
+)
 
 UPLOAD_THREADS = 8
 
@@ -49,6 +55,8 @@ def run_inputs(task: str, args) -> list[tuple[str, str]]:
 
     The tables are read exactly as the embedded command reads them, so bad input fails here, before any upload.
     """
+    if task in PROVENANCE_TASKS:
+        return _provenance_inputs(task, args)
     ref_dir, sys_dir = args.refDir, os.path.dirname(os.path.join(args.sysDir, args.inSys)) or "."
     tables = [os.path.join(ref_dir, args.inRef), os.path.join(ref_dir, args.inIndex)]
     from mfscore.formats.journal import journal_paths
@@ -70,6 +78,55 @@ def run_inputs(task: str, args) -> list[tuple[str, str]]:
     return list(dict.fromkeys(files))
 
 
+def _provenance_module(task: str):
+    from mfscore.cli import provenance_filtering, provenance_graph
+
+    return {"provenance-filtering": provenance_filtering, "provenance-graph": provenance_graph}[task]
+
+
+def _provenance_inputs(task: str, args) -> list[tuple[str, str]]:
+    """The five tables, the journals the trials read (under -R) and the system JSONs that exist (under -S)."""
+    prepared = _provenance_module(task).prepare(args)
+    if prepared.errors:
+        raise prepared.errors[min(prepared.errors)]
+    ref_dir, sys_dir = args.reference_dir, args.system_dir
+    files = [(getattr(args, dest), key) for dest, key in PROVENANCE_TABLES.items()]
+    for name in prepared.journal_files:
+        path = os.path.join(ref_dir, name)
+        files.append((path, PROVENANCE_DIRECTORIES["reference_dir"] + "/" + _inside(ref_dir, path, "journal")))
+    for job in prepared.jobs:
+        if os.path.isfile(job.system_path):
+            files.append((job.system_path,
+                          PROVENANCE_DIRECTORIES["system_dir"] + "/" + _inside(sys_dir, job.system_path, "system JSON")))
+    return list(dict.fromkeys(files))
+
+
+def _report_name(name: str) -> str:
+    relative = os.path.normpath(name)
+    if os.path.isabs(relative) or relative.split(os.sep)[0] == os.pardir:
+        raise MfscoreError(f"the cluster sent a report file named {name!r}, outside the output directory")
+    return relative
+
+
+def _write_into(out_dir: str, closing_lines):
+    """Write a run's files into ``out_dir`` (all or nothing), print its stdout and then ``closing_lines(DIR)``."""
+    from mfscore.reports.staged_outputs import staged_outputs
+    from services.wire import runs_pb2
+
+    def write(stub, run_id: str, _out_root: str) -> int:
+        report = stub.GetReport(runs_pb2.RunRef(run_id=run_id), timeout=600)
+        with staged_outputs(os.path.join(out_dir, "")) as stage:
+            for item in report.files:
+                stage.path(_report_name(item.name)).write_bytes(item.content)
+        if report.summary:
+            print(report.summary)
+        for line in closing_lines(stage.directory):
+            print(line)
+        return 0
+
+    return write
+
+
 def run(args) -> int:
     from services.commands.cluster_config import resolve
     from services.common.object_store import ObjectStore
@@ -84,12 +141,19 @@ def run(args) -> int:
     prefix = f"runs/{run_id}/inputs/"
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
         list(pool.map(lambda f: store.put_file(prefix + f[1], f[0]), files))
-    spec = runs_pb2.RunSpec(
-        task=args.task, arguments=args.arguments, run_id=run_id, output_name=os.path.basename(embedded.outRoot),
-        submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
-        inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
-                                      index=embedded.inIndex, reference=embedded.inRef, system_dir="sys",
-                                      system=os.path.basename(embedded.inSys)))
+    spec = runs_pb2.RunSpec(task=args.task, arguments=args.arguments, run_id=run_id,
+                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation)
+    if args.task in PROVENANCE_TASKS:  # fixed file names in -o DIR; messages already name the local files
+        spec.inputs.CopyFrom(runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix,
+                                                    reference_dir=PROVENANCE_DIRECTORIES["reference_dir"],
+                                                    system_dir=PROVENANCE_DIRECTORIES["system_dir"]))
+        out_dir = embedded.output_dir
+        return follow_run(config, spec, os.path.join(out_dir, ""), None,
+                          write=_write_into(out_dir, _provenance_module(args.task).closing_lines))
+    spec.output_name = os.path.basename(embedded.outRoot)
+    spec.inputs.CopyFrom(runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
+                                                index=embedded.inIndex, reference=embedded.inRef, system_dir="sys",
+                                                system=os.path.basename(embedded.inSys)))
     sys_dir = os.path.dirname(os.path.join(embedded.sysDir, embedded.inSys)) or "."
     return follow_run(config, spec, embedded.outRoot, {"ref": embedded.refDir, "sys": sys_dir})
 
@@ -102,14 +166,19 @@ def localize(text: str, directories: dict[str, str]) -> str:
     return _UPLOADED_NAME.sub(lambda m: directories[m.group(1)].rstrip("/") + "/", text)
 
 
-def follow_run(config, spec, out_root: str, directories: dict[str, str]) -> int:
-    """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command."""
+def follow_run(config, spec, out_root: str, directories: dict[str, str] | None, write=None) -> int:
+    """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command.
+
+    ``directories`` (None: messages are printed as they come) localizes the cluster's messages;
+    ``write(stub, run_id, out_root)`` (default ``report.fetch_and_write``) writes the files and the stdout.
+    """
     import grpc
 
     from services.commands.report import fetch_and_write, watch
+    from services.common.grpc_server import MESSAGE_OPTIONS
     from services.wire import runs_pb2, services_pb2_grpc
 
-    with grpc.insecure_channel(config.aggregator_address) as channel:
+    with grpc.insecure_channel(config.aggregator_address, options=MESSAGE_OPTIONS) as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
         try:
             stub.SubmitRun(spec, timeout=60)
@@ -121,8 +190,8 @@ def follow_run(config, spec, out_root: str, directories: dict[str, str]) -> int:
             for finding in final.validation.findings:
                 where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
                 print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
-            raise MfscoreError(f"run {spec.run_id} {runs_pb2.RunState.Name(final.state)[10:].lower()}: "
-                               f"{localize(final.message, directories)}")
+            message = localize(final.message, directories) if directories else final.message
+            raise MfscoreError(f"run {spec.run_id} {runs_pb2.RunState.Name(final.state)[10:].lower()}: {message}")
         for line in final.notes:
-            print(localize(line, directories), file=sys.stderr)
-        return fetch_and_write(stub, spec.run_id, out_root)
+            print(localize(line, directories) if directories else line, file=sys.stderr)
+        return (write or fetch_and_write)(stub, spec.run_id, out_root)

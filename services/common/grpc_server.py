@@ -12,6 +12,11 @@ from grpc_reflection.v1alpha import reflection
 
 Servicer = tuple[Callable[[Any, grpc.aio.Server], None], Any, str]
 
+# A run's report (every table and plot) is one GetReport reply; gRPC's default cap is 4 MiB.
+MAX_MESSAGE_BYTES = 1 << 30
+MESSAGE_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+
 _health_of: weakref.WeakKeyDictionary[grpc.aio.Server, health.aio.HealthServicer] = weakref.WeakKeyDictionary()
 
 
@@ -23,7 +28,7 @@ async def start_grpc_server(
     Every listed service and the whole server ("") report SERVING on ``grpc.health.v1.Health``;
     reflection lists them too. ``port=0`` binds an ephemeral port.
     """
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=MESSAGE_OPTIONS)
     names = []
     for add_to_server, servicer, name in servicers:
         add_to_server(servicer, server)

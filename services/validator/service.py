@@ -3,6 +3,13 @@
 Mask files are not fetched here: each is checked when its trial is scored, and an unreadable one
 is reported and left unscored exactly as the embedded command does. The pixel-value columns are
 checked only when the run uses them (-pppns): the scorers accept a submission without them.
+
+A provenance run is checked by its embedded command's own ``prepare`` (tables, columns, the trial
+disparity check, JSON paths confined to -S, journals): the problems that stop that command before it
+scores a trial. MediScore's ProvenanceValidator (``validate-provenance``) is not run: it is stricter
+than the scorers (a ConfidenceScore and a status column, one row per index probe, every JSON passing
+the schema), and a system JSON the scorers cannot use only leaves its trial out, so it would reject
+runs the embedded command scores.
 """
 
 from __future__ import annotations
@@ -15,10 +22,11 @@ import tempfile
 from mfscore.errors import MfscoreError
 from mfscore.validation.options import ValidatorOptions
 from mfscore.validation.submission import validate_submission
+from services.aggregator.provenance_runs import ProvenanceTaskRun, download_journals
 from services.common.grpc_server import start_grpc_server, stop_grpc_server
 from services.common.metrics import start_metrics_server
 from services.common.object_store import ObjectStore
-from services.common.run_arguments import parse_arguments
+from services.common.run_arguments import PROVENANCE_TASKS, parse_arguments
 from services.common.settings import Settings
 from services.wire import runs_pb2, services_pb2_grpc
 
@@ -41,6 +49,8 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
         except MfscoreError as error:
             return runs_pb2.ValidationReport(valid=False, findings=[
                 runs_pb2.Finding(severity="error", code="run.inputs", message=error.sentence())])
+        if spec.task in PROVENANCE_TASKS:
+            return _validate_provenance(store, spec, args, directory)
         pixel_values_used = bool(getattr(args, "perProbePixelNoScore", False))
         options = ValidatorOptions(kind=VALIDATION_TYPES[spec.task][args.task], neglect_mask=True,
                                    neglect_pixel=not pixel_values_used,
@@ -53,6 +63,17 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
                                      file=os.path.relpath(f.file, directory) if f.file else "", line=f.line or 0)
                     for f in validation.report.findings]
         return runs_pb2.ValidationReport(valid=validation.report.valid, findings=findings)
+
+
+def _validate_provenance(store: ObjectStore, spec: runs_pb2.RunSpec, args,
+                         directory: str) -> runs_pb2.ValidationReport:
+    try:
+        download_journals(store, spec.inputs.prefix, directory)
+        ProvenanceTaskRun(spec.task, args, directory)
+    except MfscoreError as error:
+        return runs_pb2.ValidationReport(valid=False, findings=[
+            runs_pb2.Finding(severity="error", code="run.inputs", message=error.sentence())])
+    return runs_pb2.ValidationReport(valid=True)
 
 
 class Validator(services_pb2_grpc.ValidatorServicer):

@@ -37,7 +37,7 @@ def wait_for(predicate, what: str, timeout: float = 60.0):
 
 def stop(process: dict, signum=signal.SIGTERM) -> None:
     os.kill(process["pid"], signum)
-    wait_for(lambda: not commands._pid_alive(process["pid"]), f"{process['name']} to stop")
+    wait_for(lambda: not commands.pid_alive(process["pid"]), f"{process['name']} to stop")
 
 
 def queue_drained(config) -> bool:
@@ -82,15 +82,15 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         assert planned.trials_planned > 0 and planned.trials_received == 0
         stop(aggregator, signal.SIGKILL)
 
-        restarted = [commands._start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
+        restarted = [commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
                                              scorer["grpc_port"])]
-        commands._wait_healthy(restarted[0])
+        commands.wait_healthy(restarted[0])
         wait_for(lambda: queue_drained(config), "the scorer to empty the queue")  # records wait in the stream
-        restarted.append(commands._start_service(config, path.parent / "cluster-state", "aggregator-again",
+        restarted.append(commands.start_service(config, path.parent / "cluster-state", "aggregator-again",
                                                  "aggregator", aggregator["grpc_port"]))
         config.processes += restarted
         config.write(path)
-        commands._wait_healthy(restarted[1])
+        commands.wait_healthy(restarted[1])
 
         with grpc.insecure_channel(config.aggregator_address) as channel:
             stub = services_pb2_grpc.AggregatorStub(channel)

@@ -24,7 +24,7 @@ from services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
 pytestmark = pytest.mark.integration
 
 SERVICE_NAMES = {"validator": "Validator", "aggregator": "Aggregator", "mask-scorer": "MaskScorer",
-                 "detection-scorer": "DetectionScorer"}
+                 "detection-scorer": "DetectionScorer", "provenance-scorer": "ProvenanceScorer"}
 
 
 def address(config, service: str) -> str:

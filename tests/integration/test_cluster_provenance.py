@@ -1,0 +1,246 @@
+"""Provenance on a local cluster (real nats-server, real S3 server, every service a process):
+``mfscore submit provenance-filtering|provenance-graph ARGS`` leaves the same files, byte for byte, and
+prints the same lines as the embedded command, trials with a missing or unusable system JSON included;
+and the provenance scorer, called over gRPC, gives the record the core computes for a trial."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import uuid
+from dataclasses import replace
+
+import grpc
+import pytest
+
+from integration.equivalence import assert_same_outputs, run_both, tree
+from mfscore.cli import provenance_filtering, provenance_graph
+from mfscore.cli.main import build_parser, main
+from mfscore.errors import InputFileError
+from mfscore.sample_data.provenance import generate_provenance_dataset
+from services.commands.submit import run_inputs
+from services.common.object_store import ObjectStore
+from services.provenance_scorer.messages import job_message, trial_outcome
+from services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
+
+pytestmark = pytest.mark.integration
+
+MISSING, NOT_JSON, NO_NODES = "P00011", "P00022", "P00030"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """24 probes; one system JSON is missing, one is not JSON, one fails the schema."""
+    data = generate_provenance_dataset(tmp_path_factory.mktemp("provenance") / "data", 24)
+    json_dir = data.root / "system" / "json"
+    (json_dir / f"{MISSING}.json").unlink()
+    (json_dir / f"{NOT_JSON}.json").write_text('{"nodes": [')
+    (json_dir / f"{NO_NODES}.json").write_text(json.dumps({"directed": True, "links": []}))
+    return data
+
+
+def options(data) -> list[str]:
+    return data.options("system.csv")
+
+
+def left_out(stderr: str) -> list[str]:
+    return [re.match(r"mfscore: ERROR: probe (\w+):", line).group(1) for line in stderr.splitlines()
+            if line.startswith("mfscore: ERROR:")]
+
+
+FILTERING_VARIANTS = {
+    "plain": [],
+    "node-types-html": ["--nodetype", "donor", "base", "-H"],
+    "all-node-types": ["--nodetype", "all"],
+    "json-size-limit": ["--max-json-bytes", "56000"],
+}
+
+
+@pytest.mark.parametrize("variant", sorted(FILTERING_VARIANTS))
+def test_filtering_reports_are_identical(variant, dataset, local_cluster, tmp_path, capsys):
+    cluster_file, _ = local_cluster
+    a, b = tmp_path / "embedded", tmp_path / "cluster"
+    runs = run_both(capsys, cluster_file, "provenance-filtering", options(dataset) + FILTERING_VARIANTS[variant],
+                    "-o", str(a), str(b))
+    files = assert_same_outputs(a, b, *runs)
+    assert sorted(files) == ["node_mapping.csv", "scores.csv", "trial_scores.csv"]
+    _, out, err = runs[1]
+    assert out == f"reports in {b}/\n"
+    assert {MISSING, NOT_JSON, NO_NODES} <= set(left_out(err))
+    assert f"{dataset.root}/system/json/{MISSING}.json: the JSON file does not exist" in err
+    if variant == "json-size-limit":
+        assert "more than the limit of 56000" in err and len(left_out(err)) > 3
+
+
+def test_filtering_verbose_differs_only_in_its_timing(dataset, local_cluster, tmp_path, capsys):
+    cluster_file, _ = local_cluster
+    a, b = tmp_path / "embedded", tmp_path / "cluster"
+    (status_a, out_a, err_a), (status_b, out_b, err_b) = run_both(
+        capsys, cluster_file, "provenance-filtering", options(dataset) + ["-v"], "-o", str(a), str(b))
+    assert status_a == status_b == 0
+    assert tree(a) == tree(b)
+    assert out_b.replace(str(b), str(a)) == out_a
+
+    def timeless(text: str) -> str:
+        return re.sub(r", in \d+\.\d\d s$", ", in T s", text, flags=re.MULTILINE)
+
+    assert timeless(err_b) == timeless(err_a)
+    assert "mfscore: scored 21 trial(s), left out 3, in T s" in timeless(err_b)
+
+
+GRAPH_VARIANTS = {
+    "cycles-warned": ["-c"],
+    "direct-undirected-verbose": ["-c", "-d", "-u", "-v"],
+    "direct-thumbnail-note": ["-c", "-d", "-T", "thumbnails"],
+}
+
+
+@pytest.mark.parametrize("variant", sorted(GRAPH_VARIANTS))
+def test_graph_reports_are_identical(variant, dataset, local_cluster, tmp_path, capsys):
+    cluster_file, _ = local_cluster
+    a, b = tmp_path / "embedded", tmp_path / "cluster"
+    runs = run_both(capsys, cluster_file, "provenance-graph", options(dataset) + GRAPH_VARIANTS[variant],
+                    "-o", str(a), str(b))
+    files = assert_same_outputs(a, b, *runs)
+    tables = ["link_mapping.csv", "node_mapping.csv", "scores.csv", "trial_scores.csv"]
+    assert sorted(files)[-4:] == tables
+    _, out, err = runs[1]
+    assert sorted(left_out(err)) == sorted([MISSING, NOT_JSON, NO_NODES])
+    scored = files["trial_scores.csv"].decode().splitlines()[1:]
+    assert len(scored) == 21 and not any(p in row for row in scored for p in (MISSING, NOT_JSON, NO_NODES))
+    if "-v" in GRAPH_VARIANTS[variant]:
+        lines = out.splitlines()
+        assert lines[0] == "Scoring 24 trials .." and lines[-1] == f"Writing Link Mapping to '{b / 'link_mapping.csv'}'"
+        assert f"Warning, detected cycle(s) for system output file '{dataset.root}/system/json/P00000.json'" in lines
+    if "-T" in GRAPH_VARIANTS[variant]:
+        assert err.startswith("mfscore: note: -T is accepted and ignored")
+
+
+@pytest.fixture(scope="module")
+def figure_runs(dataset, local_cluster, tmp_path_factory):
+    """``-c -H``: (embedded files, cluster files, embedded stdout+stderr, cluster stdout+stderr)."""
+    cluster_file, _ = local_cluster
+    root = tmp_path_factory.mktemp("figures")
+    said = []
+    for command in (["provenance-graph"], ["submit", "--cluster", str(cluster_file), "provenance-graph"]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert main([*command, *options(dataset), "-c", "-H", "-o", str(root / command[0])]) == 0, err.getvalue()
+        said.append((out.getvalue(), err.getvalue()))
+    return tree(root / "provenance-graph"), tree(root / "submit"), *said
+
+
+def test_graph_figures_and_html_report_are_written_as_embedded(figure_runs):
+    embedded, cluster, said_embedded, said_cluster = figure_runs
+    assert sorted(cluster) == sorted(embedded) and said_cluster == said_embedded
+    figures = [name for name in embedded if name.startswith("figures/")]
+    assert len(figures) == 21 and all(cluster[name].startswith(b"\x89PNG\r\n\x1a\n") for name in figures)
+    assert {n: c for n, c in cluster.items() if n not in figures} == {n: c for n, c in embedded.items() if n not in figures}
+    assert b"figures/P00000.png" in cluster["report.html"]
+
+
+def test_graph_figures_are_byte_identical(figure_runs):
+    embedded, cluster, _, _ = figure_runs
+    assert [name for name in embedded if name.startswith("figures/") and embedded[name] != cluster[name]] == []
+
+
+def test_a_system_cycle_without_c_fails_the_run_with_the_embedded_sentence(dataset, local_cluster, tmp_path, capsys):
+    cluster_file, _ = local_cluster
+    a, b = tmp_path / "embedded", tmp_path / "cluster"
+    (status_a, _, err_a), (status_b, _, err_b) = run_both(capsys, cluster_file, "provenance-graph",
+                                                          options(dataset), "-o", str(a), str(b))
+    assert status_a == status_b == 1
+    sentence = err_a.strip().removeprefix("mfscore: error: ")
+    assert "P00000.json: the system graph has a cycle" in sentence
+    assert re.fullmatch(r"mfscore: error: run \w+ failed: (.*)", err_b.strip()).group(1) == sentence
+    assert tree(a) == tree(b) == {}
+
+
+def test_bad_input_fails_before_upload_as_embedded(dataset, local_cluster, tmp_path, capsys):
+    cluster_file, _ = local_cluster
+    arguments = options(dataset) + ["-x", str(dataset.root / "absent.csv")]
+    (status_a, out_a, err_a), (status_b, out_b, err_b) = run_both(
+        capsys, cluster_file, "provenance-filtering", arguments, "-o", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert status_a == status_b == 1 and (out_b, err_b) == (out_a, err_a)
+    assert "absent.csv" in err_b and not (tmp_path / "b").exists()
+
+
+def test_the_validator_runs_the_embedded_checks_and_names_the_client_files(dataset, local_cluster, tmp_path):
+    _, config = local_cluster
+    arguments = [*options(dataset), "-o", str(tmp_path / "out")]
+    files = run_inputs("provenance-graph", build_parser().parse_args(["provenance-graph", *arguments]))
+    assert ("tables/system.csv" in dict(map(reversed, files))
+            and f"sys/json/{MISSING}.json" not in {key for _, key in files}
+            and {"ref/journals/J0000.json", f"sys/json/{NOT_JSON}.json"} <= {key for _, key in files})
+    store = ObjectStore(config.settings())
+    store.ensure_bucket()
+    prefix = f"test/{uuid.uuid4().hex}/"
+    for path, key in files:
+        store.put_file(prefix + key, path)
+    spec = runs_pb2.RunSpec(task="provenance-graph", arguments=arguments, inputs=runs_pb2.InputLocation(
+        bucket=config.bucket, prefix=prefix, reference_dir="ref", system_dir="sys"))
+    with grpc.insecure_channel(config.validator_address) as channel:
+        validator = services_pb2_grpc.ValidatorStub(channel)
+        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
+        assert report.valid and not report.findings
+        rows = (dataset.root / "system" / "system.csv").read_text().splitlines()
+        store.put_bytes(prefix + "tables/system.csv", "\n".join(r for r in rows if "P00012" not in r).encode() + b"\n")
+        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
+        assert not report.valid and [f.code for f in report.findings] == ["run.inputs"]
+        assert report.findings[0].message == (f"{dataset.root / 'system' / 'system.csv'}: the system output lacks "
+                                              "the index probe(s) P00012")
+
+
+def scorer_address(config) -> str:
+    port = next(p["grpc_port"] for p in config.processes if p.get("service") == "provenance-scorer")
+    return f"127.0.0.1:{port}"
+
+
+SCORER_OPTIONS = {provenance_filtering: ["--nodetype", "donor"], provenance_graph: ["-c", "-u"]}
+
+
+@pytest.mark.parametrize("module", [provenance_filtering, provenance_graph], ids=lambda m: m.MODE)
+def test_provenance_scorer_scores_one_trial_as_the_core_does(module, dataset, local_cluster):
+    _, config = local_cluster
+    store = ObjectStore(config.settings())
+    store.ensure_bucket()
+    prefix = f"test/{uuid.uuid4().hex}/"
+    store.upload_tree(dataset.root / "system", prefix + "sys")
+    task = {provenance_filtering: "provenance-filtering", provenance_graph: "provenance-graph"}[module]
+    args = build_parser().parse_args([task, *options(dataset), "-o", "unused", *SCORER_OPTIONS[module]])
+    jobs = {job.output_file: job for job in module.prepare(args).jobs}
+    cases = [(jobs["json/P00000.json"], "record"), (jobs["json/P00001.json"], "record"),
+             (jobs[f"json/{MISSING}.json"], "does not exist"), (jobs[f"json/{NOT_JSON}.json"], "not valid JSON"),
+             (replace(jobs["json/P00002.json"], max_json_bytes=1000), "more than the limit of 1000")]
+    with grpc.insecure_channel(scorer_address(config)) as channel:
+        stub = services_pb2_grpc.ProvenanceScorerStub(channel)
+
+        def score(job, key=None):
+            key = key or "sys/" + job.output_file
+            wire = jobs_pb2.Job(run_id="grpc", trial_id=f"0/trial/{job.ordinal}", role="trial", bucket=config.bucket,
+                                input_prefix=prefix, provenance=job_message(module.MODE, job, key))
+            reply = stub.ScoreProvenance(wire, timeout=30)
+            assert reply.trial_id == wire.trial_id and reply.provenance.mode == module.MODE
+            return trial_outcome(reply.provenance)
+
+        for job, expected_kind in cases:
+            got, expected = score(job), module.score_job(job)
+            assert got.to_dict() == expected.to_dict()
+            if expected_kind == "record":
+                assert got.record is not None and got.record.ordinal == job.ordinal and got.problem is None
+            else:
+                assert got.record is None and expected_kind in got.problem and job.system_path in got.problem
+        absent = replace(cases[0][0], output_file="json/absent.json",
+                         system_path=str(dataset.root / "system" / "json" / "absent.json"))
+        assert score(absent).to_dict() == module.score_job(absent).to_dict()
+        assert score(absent).problem.endswith("absent.json: the JSON file does not exist")
+        if module is provenance_graph:
+            strict = replace(cases[0][0], warn_on_system_cycle=False)
+            with pytest.raises(InputFileError) as raised:
+                module.score_job(strict)
+            assert score(strict).error.sentence() == raised.value.sentence()
+        with pytest.raises(grpc.RpcError):
+            stub.ScoreProvenance(jobs_pb2.Job(run_id="grpc", trial_id="0/trial/0", input_prefix=prefix,
+                                              provenance=jobs_pb2.ProvenanceJob(mode="bogus", trial=b"{}")), timeout=30)
