@@ -3,9 +3,11 @@ scoring one planned trial gives, in both modes (embedded, or a provenance-scorer
 
 from __future__ import annotations
 
+import argparse
 import os
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from mfscore.errors import InputFileError, MfscoreError, OptionError
@@ -56,6 +58,17 @@ def load_system_json(path: str, named: str, task: str, max_bytes: int) -> dict:
                                  max_bytes=max_bytes)
     except TrialInputError as exc:
         raise TrialInputError(exc.message, path=named) from None
+
+
+@dataclass
+class PlannedRun:
+    """A planned provenance run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
+
+    args: argparse.Namespace
+    jobs: list
+    errors: dict[int, MfscoreError] = field(default_factory=dict)
+    journal_files: tuple[str, ...] = ()  # the JournalFileName of every journal read, relative to -R
+    started: float = field(default_factory=time.perf_counter)
 
 
 @dataclass(frozen=True)

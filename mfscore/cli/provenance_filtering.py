@@ -12,13 +12,13 @@ with ``score_job`` and write the tables with ``write_outputs``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mfscore.cli.provenance_arguments import (
+    PlannedRun,
     TrialOutcome,
     add_input_arguments,
     load_system_json,
@@ -95,17 +95,6 @@ class FilteringJob:
 JOB = FilteringJob
 
 
-@dataclass
-class FilteringRun:
-    """A planned run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
-
-    args: argparse.Namespace
-    jobs: list[FilteringJob]
-    errors: dict[int, MfscoreError] = field(default_factory=dict)
-    journal_files: tuple[str, ...] = ()  # the JournalFileName of every journal read, relative to -R
-    started: float = field(default_factory=time.perf_counter)
-
-
 def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
     nodes = load_journal(inputs, name).get("nodes")
     if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
@@ -114,7 +103,7 @@ def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
     return nodes
 
 
-def prepare(args, say=quiet, warn=quiet) -> FilteringRun:
+def prepare(args, say=quiet, warn=quiet) -> PlannedRun:
     """Read the tables and journals and plan a job per trial; no system JSON is read (both modes start here).
 
     ``warn`` takes the stderr lines said before scoring; filtering says nothing on stdout (``say``) then.
@@ -146,7 +135,7 @@ def prepare(args, say=quiet, warn=quiet) -> FilteringRun:
                                               trial["ProvenanceProbeFileName"]))
         jobs.append(FilteringJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                                  reference, types, args.max_json_bytes))
-    return FilteringRun(args, jobs, errors, tuple(journals), started)
+    return PlannedRun(args, jobs, errors, tuple(journals), started)
 
 
 def score_job(job: FilteringJob, read_from: str | None = None) -> TrialOutcome:
@@ -162,12 +151,12 @@ def score_job(job: FilteringJob, read_from: str | None = None) -> TrialOutcome:
     return TrialOutcome(job.ordinal, record=record)
 
 
-def outcomes(run: FilteringRun, outcome_of, say=quiet):
+def outcomes(run: PlannedRun, outcome_of, say=quiet):
     """Each trial's outcome in order (``outcome_of(job)``), stopping at the first problem with the run."""
     return scored(run.jobs, run.errors, outcome_of, say)
 
 
-def write_outputs(run: FilteringRun, records: list[FilteringRecord], problems: list[str], stage: StagedOutputs,
+def write_outputs(run: PlannedRun, records: list[FilteringRecord], problems: list[str], stage: StagedOutputs,
                   say=quiet) -> list[str]:
     """Write the three tables; returns the stderr lines (each left-out trial, the notes). Filtering says
     nothing on stdout (``say``) while writing."""

@@ -11,12 +11,12 @@ trial), score each job with ``score_job`` and write the reports with ``write_out
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mfscore.cli.provenance_arguments import (
+    PlannedRun,
     TrialOutcome,
     add_input_arguments,
     load_system_json,
@@ -115,16 +115,6 @@ class GraphJob:
 JOB = GraphJob
 
 
-@dataclass
-class GraphRun:
-    """A planned run: a job per trial, in MediScore's order; ``errors`` stop the run when their trial comes."""
-
-    args: argparse.Namespace
-    jobs: list[GraphJob]
-    errors: dict[int, MfscoreError] = field(default_factory=dict)
-    journal_files: tuple[str, ...] = ()  # the JournalFileName of every journal read, relative to -R
-
-
 def _probe_node_ids(inputs: ProvenanceInputs) -> tuple[dict[str, set], dict[str, set]]:
     """Per probe: the JournalNodeIDs of its world nodes (node file ⋈ world on WorldFileID, §3.2 step 4)
     and of its own node (the node-file row whose WorldFileID is the probe's)."""
@@ -150,7 +140,7 @@ def _said(args, sink):
     return sink if args.verbose else quiet
 
 
-def prepare(args, say=quiet, warn=quiet) -> GraphRun:
+def prepare(args, say=quiet, warn=quiet) -> PlannedRun:
     """Read the tables and journals and plan a job per trial; no system JSON is read (both modes start here).
 
     ``say`` takes the stdout lines (``-v``) and ``warn`` the stderr lines said before scoring.
@@ -188,7 +178,7 @@ def prepare(args, say=quiet, warn=quiet) -> GraphRun:
         jobs.append(GraphJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                              reference, args.direct, args.undirected_graph, args.warn_on_system_cycle,
                              args.max_json_bytes))
-    return GraphRun(args, jobs, errors, tuple(journals))
+    return PlannedRun(args, jobs, errors, tuple(journals))
 
 
 def score_job(job: GraphJob, read_from: str | None = None) -> TrialOutcome:
@@ -214,7 +204,7 @@ def _announce(job: GraphJob) -> str:
     return f"Working on ProvenanceProbeFileID: '{job.probe}' in JournalName: '{job.journal_name}'"
 
 
-def outcomes(run: GraphRun, outcome_of, say=quiet):
+def outcomes(run: PlannedRun, outcome_of, say=quiet):
     """Each trial's outcome in order (``outcome_of(job)``), stopping at the first problem with the run."""
     return scored(run.jobs, run.errors, outcome_of, _said(run.args, say), _announce)
 
@@ -223,7 +213,7 @@ def problem_lines(problems: list[str]) -> list[str]:
     return [f"mfscore: ERROR: {problem}; the trial is left out" for problem in problems]
 
 
-def write_outputs(run: GraphRun, records: list[GraphRecord], problems: list[str], stage: StagedOutputs,
+def write_outputs(run: PlannedRun, records: list[GraphRecord], problems: list[str], stage: StagedOutputs,
                   say=quiet) -> list[str]:
     """Write the four tables (and figures, report.html); returns the stderr lines (each left-out trial)."""
     args, say = run.args, _said(run.args, say)
