@@ -29,16 +29,13 @@ from pathlib import Path
 import grpc
 
 from mfscore.cli.main import main
+from mfscore.reports.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
 from services.commands import local_cluster
 from services.wire import runs_pb2, services_pb2_grpc
 
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 WIDTH, HEIGHT = 1024, 768
-
-
-def files(directory: Path) -> dict[str, bytes]:
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 def quiet(argv: list[str]) -> tuple[int, float]:
@@ -72,7 +69,7 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
         spent["submit (client)"] = sum(os.times()[:2]) - sum(client[:2])
         print(f"CPU seconds with {workers} worker(s), {wall:.2f} s wall: "
               + ", ".join(f"{name} {seconds:.2f}" for name, seconds in spent.items() if seconds >= 0.05))
-        if files(out) != expected:
+        if files_under(out) != expected:
             raise SystemExit(f"the {workers}-worker cluster's reports differ from the embedded CLI's")
         config = local_cluster.ClusterConfig.read(path)
         with grpc.insecure_channel(config.aggregator_address) as channel:
@@ -94,7 +91,7 @@ def main_bench() -> None:
         arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
                      "--sysDir", str(data.directory), "-s", data.system, "--sbin", "128"]
         _, embedded = quiet(["mask", *arguments, "-oR", str(root / "embedded" / "x")])
-        expected = files(root / "embedded")
+        expected = files_under(root / "embedded")
         one_server, one_wall = cluster_run(root, arguments, 1, expected)
         two_server, two_wall = cluster_run(root, arguments, 2, expected)
 

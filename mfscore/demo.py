@@ -17,6 +17,7 @@ import cv2
 import numpy as np
 
 from mfscore.cli.main import main as mfscore_main
+from mfscore.reports.staged_outputs import files_under
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.provenance import generate_provenance_dataset
@@ -118,10 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _files(directory: Path) -> dict[str, bytes]:
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
 def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
     """The selective mask run again, through a local cluster: every service a process, the same files."""
     from services.commands import local_cluster
@@ -136,8 +133,8 @@ def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
         distributed = out / "cluster-reports" / "masks_by_purpose"
         _run(["submit", "--cluster", str(cluster), "mask", *mask_io, "-oR", str(distributed / "demo"), "--jpeg2000",
               "--precision", "6", "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
-        same = _files(distributed) == _files(embedded)
-        print(f"\n{len(_files(distributed))} report files from the cluster in {distributed}/: "
+        same = files_under(distributed) == files_under(embedded)
+        print(f"\n{len(files_under(distributed))} report files from the cluster in {distributed}/: "
               + ("byte-identical to the embedded run's" if same else "DIFFERENT from the embedded run's"))
         if not same:
             sys.exit(1)

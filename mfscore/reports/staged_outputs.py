@@ -60,3 +60,9 @@ def staged_outputs(out_root: str):
         stage.abort()
         raise
     stage.commit()
+
+
+def files_under(directory: str | os.PathLike) -> dict[str, bytes]:
+    """Every file a run wrote under ``directory``: '/'-separated relative name → bytes, in name order."""
+    root = Path(directory)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

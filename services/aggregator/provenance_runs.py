@@ -12,24 +12,17 @@ from dataclasses import replace
 
 from mfscore.cli import provenance_filtering, provenance_graph
 from mfscore.cli.provenance_arguments import TrialOutcome, split
-from mfscore.errors import InputFileError, MfscoreError
+from mfscore.errors import MfscoreError
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
 from mfscore.records import RecordConflictError
 from mfscore.reports.staged_outputs import staged_outputs
 from services.aggregator.task_runs import Outcome
 from services.common.object_store import ObjectStore
-from services.common.run_arguments import PROVENANCE_DIRECTORIES, as_given
+from services.common.run_arguments import PROVENANCE_DIRECTORIES, as_given, key_under
 from services.provenance_scorer.messages import job_message, trial_outcome
 from services.wire import jobs_pb2
 
 MODULES = {"provenance-filtering": provenance_filtering, "provenance-graph": provenance_graph}
-
-
-def _system_key(input_dir: str, path: str) -> str:
-    relative = os.path.relpath(os.path.normpath(path), input_dir)
-    if relative.split(os.sep)[0] == os.pardir or os.path.isabs(relative):
-        raise InputFileError(f"the system JSON {path} lies outside the run's uploaded inputs")
-    return relative.replace(os.sep, "/")
 
 
 def download_journals(store: ObjectStore, prefix: str, input_dir: str) -> None:
@@ -60,7 +53,7 @@ class ProvenanceTaskRun:
         system_dir = self.args.as_given["system_dir"]
         jobs = []
         for job in self.prepared.jobs:
-            key = _system_key(self.input_dir, job.system_path)
+            key = key_under(self.input_dir, job.system_path, "system JSON")
             named = replace(job, system_path=os.path.join(system_dir, job.output_file))
             jobs.append(jobs_pb2.Job(trial_id=f"0/trial/{job.ordinal}", role="trial", query=0,
                                      provenance=job_message(self.module.MODE, named, key)))

@@ -22,7 +22,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import DeliverPolicy
 
 from mfscore.errors import MfscoreError
-from services.aggregator.task_runs import plan_task, record_key, report_files
+from mfscore.reports.staged_outputs import files_under
+from services.aggregator.task_runs import plan_task, record_key
 from services.common import metrics
 from services.common.grpc_server import start_grpc_server, stop_grpc_server
 from services.common.jetstream import RESULTS_STREAM, connect, ensure_streams, publish_job, result_subject, runs_bucket
@@ -220,7 +221,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         os.makedirs(out_dir)
         outcome = entry.task_run.write_reports(records, os.path.join(out_dir, entry.spec.output_name))
         prefix = reports_prefix(entry.spec.run_id)
-        for name, content in report_files(out_dir):
+        for name, content in files_under(out_dir).items():
             self.store.put_bytes(prefix + name, content)
         self.store.put_bytes(summary_key(entry.spec.run_id), "\n".join(outcome.summary).encode())
         shutil.rmtree(os.path.dirname(out_dir), ignore_errors=True)

@@ -8,9 +8,7 @@ jobs and keys, and the records replayed from the results stream fold back in.
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 
@@ -18,7 +16,6 @@ from mfscore.cli import detection as detection_cli
 from mfscore.cli import mask as mask_cli
 from mfscore.detection.scorer import score_detection
 from mfscore.detection.trials import opt_out_column
-from mfscore.errors import InputFileError
 from mfscore.records import (
     RecordConflictError,
     merge_detection_records,
@@ -31,7 +28,7 @@ from services.common.messages import (
     mask_job_message,
     mask_record,
 )
-from services.common.run_arguments import PROVENANCE_TASKS, parse_arguments
+from services.common.run_arguments import PROVENANCE_TASKS, key_under, parse_arguments
 from services.wire import jobs_pb2, records_pb2, runs_pb2
 
 DETECTION_BATCH = 1000  # detection trials per job: scoring one is microseconds, a message is not
@@ -47,15 +44,6 @@ class Outcome:
 
     notes: list[str] = field(default_factory=list)    # stderr
     summary: list[str] = field(default_factory=list)  # stdout
-
-
-def _key(input_dir: str, path: str | None) -> str:
-    if not path:
-        return ""
-    relative = os.path.relpath(os.path.normpath(path), input_dir)
-    if relative.startswith(os.pardir) or os.path.isabs(relative):
-        raise InputFileError(f"the mask file {path} lies outside the run's uploaded inputs")
-    return relative.replace(os.sep, "/")
 
 
 class DetectionTaskRun:
@@ -101,7 +89,8 @@ class MaskTaskRun:
         jobs = []
         for q, plan in enumerate(self.prepared.plans):
             for position, (role, job) in enumerate(zip(plan.roles, plan.jobs)):
-                wire = mask_job_message(job, _key(self.input_dir, job.reference_path), _key(self.input_dir, job.system_path))
+                wire = mask_job_message(job, *(key_under(self.input_dir, path, 'mask file') if path else ''
+                                                  for path in (job.reference_path, job.system_path)))
                 jobs.append(jobs_pb2.Job(trial_id=f"{q}/{role}/{position}", role=role, query=q, mask=wire))
         return jobs
 
@@ -134,9 +123,3 @@ def plan_task(spec: runs_pb2.RunSpec, input_dir: str, store=None):
         return ProvenanceTaskRun(task, args, input_dir)
     args.processors = 1
     return MaskTaskRun(args, input_dir)
-
-
-def report_files(out_dir: str) -> list[tuple[str, bytes]]:
-    """(name relative to the output directory, content) of every file a run wrote, sorted by name."""
-    root = Path(out_dir)
-    return sorted((p.relative_to(root).as_posix(), p.read_bytes()) for p in root.rglob("*") if p.is_file())

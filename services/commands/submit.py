@@ -18,12 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mfscore.cli.main import build_parser
-from mfscore.errors import InputFileError, MfscoreError
+from mfscore.errors import MfscoreError
 from services.common.run_arguments import (
     PROVENANCE_DIRECTORIES,
     PROVENANCE_TABLES,
     PROVENANCE_TASKS,
     TASKS,
+    key_under,
 )
 
 UPLOAD_THREADS = 8
@@ -43,13 +44,6 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _inside(root: str, path: str, what: str) -> str:
-    relative = os.path.relpath(path, root)
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
-        raise InputFileError(f"the {what} {path} is outside {root}; the cluster receives only files under it")
-    return relative.replace(os.sep, "/")
-
-
 def run_inputs(task: str, args) -> list[tuple[str, str]]:
     """(local path, key under the run's input prefix) of every file the run reads.
 
@@ -62,7 +56,7 @@ def run_inputs(task: str, args) -> list[tuple[str, str]]:
     from mfscore.formats.journal import journal_paths
     tables += [str(p) for p in journal_paths(ref_dir, args.inRef, mediscore_compat=args.mediscore_compat)
                if Path(p).is_file()]
-    files = [(path, "ref/" + _inside(ref_dir, path, "table")) for path in tables]
+    files = [(path, "ref/" + key_under(ref_dir, path, "table")) for path in tables]
     files.append((os.path.join(args.sysDir, args.inSys), "sys/" + os.path.basename(args.inSys)))
     if task == "detection":
         from mfscore.cli import detection as detection_cli
@@ -72,9 +66,9 @@ def run_inputs(task: str, args) -> list[tuple[str, str]]:
         for plan in mask_cli.prepare(args).plans:
             for job in plan.jobs:
                 if job.reference_path and os.path.isfile(job.reference_path):
-                    files.append((job.reference_path, "ref/" + _inside(ref_dir, job.reference_path, "reference mask")))
+                    files.append((job.reference_path, "ref/" + key_under(ref_dir, job.reference_path, "reference mask")))
                 if job.system_path and os.path.isfile(job.system_path):
-                    files.append((job.system_path, "sys/" + _inside(sys_dir, job.system_path, "system mask")))
+                    files.append((job.system_path, "sys/" + key_under(sys_dir, job.system_path, "system mask")))
     return list(dict.fromkeys(files))
 
 
@@ -93,11 +87,11 @@ def _provenance_inputs(task: str, args) -> list[tuple[str, str]]:
     files = [(getattr(args, dest), key) for dest, key in PROVENANCE_TABLES.items()]
     for name in prepared.journal_files:
         path = os.path.join(ref_dir, name)
-        files.append((path, PROVENANCE_DIRECTORIES["reference_dir"] + "/" + _inside(ref_dir, path, "journal")))
+        files.append((path, PROVENANCE_DIRECTORIES["reference_dir"] + "/" + key_under(ref_dir, path, "journal")))
     for job in prepared.jobs:
         if os.path.isfile(job.system_path):
             files.append((job.system_path,
-                          PROVENANCE_DIRECTORIES["system_dir"] + "/" + _inside(sys_dir, job.system_path, "system JSON")))
+                          PROVENANCE_DIRECTORIES["system_dir"] + "/" + key_under(sys_dir, job.system_path, "system JSON")))
     return list(dict.fromkeys(files))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mfscore.cli.main import build_parser
-from mfscore.errors import OptionError
+from mfscore.errors import InputFileError, OptionError
 from services.wire import runs_pb2
 
 PROVENANCE_TASKS = ("provenance-filtering", "provenance-graph")
@@ -84,3 +84,11 @@ def _confined(root: str, path: str, what: str) -> str:
     if os.path.commonpath([real_root, os.path.realpath(joined)]) != real_root:
         raise OptionError(f"{what} {path!r} leaves the run's uploaded inputs")
     return joined
+
+
+def key_under(root: str, path: str, what: str) -> str:
+    """The '/'-separated name of ``path`` relative to ``root``; a path outside ``root`` cannot be uploaded."""
+    relative = os.path.relpath(os.path.normpath(path), root)
+    if relative.split(os.sep)[0] == os.pardir or os.path.isabs(relative):
+        raise InputFileError(f"the {what} {path} is outside {root}; the cluster receives only files under it")
+    return relative.replace(os.sep, "/")
