@@ -1,25 +1,53 @@
-"""Per-trial records and how they merge: the hinge between scorers and the aggregator (DESIGN.md).
+"""The fold: the hinge between scorers and reports (DESIGN.md "The central idea").
 
-A detection record is one trial's key, its canonical position (``ordinal``: its row in the scored
-table), score, label and opt-out status. Every detection metric is computed from a set of records,
-so shards scored anywhere merge into exactly the result of scoring everything at once: merging is
-a union keyed by trial, order-independent and idempotent (a record delivered twice counts once).
+Every task's per-trial outcome (a record, or a ``Problem``) is keyed by its job's key (query, role,
+ordinal). Folding is one keyed merge for every record type: order-independent, idempotent (an
+outcome delivered twice counts once) and strict (two different outcomes for one key raise). Two
+outcomes are the same when their canonical encodings (``mfscore.tasks.codec``) are equal bytes,
+so records holding numpy arrays or NaN compare as values.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-import pandas as pd
-
 from mfscore.errors import MfscoreError
-
-RECORD_FIELDS = ("ordinal", "score", "is_target", "status")
+from mfscore.tasks.base import JobKey
+from mfscore.tasks.codec import encode_outcome
 
 
 class RecordConflictError(MfscoreError):
-    """Two records for the same trial disagree."""
+    """Two outcomes for the same key disagree."""
+
+
+def fold(deliveries: Iterable[tuple[JobKey, object]], into: dict | None = None) -> dict[JobKey, object]:
+    """One outcome per key from ``(key, outcome)`` deliveries, in any order, repeats included."""
+    merged = {} if into is None else into
+    for key, outcome in deliveries:
+        seen = merged.get(key)
+        if seen is not None and seen is not outcome and encode_outcome(seen) != encode_outcome(outcome):
+            raise RecordConflictError(f"two different records arrived for the job {key}")
+        merged[key] = outcome
+    return merged
+
+
+def complete(outcomes: dict[JobKey, object], planned: Iterable[JobKey]) -> dict[JobKey, object]:
+    """The outcomes of exactly the planned keys, in plan order; a missing or an unplanned key raises."""
+    planned = list(planned)
+    missing = [key for key in planned if key not in outcomes]
+    if missing or len(outcomes) != len(planned):
+        extra = sorted(set(outcomes) - set(planned))
+        raise RecordConflictError(f"the records do not match the planned jobs "
+                                  f"({len(missing)} missing, first {missing[:1]}; {len(extra)} unplanned, first {extra[:1]})")
+    return {key: outcomes[key] for key in planned}
+
+
+# Legacy merges, removed as the tasks move to fold()
+import numpy as np
+import pandas as pd
+RECORD_FIELDS = ("ordinal", "score", "is_target", "status")
+
+
 
 
 def detection_records(trials: pd.DataFrame, keys: list[str], status_column: str | None = None) -> pd.DataFrame:

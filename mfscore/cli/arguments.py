@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from mfscore.masks.kernels import KERNEL_SHAPES
+from mfscore.masks import KERNEL_SHAPES
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """A command's flags as a run of its task: the options, where the reports go, how many processes score,
+    and whether to close with MediScore's ``-v`` line (``done in N s; Ending``)."""
+
+    options: object
+    out_root: str
+    processes: int = 1
+    verbose: bool = False
 
 
 def bounded_float(low: float, high: float, *, inclusive: bool = True):

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
-
-from mfscore.cli.arguments import bounded_float, far_list
-from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
-from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table
+from mfscore.cli.arguments import TaskRun, bounded_float, far_list
 from mfscore.errors import OptionError
-from mfscore.formats.journal import read_journal
-from mfscore.reports import detection_outputs as outputs
-from mfscore.reports.staged_outputs import StagedOutputs, staged_outputs
 
 TASKS = ("manipulation", "splice", "eventverification", "camera")
 
@@ -60,7 +50,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--far", type=far_list, default=(0.08,), help="comma-separated FARs for pD@FAR with --semafor (default 0.08)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(run=run)
+    p.set_defaults(task_name="detection", task_options=options)
 
 
 def _query_options(args) -> tuple[str | None, tuple[str, ...]]:
@@ -73,88 +63,21 @@ def _query_options(args) -> tuple[str | None, tuple[str, ...]]:
     return None, ()
 
 
-@dataclass
-class DetectionRun:
-    """A prepared detection run: the joined table, its journal, and what to write."""
+def options(args) -> TaskRun:
+    """DetectionScorer's flags as the detection task's options."""
+    from mfscore.detection.scorer import DetectionOptions
+    from mfscore.reports.detection_outputs import PlotOptions
+    from mfscore.tasks.detection import Options
 
-    args: argparse.Namespace
-    options: DetectionOptions
-    plot: outputs.PlotOptions
-    table: ScoredTable
-    journal: pd.DataFrame | None
-    warnings: list[str]
-
-
-def prepare(args, log=lambda message: None) -> DetectionRun:
-    """Check the options, join reference, index and system output, and read the journal (both modes start here)."""
     if args.tsv:
         raise OptionError("-tv/--tsv is not supported (it never worked in MediScore either); convert the file to '|'-separated CSV")
     mode, queries = _query_options(args)
-    if args.multiFigs and mode is None:
-        raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)")
-    options = DetectionOptions(far_stop=args.farStop, ci=args.ci, ci_level=args.ciLevel, opt_out=args.optOut,
+    scoring = DetectionOptions(far_stop=args.farStop, ci=args.ci, ci_level=args.ciLevel, opt_out=args.optOut,
                                query_mode=mode, queries=queries, semafor=args.semafor, semafor_fars=args.far,
                                mediscore_compat=args.mediscore_compat)
-    plot = outputs.PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
-                               multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
-    sys_path = Path(args.sysDir) / args.inSys
-    table = load_scored_table(Path(args.refDir) / args.inRef, Path(args.refDir) / args.inIndex, sys_path,
-                              all_columns=bool(mode or args.outMeta or args.outSubMeta))
-    log(f"joined {table.total_num} trials")
-    if args.optOut:
-        table = apply_opt_out(table, sys_path)
-        log(f"{len(table.trials)} opted-in trials")
-    journal = read_journal(args.refDir, args.inRef, mediscore_compat=args.mediscore_compat) if mode or args.outMeta else None
-    warnings = [f"mfscore: warning: {warning}" for warning in table.warnings]
-    return DetectionRun(args, options, plot, table, journal, warnings)
-
-
-def write_outputs(run: DetectionRun, results: list[SubsetResult], stage: StagedOutputs) -> list[str]:
-    """Write every report of the scored subsets; returns the lines for stderr."""
-    args, options = run.args, run.options
-    outputs.write_reports(results, stage, options)
-    if args.semafor:
-        outputs.write_semafor_report(results, stage, options)
-    outputs.write_metadata(run.table, run.journal, results, stage, options, out_meta=args.outMeta,
-                           out_sub_meta=args.outSubMeta)
-    if args.dump:
-        outputs.write_roc_dumps(results, stage)
-    outputs.write_plots(results, stage, options, run.plot)
-    return [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
-            for r in results if r.metrics.n_trials == 0]
-
-
-def run(args) -> int:
-    log = _logger(args.verbose)
-    started = time.perf_counter()
-    prepared = prepare(args, log)
-    for line in prepared.warnings:
-        print(line, file=sys.stderr)
-    results = score_detection(prepared.table, prepared.journal, prepared.options)
-    log(f"scored {len(results)} subset(s) ({time.perf_counter() - started:.2f} s)")
-    with staged_outputs(args.outRoot) as stage:
-        for line in write_outputs(prepared, results, stage):
-            print(line, file=sys.stderr)
-    log(f"done ({time.perf_counter() - started:.2f} s)")
-    for line in summary(results, prepared.options):
-        print(line)
-    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
-    return 0
-
-
-def summary(results: list[SubsetResult], options: DetectionOptions) -> list[str]:
-    """One line per subset for stdout."""
-    lines = []
-    for r in results:
-        m = r.metrics
-        name = r.subset.label or "all trials"
-        lines.append(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, "
-                     f"EER {m.eer:.4f}, CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
-    return lines
-
-
-def _logger(verbose: bool):
-    def log(message: str) -> None:
-        if verbose:
-            print(f"mfscore: {message}", file=sys.stderr)
-    return log
+    plot = PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
+                       multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
+    return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
+                           system=str(Path(args.sysDir) / args.inSys), scoring=scoring, plot=plot,
+                           out_meta=args.outMeta, out_sub_meta=args.outSubMeta, dump=args.dump,
+                           verbose=args.verbose), args.outRoot)

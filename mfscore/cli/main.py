@@ -1,10 +1,18 @@
-"""The ``mfscore`` command: one entry point, a sub-command per scorer."""
+"""The ``mfscore`` command: one entry point, a sub-command per task and validator.
+
+A task's command maps MediScore's flags to the task's options (``set_defaults(task_name=...,
+task_options=...)``) and the local runner does the rest. The cluster commands (serve, submit,
+local-cluster, report) come from the ``mfscore.commands`` entry point of the ``cluster`` extra, so
+this module never imports them. Nothing heavy is imported before the arguments are read.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
+from importlib.metadata import entry_points
 
 from mfscore import __version__
 from mfscore.cli import (
@@ -19,32 +27,43 @@ from mfscore.cli import (
 )
 from mfscore.errors import MfscoreError
 
+COMMANDS_ENTRY_POINT = "mfscore.commands"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mfscore", description="Media-forensics evaluation scoring (MediScore-compatible).")
     parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
-    detection.add_parser(subparsers)
-    mask.add_parser(subparsers)
-    validate.add_parser(subparsers)
-    validate_provenance.add_parser(subparsers)
-    provenance_filtering.add_parser(subparsers)
-    provenance_graph.add_parser(subparsers)
-    video_temporal.add_parser(subparsers)
-    video_spatial.add_parser(subparsers)
-    from services.commands import add_parsers  # the distributed commands: the top floor, network code stays out of the core
-    add_parsers(subparsers)
+    for module in (detection, mask, validate, validate_provenance, provenance_filtering, provenance_graph,
+                   video_temporal, video_spatial):
+        module.add_parser(subparsers)
+    for entry in entry_points(group=COMMANDS_ENTRY_POINT):
+        entry.load()(subparsers)
     return parser
+
+
+def run_task(args) -> int:
+    """Run a task's command on local files (the embedded mode)."""
+    from mfscore import tasks
+    from mfscore.run.local import run_local
+
+    started = time.perf_counter()
+    run = args.task_options(args)
+    status = run_local(tasks.get(args.task_name), run.options, run.out_root, processes=run.processes)
+    if run.verbose:
+        print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "run", None):
+    command = run_task if getattr(args, "task_options", None) else getattr(args, "run", None)
+    if command is None:
         parser.print_help()
         return 2
     try:
-        return args.run(args)
+        return command(args)
     except MfscoreError as exc:
         print(f"mfscore: error: {exc.sentence()}", file=sys.stderr)
         return 1

@@ -12,8 +12,8 @@ from mfscore.cli.arguments import add_noscore_zone_arguments, threshold_or_off
 from mfscore.errors import OptionError
 from mfscore.formats.images import DEFAULT_MAX_PIXELS
 from mfscore.masks.journal_selection import read_mask_journal
-from mfscore.masks.mask_scoring import ZoneOptions
-from mfscore.masks.parallel import pool_scorer
+from mfscore.masks.mask_scoring import ZoneOptions, score_mask
+from mfscore.run.pool import pool_map
 from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
 from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, index_dimensions, load_trials
@@ -128,7 +128,7 @@ def write_outputs(run: MaskRun, records: list[list[MaskRecord]], stage: StagedOu
 def run(args) -> int:
     started = time.perf_counter()
     planned = prepare(args)
-    scorer = pool_scorer(args.processors, interactive=sys.stderr.isatty())
+    scorer = lambda jobs: pool_map(score_mask, jobs, args.processors, interactive=sys.stderr.isatty())
     with staged_outputs(args.outRoot) as stage:
         records = [list(scorer(plan.jobs)) for plan in planned.plans]
         for line in write_outputs(planned, records, stage):

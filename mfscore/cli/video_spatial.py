@@ -23,7 +23,7 @@ from mfscore.formats.tables import write_table
 from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.masks.journal_selection import OPERATION, journal_results, read_mask_journal, select_operations
 from mfscore.masks.mask_scoring import ZoneOptions
-from mfscore.masks.parallel import pool_map
+from mfscore.run.pool import pool_map
 from mfscore.masks.run_metrics import maximum_threshold
 from mfscore.masks.trials import MANIPULATION
 from mfscore.reports.mask_outputs import FULL, partitions, select_rows

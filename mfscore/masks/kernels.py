@@ -12,8 +12,8 @@ import cv2
 import numpy as np
 
 from mfscore.errors import OptionError
+from mfscore.masks import KERNEL_SHAPES
 
-KERNEL_SHAPES = ("box", "disc", "diamond", "gaussian", "line")
 
 
 def structuring_element(shape: str, size: int) -> np.ndarray:

@@ -1,0 +1,1 @@
+"""The local runner: a task's plan, score, fold and report in this process (and a process pool)."""

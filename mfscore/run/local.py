@@ -1,0 +1,65 @@
+"""The local runner (the embedded CLI): plan, score in a process pool with progress, fold, report into staged outputs."""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+
+from mfscore import tasks
+from mfscore.records import complete, fold
+from mfscore.reports.staged_outputs import StagedOutputs
+from mfscore.run.pool import pool_map
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PLANNER, Lines, Plan, Task
+
+
+def score_work(task_name: str, work):
+    """One job's outcome (a module-level function, so a process pool can run it)."""
+    return tasks.get(task_name).score(work)
+
+
+def score_plan(task: Task, plan: Plan, processes: int = 1, *, interactive: bool = False) -> dict:
+    """Every job of ``plan`` scored and folded; a ``PLANNER`` task's jobs are scored in this process."""
+    workers = 1 if task.resource == PLANNER else processes
+    outcomes = pool_map(partial(score_work, task.name), [job.work for job in plan.jobs], workers,
+                        interactive=interactive, label=f"scoring ({task.name})")
+    return fold(zip((job.key for job in plan.jobs), outcomes))
+
+
+def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str) -> tuple[Lines, Path]:
+    """Write the report under ``out_root`` all or nothing; the files land only when the report has no error."""
+    stage = StagedOutputs(out_root)
+    try:
+        lines = task.report(plan, complete(outcomes, (job.key for job in plan.jobs)), stage)
+    except BaseException:
+        stage.abort()
+        raise
+    if lines.error is None:
+        stage.commit()
+    else:
+        stage.abort()
+    return lines, stage.directory
+
+
+def placed(lines: list[str], directory) -> list[str]:
+    """Report lines with the output directory named."""
+    return [line.replace(OUTPUT_DIRECTORY, str(directory)) for line in lines]
+
+
+def emit(stdout: list[str], stderr: list[str]) -> None:
+    for line in stderr:
+        print(line, file=sys.stderr)
+    for line in stdout:
+        print(line)
+
+
+def run_local(task: Task, options, out_root: str, *, processes: int = 1) -> int:
+    """Run ``task`` on local files; returns the exit status (a fatal problem raises after its lines are printed)."""
+    plan = task.plan(options)
+    emit(plan.stdout, plan.stderr)
+    outcomes = score_plan(task, plan, processes, interactive=sys.stderr.isatty())
+    lines, directory = report_into(task, plan, outcomes, out_root)
+    emit(placed(lines.stdout, directory), lines.stderr)
+    if lines.error is not None:
+        raise lines.error
+    return lines.status

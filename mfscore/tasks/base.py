@@ -1,0 +1,170 @@
+"""The task protocol (DESIGN.md "Tasks"): what every scorer declares, and the values its steps exchange.
+
+A task is four pure steps over typed values::
+
+    plan(options)                 -> Plan: jobs keyed (query, role, ordinal), and what the report needs
+    score(work)                   -> a record, or a Problem (one sentence naming the file)
+    fold(outcomes)                -> one outcome per key (``mfscore.records.fold``, the same for every task)
+    report(plan, outcomes, stage) -> Lines: the files (written into ``stage``), stdout, stderr, exit status
+
+The embedded CLI (``mfscore.run.local``) and the cluster (``services/``) are two runners of these
+steps; neither knows anything about a particular task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from mfscore.errors import MfscoreError, OptionError
+
+OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the directory the runner wrote the files into
+PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
+PATH = {"path": True}                           # field metadata: this option is an input path (see Inputs)
+
+
+@dataclass(frozen=True, order=True)
+class JobKey:
+    """A job's key, stable across runs of the same inputs: which ``-qm`` query, which role, which trial."""
+
+    query: int
+    role: str
+    ordinal: int
+
+    def __str__(self) -> str:
+        return f"{self.query}/{self.role}/{self.ordinal}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of scoring: its key and the task's work value (everything ``score`` needs)."""
+
+    key: JobKey
+    work: Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A trial that could not be scored as planned, in one sentence naming the file.
+
+    ``counts_as`` is the record the report uses in the trial's place (None: the trial is left out);
+    a ``fatal`` problem stops the run when the report reaches its trial, as the embedded command does.
+    """
+
+    message: str
+    counts_as: Any = None
+    fatal: bool = False
+
+
+@dataclass
+class Plan:
+    """A planned run: its jobs in report order, the task's own state for the report, and what planning said."""
+
+    options: Any
+    jobs: list[Job]
+    state: Any = None
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Lines:
+    """What a report says besides its files; ``error`` stops the run after the lines are printed (nothing is written)."""
+
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    status: int = 0
+    error: MfscoreError | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Where a run's input files are: every file it reads lies under one of ``roots`` (name -> directory);
+    ``tables`` are the files planning reads (the jobs' own files are ``Task.blobs``)."""
+
+    roots: dict[str, str]
+    tables: tuple[str, ...]
+
+
+class Task(ABC):
+    """A scorer, as both runners see it. Subclasses set the class attributes and the five methods.
+
+    ``resource`` names the worker pool that scores the jobs on a cluster (``mask``: image masks,
+    ``video``: HDF5 video masks, ``json``: provenance JSON), or ``PLANNER`` when per-trial work is
+    microseconds and the jobs are scored where they are planned (shipping them would cost more).
+    """
+
+    name: ClassVar[str]
+    options_type: ClassVar[type]
+    work_type: ClassVar[type]
+    record_type: ClassVar[type]
+    resource: ClassVar[str]
+
+    @abstractmethod
+    def inputs(self, options) -> Inputs:
+        ...
+
+    @abstractmethod
+    def plan(self, options) -> Plan:
+        ...
+
+    def blobs(self, work) -> dict[str, str]:
+        """The files one job reads besides the tables (masks, HDF5, JSON): name -> path, '' for none."""
+        return {}
+
+    def with_blobs(self, work, paths: dict[str, str]):
+        """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
+        return work
+
+    @abstractmethod
+    def score(self, work):
+        ...
+
+    @abstractmethod
+    def report(self, plan: Plan, outcomes: dict[JobKey, Any], stage) -> Lines:
+        ...
+
+
+def path_fields(options) -> list[str]:
+    """The options' input-path fields (declared with ``metadata=PATH``)."""
+    return [f.name for f in dataclasses.fields(options) if f.metadata.get("path")]
+
+
+def relocated(options, inputs: Inputs, roots: dict[str, str]):
+    """The options with every input path moved from ``inputs.roots[name]`` to ``roots[name]``.
+
+    A path under no root cannot be moved (a cluster receives only files under the roots).
+    """
+    changes = {}
+    for name in path_fields(options):
+        value = getattr(options, name)
+        if value is None:
+            continue
+        changes[name] = moved(str(value), inputs.roots, roots, what=f"the input {value}")
+    return dataclasses.replace(options, **changes)
+
+
+def moved(path: str, old: dict[str, str], new: dict[str, str], *, what: str) -> str:
+    """``path`` (under one of the ``old`` roots) under the same-named ``new`` root."""
+    key = key_of(path, old, what=what)
+    root, _, relative = key.partition("/")
+    return os.path.join(new[root], *relative.split("/")) if relative else new[root]
+
+
+def key_of(path: str, roots: dict[str, str], *, what: str) -> str:
+    """The '/'-separated key ``<root name>/<path relative to it>`` of a path under one of ``roots`` (the deepest)."""
+    normal = os.path.normpath(path)
+    best = None
+    for name, root in roots.items():
+        relative = os.path.relpath(normal, os.path.normpath(root))
+        if relative.split(os.sep)[0] == os.pardir or os.path.isabs(relative):
+            continue
+        if best is None or len(relative) < len(best[1]):
+            best = (name, relative)
+    if best is None:
+        raise OptionError(f"{what} is outside the run's input directories ({', '.join(roots.values())})")
+    name, relative = best
+    return name if relative == os.curdir else f"{name}/{relative.replace(os.sep, '/')}"

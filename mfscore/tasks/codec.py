@@ -1,0 +1,110 @@
+"""One codec for every value that crosses between runners: a task's options, its jobs' work, its records.
+
+A value is a dataclass (encoded field by field from its type hints), a numpy array, a tuple, a
+dict, or a JSON scalar. A class with ``to_dict``/``from_dict`` (the record types) encodes itself.
+JSON keeps floats exact (``repr``) and NaN; the encoding is canonical (sorted keys), so two equal
+values have equal bytes, which is how the fold tells a repeat from a conflict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from mfscore.tasks.base import JobKey, Problem
+
+
+def encode(value) -> bytes:
+    return json.dumps(plain(value), sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode(kind, data: bytes):
+    return rebuild(kind, json.loads(data))
+
+
+def plain(value):
+    """``value`` as JSON-able data."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, np.ndarray):
+        return {"dtype": value.dtype.str if value.dtype != object else "object", "shape": list(value.shape),
+                "data": value.ravel().tolist()}
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def rebuild(kind, data):
+    """The value of type ``kind`` whose JSON-able data is ``data`` (the inverse of ``plain``)."""
+    if data is None:
+        return None
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = [k for k in typing.get_args(kind) if k is not type(None)]
+        return rebuild(options[0], data) if len(options) == 1 else data
+    if origin is tuple:
+        args = typing.get_args(kind)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(rebuild(args[0], v) for v in data)
+        return tuple(rebuild(k, v) for k, v in zip(args, data)) if args else tuple(data)
+    if origin is dict:
+        key_type, value_type = typing.get_args(kind)
+        return {rebuild(key_type, k): rebuild(value_type, v) for k, v in data.items()}
+    if origin is list:
+        (item,) = typing.get_args(kind)
+        return [rebuild(item, v) for v in data]
+    if kind is np.ndarray:
+        dtype = object if data["dtype"] == "object" else np.dtype(data["dtype"])
+        return np.array(data["data"], dtype=dtype).reshape(data["shape"])
+    if isinstance(kind, type) and hasattr(kind, "from_dict"):
+        return kind.from_dict(data)
+    if dataclasses.is_dataclass(kind):
+        hints = _hints(kind)
+        return kind(**{name: rebuild(hints[name], data[name]) for name in data if name in hints})
+    if kind is Path:
+        return Path(data)
+    if kind is float:
+        return float(data)
+    return data
+
+
+@cache
+def _hints(kind) -> dict:
+    return typing.get_type_hints(kind)
+
+
+def encode_outcome(outcome) -> bytes:
+    """A record, or a Problem (with the record it counts as, if any)."""
+    if isinstance(outcome, Problem):
+        return encode({"problem": outcome.message, "fatal": outcome.fatal, "counts_as": plain(outcome.counts_as)})
+    return encode({"record": plain(outcome)})
+
+
+def decode_outcome(record_type, data: bytes):
+    value = json.loads(data)
+    if "problem" in value:
+        return Problem(value["problem"], rebuild(record_type, value["counts_as"]), bool(value["fatal"]))
+    return rebuild(record_type, value["record"])
+
+
+def key_text(key: JobKey) -> str:
+    return str(key)
+
+
+def parse_key(text: str) -> JobKey:
+    query, role, ordinal = text.split("/")
+    return JobKey(int(query), role, int(ordinal))

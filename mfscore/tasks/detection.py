@@ -1,0 +1,140 @@
+"""Detection scoring as a task (detection.md): the scored table's trials are its records.
+
+Scoring a detection trial is reading one number, microseconds of work, so the jobs (batches of
+the scored table's rows) are scored where they are planned (``PLANNER``): shipping a batch to a
+worker and back would cost more than the work. What a cluster distributes for detection is whole
+runs; the metrics (ROC, EER, bootstrap CIs) are the report's work, on the folded records.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
+from mfscore.detection.trials import SCORE, ScoredTable, apply_opt_out, load_scored_table, opt_out_column
+from mfscore.errors import OptionError
+from mfscore.formats.journal import journal_paths, read_journal
+from mfscore.records import RecordConflictError
+from mfscore.reports import detection_outputs as outputs
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Task
+
+BATCH = 10_000  # trials per job
+
+
+@dataclass(frozen=True)
+class Options:
+    """A detection run: where its tables are, how to score them, and which files to write."""
+
+    ref_dir: str = field(metadata=PATH)
+    reference: str          # relative to ref_dir
+    index: str              # relative to ref_dir
+    system: str = field(metadata=PATH)
+    scoring: DetectionOptions = DetectionOptions()
+    plot: outputs.PlotOptions = outputs.PlotOptions()
+    out_meta: bool = False
+    out_sub_meta: bool = False
+    dump: bool = False
+    verbose: bool = False
+
+    def __post_init__(self):
+        if self.plot.multi_figs and self.scoring.query_mode is None:
+            raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)")
+
+
+@dataclass(frozen=True)
+class Trials:
+    """A batch of scored-table rows: the work of a job and, unchanged, its record (DESIGN.md's detection record)."""
+
+    ordinal: np.ndarray    # int64: the row in the scored table
+    score: np.ndarray      # float64
+    is_target: np.ndarray  # bool
+    status: np.ndarray     # object: the opt-out status, "" without one
+
+
+@dataclass
+class State:
+    table: ScoredTable
+    journal: pd.DataFrame | None
+
+
+class Detection(Task):
+    name = "detection"
+    options_type = Options
+    work_type = Trials
+    record_type = Trials
+    resource = PLANNER
+
+    def inputs(self, options: Options) -> Inputs:
+        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
+                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
+        return Inputs(roots={"ref": options.ref_dir, "sys": os.path.dirname(options.system) or "."},
+                      tables=(os.path.join(options.ref_dir, options.reference),
+                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+
+    def plan(self, options: Options) -> Plan:
+        querying = options.scoring.query_mode is not None
+        table = load_scored_table(Path(options.ref_dir) / options.reference, Path(options.ref_dir) / options.index,
+                                  Path(options.system),
+                                  all_columns=querying or options.out_meta or options.out_sub_meta)
+        said = [f"mfscore: joined {table.total_num} trials"]
+        if options.scoring.opt_out:
+            table = apply_opt_out(table, Path(options.system))
+            said.append(f"mfscore: {len(table.trials)} opted-in trials")
+        journal = (read_journal(options.ref_dir, options.reference, mediscore_compat=options.scoring.mediscore_compat)
+                   if querying or options.out_meta else None)
+        trials = table.trials
+        column = opt_out_column(trials)
+        status = trials[column].fillna("").astype(str).to_numpy(dtype=object) if column else np.full(len(trials), "", object)
+        score = trials[SCORE].to_numpy(dtype=np.float64)
+        target = (trials["IsTarget"] == "Y").to_numpy()
+        jobs = [Job(JobKey(0, "trials", start),
+                    Trials(np.arange(start, min(start + BATCH, len(trials)), dtype=np.int64),
+                           score[start:start + BATCH], target[start:start + BATCH], status[start:start + BATCH]))
+                for start in range(0, len(trials), BATCH)]
+        stderr = [f"mfscore: warning: {warning}" for warning in table.warnings]
+        return Plan(options, jobs, State(table, journal), stderr=(said if options.verbose else []) + stderr)
+
+    def score(self, work: Trials) -> Trials:
+        return work
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        options: Options = plan.options
+        state: State = plan.state
+        records = list(outcomes.values())
+        scores = np.concatenate([r.score for r in records]) if records else np.zeros(0)
+        targets = np.concatenate([r.is_target for r in records]) if records else np.zeros(0, bool)
+        if not np.array_equal(targets, (state.table.trials["IsTarget"] == "Y").to_numpy()):
+            raise RecordConflictError("the detection records do not match the planned trials")
+        table = replace(state.table, trials=state.table.trials.assign(**{SCORE: scores}))
+        results = score_detection(table, state.journal, options.scoring)
+        outputs.write_reports(results, stage, options.scoring)
+        if options.scoring.semafor:
+            outputs.write_semafor_report(results, stage, options.scoring)
+        outputs.write_metadata(table, state.journal, results, stage, options.scoring, out_meta=options.out_meta,
+                               out_sub_meta=options.out_sub_meta)
+        if options.dump:
+            outputs.write_roc_dumps(results, stage)
+        outputs.write_plots(results, stage, options.scoring, options.plot)
+        stderr = [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
+                  for r in results if r.metrics.n_trials == 0]
+        stdout = summary(results, options.scoring) + [f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"]
+        return Lines(stdout, stderr)
+
+
+def summary(results: list[SubsetResult], options: DetectionOptions) -> list[str]:
+    """One line per subset for stdout."""
+    lines = []
+    for r in results:
+        m = r.metrics
+        name = r.subset.label or "all trials"
+        lines.append(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, "
+                     f"EER {m.eer:.4f}, CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
+    return lines
+
+
+TASK = Detection()
