@@ -8,16 +8,15 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml $(wildcard proto/mfscore/v1/*.proto)
+$(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,cluster]'
-	$(BIN)/python -m services.generate_wire
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/python -m mfscore.demo --out demo-output
+	$(BIN)/python -m mfscore.cli.demo --out demo-output
 
 test: setup
 	$(BIN)/python -m pytest -q
@@ -34,4 +33,4 @@ bench: setup
 	$(BIN)/python bench/cluster.py
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache services/wire
+	rm -rf $(VENV) demo-output .pytest_cache

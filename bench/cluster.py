@@ -31,8 +31,8 @@ import grpc
 from mfscore.cli.main import main
 from mfscore.reports.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
-from services.commands import local_cluster
-from services.wire import runs_pb2, services_pb2_grpc
+from mfscore.services.commands import local_cluster
+from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 WIDTH, HEIGHT = 1024, 768

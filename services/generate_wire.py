@@ -1,7 +1,9 @@
-"""Generate ``services/wire`` from ``proto/mfscore/v1/*.proto`` with grpcio-tools.
+"""Generate ``services/wire`` (installed as ``mfscore.services.wire``) from ``proto/mfscore/v1/*.proto``.
 
-protoc names modules after the proto path (``mfscore.v1.jobs_pb2``), which would resolve inside
-the ``mfscore`` package; the generated imports are rewritten to ``services.wire``.
+The generated modules are committed, so an install needs no protoc; ``tests/unit/test_wire_current.py``
+fails when they fall behind the protos. Run ``python -m mfscore.services.generate_wire`` after
+editing a proto. protoc names modules after the proto path (``mfscore.v1.jobs_pb2``); the
+generated imports are rewritten to ``mfscore.services.wire``.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grpc_tools import protoc
-
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
 WIRE = Path(__file__).resolve().parent / "wire"
 _IMPORT = re.compile(r"^from mfscore\.v1 import (\w+)", re.MULTILINE)
 
 
-def generate() -> list[Path]:
+def generate(target: Path = WIRE) -> list[Path]:
+    """Write the generated modules into ``target`` (replacing it); returns the files written."""
+    from grpc_tools import protoc
+
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "mfscore" / "v1").glob("*.proto"))
     include = Path(protoc.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory() as out:
@@ -28,14 +31,15 @@ def generate() -> list[Path]:
                               f"--pyi_out={out}", f"--grpc_python_out={out}", *protos])
         if status != 0:
             raise SystemExit(f"protoc failed on {protos} (status {status})")
-        shutil.rmtree(WIRE, ignore_errors=True)
-        WIRE.mkdir()
-        (WIRE / "__init__.py").write_text('"""Generated from proto/mfscore/v1 by services.generate_wire; do not edit."""\n')
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir()
+        (target / "__init__.py").write_text(
+            '"""Generated from proto/mfscore/v1 by mfscore.services.generate_wire; do not edit."""\n')
         written = []
         for source in sorted((Path(out) / "mfscore" / "v1").iterdir()):
-            target = WIRE / source.name
-            target.write_text(_IMPORT.sub(r"from services.wire import \1", source.read_text()))
-            written.append(target)
+            destination = target / source.name
+            destination.write_text(_IMPORT.sub(r"from mfscore.services.wire import \1", source.read_text()))
+            written.append(destination)
     return written
 
 

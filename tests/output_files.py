@@ -1,9 +1,14 @@
-"""What a run left on disk and said on stderr: for tests that a failed run fails cleanly."""
+"""What a run left on disk and said on stderr: for tests that compare runs and that a failed run fails cleanly."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` (relative name -> bytes); staging leftovers would show up here too."""
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 def everything_under(path: Path) -> list[str]:

@@ -77,7 +77,7 @@ def options(args) -> TaskRun:
                                mediscore_compat=args.mediscore_compat)
     plot = PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
                        multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
-    return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
+    return TaskRun(Options(kind=args.task, ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
                            system=str(Path(args.sysDir) / args.inSys), scoring=scoring, plot=plot,
                            out_meta=args.outMeta, out_sub_meta=args.outSubMeta, dump=args.dump,
                            verbose=args.verbose), args.outRoot)

@@ -30,16 +30,27 @@ from mfscore.errors import MfscoreError
 COMMANDS_ENTRY_POINT = "mfscore.commands"
 
 
-def build_parser() -> argparse.ArgumentParser:
+COMMANDS = (detection, mask, validate, validate_provenance, provenance_filtering, provenance_graph, video_temporal,
+            video_spatial)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given ``argv`` naming a built-in command, the entry points are not read."""
     parser = argparse.ArgumentParser(prog="mfscore", description="Media-forensics evaluation scoring (MediScore-compatible).")
     parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
-    for module in (detection, mask, validate, validate_provenance, provenance_filtering, provenance_graph,
-                   video_temporal, video_spatial):
+    for module in COMMANDS:
         module.add_parser(subparsers)
-    for entry in entry_points(group=COMMANDS_ENTRY_POINT):
-        entry.load()(subparsers)
+    if argv is None or not _built_in(argv, subparsers.choices):
+        for entry in entry_points(group=COMMANDS_ENTRY_POINT):
+            entry.load()(subparsers)
     return parser
+
+
+def _built_in(argv: list[str], commands) -> bool:
+    """Whether ``argv`` asks for a built-in command or the version (so the cluster commands need not be loaded)."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first in commands or (first is None and "--version" in argv)
 
 
 def run_task(args) -> int:
@@ -56,7 +67,8 @@ def run_task(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     command = run_task if getattr(args, "task_options", None) else getattr(args, "run", None)
     if command is None:

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from mfscore.cli.arguments import add_noscore_zone_arguments, threshold_or_off
+from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, threshold_or_off
 from mfscore.errors import OptionError
-from mfscore.formats.images import DEFAULT_MAX_PIXELS
-from mfscore.masks.journal_selection import read_mask_journal
-from mfscore.masks.mask_scoring import ZoneOptions, score_mask
-from mfscore.run.pool import pool_map
-from mfscore.masks.mask_record import MaskRecord
-from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
-from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, index_dimensions, load_trials
-from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
-from mfscore.reports.staged_outputs import StagedOutputs, staged_outputs
+from mfscore.limits import DEFAULT_MAX_PIXELS
+from mfscore.masks import MANIPULATION, SPLICE
 
 
 def _task(text: str) -> str:
@@ -68,72 +59,33 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(run=run)
+    p.set_defaults(task_name="mask", task_options=options)
 
 
-@dataclass
-class MaskRun:
-    """A planned mask run: its options, trials and one plan of jobs per ``-qm`` query."""
+def options(args) -> TaskRun:
+    """MaskScorer's flags as the mask task's options."""
+    from mfscore.masks.mask_scoring import ZoneOptions
+    from mfscore.masks.scorer import MaskOptions
+    from mfscore.reports.mask_outputs import ReportOptions
+    from mfscore.tasks.mask import Options
 
-    options: MaskOptions
-    report: ReportOptions
-    table: TrialTable
-    plans: list[QueryPlan]
-
-
-def prepare(args) -> MaskRun:
-    """Read the tables and plan every query's jobs; no mask is read yet (both modes start here)."""
-    if args.precision < 1:
+    precision = args.precision
+    if precision < 1:
         print("mfscore: warning: --precision below 1; using 16", file=sys.stderr)
-        args.precision = 16
+        precision = 16
     if args.processors < 1:
         raise OptionError(f"-p {args.processors}: the number of processes must be at least 1")
     task = args.task
     ntdks = args.ntdks if task == MANIPULATION else 0
-    options = MaskOptions(
+    scoring = MaskOptions(
         task=task, zones=ZoneOptions(args.eks, args.dks, ntdks, args.kernel), sbin=args.sbin,
         pixel_value=args.nspx, per_probe_pixel_value=args.perProbePixelNoScore,
         jpeg2000=args.jpeg2000, rbin=args.rbin, max_pixels=args.max_pixels,
         mediscore_compat=args.mediscore_compat)
-    report = ReportOptions(task=task, precision=args.precision, truncate=args.truncate, opt_out=args.optOut,
+    report = ReportOptions(task=task, precision=precision, truncate=args.truncate, opt_out=args.optOut,
                            display_scored_only=args.displayScoredOnly, queries=tuple(args.query or ()),
                            partition=args.queryPartition, mediscore_compat=args.mediscore_compat)
-    ref_dir = args.refDir
-    sys_csv = Path(args.sysDir) / args.inSys
-    table = load_trials(task, Path(ref_dir) / args.inRef, sys_csv, Path(ref_dir) / args.inIndex,
-                        index_filter=args.indexFilter, opt_out=args.optOut,
-                        pixel_value_columns=args.perProbePixelNoScore)
-    journal = read_mask_journal(ref_dir, args.inRef, mediscore_compat=args.mediscore_compat)
-    index_sizes = index_dimensions(Path(ref_dir) / args.inIndex, task) if args.mediscore_compat else None
-    plans = [plan_query(table, journal, options, ref_dir, sys_csv, text, index_sizes)
-             for text in (args.queryManipulation or [None])]
-    return MaskRun(options, report, table, plans)
-
-
-def write_outputs(run: MaskRun, records: list[list[MaskRecord]], stage: StagedOutputs) -> list[str]:
-    """Write every query's files from its records (in plan order); returns the lines for stderr."""
-    lines = []
-    for i, (plan, mine) in enumerate(zip(run.plans, records)):
-        result = assemble_plan(plan, mine, run.options)
-        lines += [f"mfscore: ERROR: {message}; the trial is left unscored" for message in result.messages]
-        if not result.matched:
-            lines.append(f"mfscore: the query {plan.query!r} yielded no journal data over which computation may take place")
-            continue
-        subdir = f"index_{i}" if len(run.plans) > 1 else ""
-        for note in write_query_outputs(result, run.table, stage, run.report, subdir):
-            lines.append(f"mfscore: {note}" + (f" (query {plan.query!r})" if plan.query else ""))
-    return lines
-
-
-def run(args) -> int:
-    started = time.perf_counter()
-    planned = prepare(args)
-    scorer = lambda jobs: pool_map(score_mask, jobs, args.processors, interactive=sys.stderr.isatty())
-    with staged_outputs(args.outRoot) as stage:
-        records = [list(scorer(plan.jobs)) for plan in planned.plans]
-        for line in write_outputs(planned, records, stage):
-            print(line, file=sys.stderr)
-    if args.verbose:
-        print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)
-    print(f"reports in {stage.directory}/ (prefix {stage.prefix!r})")
-    return 0
+    return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
+                           system=str(Path(args.sysDir) / args.inSys), scoring=scoring, report=report,
+                           index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ())),
+                   out_root=args.outRoot, processes=args.processors, verbose=bool(args.verbose))

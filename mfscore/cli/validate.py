@@ -6,11 +6,9 @@ import csv
 import os
 import tempfile
 
-from mfscore.cli.validation_output import print_report
 from mfscore.errors import OptionError
-from mfscore.formats.images import DEFAULT_MAX_PIXELS
+from mfscore.limits import DEFAULT_MAX_PIXELS
 from mfscore.validation.options import PLANS, VALIDATION_TYPES, ValidatorOptions
-from mfscore.validation.submission import Validation, validate_submission
 
 
 def add_parser(subparsers) -> None:
@@ -56,7 +54,7 @@ def _revised_path(system_path: str, name: str) -> str:
     return os.path.join(os.path.dirname(system_path) or ".", name)
 
 
-def _write_revised(validation: Validation, path: str) -> None:
+def _write_revised(validation, path: str) -> None:
     """Written beside the system CSV through a temporary file, so it is whole or absent."""
     directory = os.path.dirname(path)
     fd, temporary = tempfile.mkstemp(prefix=".revised-", dir=directory)
@@ -72,6 +70,9 @@ def _write_revised(validation: Validation, path: str) -> None:
 
 
 def run(args) -> int:
+    from mfscore.cli.validation_output import print_report
+    from mfscore.validation.submission import validate_submission
+
     revised_path = _revised_path(args.inSys, args.output_revised_system) if args.output_revised_system else None
     options = ValidatorOptions(
         kind=args.valtype, name_check=args.nameCheck, ncid=args.ncid, plan=args.plan, reference=args.inRef,

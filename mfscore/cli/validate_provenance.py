@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from mfscore.cli.validation_output import print_report
-from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
-from mfscore.validation.provenance_submission import validate_provenance_submission
+from mfscore.limits import DEFAULT_MAX_JSON_BYTES
 
 
 def add_parser(subparsers) -> None:
@@ -32,6 +30,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
+    from mfscore.cli.validation_output import print_report
+    from mfscore.validation.provenance_submission import validate_provenance_submission
+
     report = validate_provenance_submission(
         args.system_output_file, args.index_file, task=args.task, name_check=args.nameCheck, ncid=args.ncid,
         neglect_json=args.neglectJSON, opt_out=args.optOut, mediscore_compat=args.mediscore_compat,

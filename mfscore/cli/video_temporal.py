@@ -10,30 +10,11 @@ naming the file and line; nothing is written, because every file is staged until
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-from mfscore.errors import OptionError
-from mfscore.reports.staged_outputs import staged_outputs
-from mfscore.reports.video_temporal_report import (
-    empty_queries,
-    probe_scores,
-    timeline_name,
-    write_html,
-    write_records,
-    write_scores,
-    write_timeline,
-)
-from mfscore.video.temporal_scorer import (
-    TemporalInputs,
-    TemporalOptions,
-    TemporalRun,
-    score_video_temporal,
-)
+from mfscore.cli.arguments import TaskRun
 
 DEFAULT_DUMP_NAME = "df_scores_probes.csv"
-PICKLE_SUFFIXES = (".pkl", ".pickle")
-PLOTS = "plots"
 
 
 def add_parser(subparsers) -> None:
@@ -69,64 +50,20 @@ def add_parser(subparsers) -> None:
                    help="write plots/timeline_<ProbeFileID>_<query>.png per probe and a Timeline column")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: always clip system and opt-out intervals at FrameCount")
-    p.set_defaults(run=run)
+    p.set_defaults(task_name="video-temporal", task_options=options)
 
 
-def _dump_name(name: str) -> tuple[str, str | None]:
-    """The records file name, and a note when a pickle name was asked for."""
-    if os.path.basename(name) != name or name in ("", ".", ".."):
-        raise OptionError(f"--dump_dataframe_file_name must be a file name inside the output directory, not {name!r}")
-    stem, suffix = os.path.splitext(name)
-    if suffix.lower() in PICKLE_SUFFIXES:
-        return stem + ".csv", f"-d writes {stem}.csv (pipe-separated records) instead of the pickle {name}"
-    return name, None
+def options(args) -> TaskRun:
+    """VideoTemporalLocalizationScoring.py's flags as the video-temporal task's options."""
+    from mfscore.tasks.video_temporal import Options
+    from mfscore.video.temporal_scorer import TemporalOptions
 
-
-def _log_lines(args, run: TemporalRun) -> list[str]:
-    header = (f"mfscore video-temporal: {len(run.queries)} query(ies), collar {args.collars}, "
-              f"truncate {args.truncate or args.mediscore_compat}, opt-out {not args.no_opt_out}, "
-              f"video opt-out {not args.no_video_opt_out}")
-    lines = [header]
-    lines += [f"query {q}: {text}" for q, text in enumerate(run.queries)]
-    lines += [f"probe {probe} not scored: ProbeStatus {status!r}" for probe, status in run.not_scored.items()]
-    for probe, record in zip(run.intervals, run.records):
-        c = record.counts
-        lines.append(f"query {record.query} probe {record.probe_id}: FrameCount {probe.frame_count}, "
-                     f"reference {list(probe.reference)}, system {list(probe.system)}, collars {list(probe.collars)}, "
-                     f"opt-out {list(probe.no_score)}; TP {c.tp} TN {c.tn} FP {c.fp} FN {c.fn} MCC {record.mcc!r}")
-    return lines
-
-
-def run(args) -> int:
-    inputs = TemporalInputs(index=args.path_index, journal_mask=args.path_journalmask,
-                            probe_journal_join=args.path_probejournaljoin, system=args.path_sysout,
-                            reference=args.path_ref)
-    options = TemporalOptions(collar=args.collars, queries=tuple(args.query), truncate=args.truncate,
+    scoring = TemporalOptions(collar=args.collars, queries=tuple(args.query), truncate=args.truncate,
                               opt_out=not args.no_opt_out, video_opt_out=not args.no_video_opt_out,
                               mediscore_compat=args.mediscore_compat)
-    dump_name, dump_note = _dump_name(args.dump_dataframe_file_name) if args.dump_dataframe else (None, None)
-    result = score_video_temporal(inputs, options)
-
-    for q in empty_queries(result.records, result.queries):
-        print(f"mfscore: warning: query {q} ({result.queries[q]}) scores no probe; its MCC in scores.csv is empty",
-              file=sys.stderr)
-    with staged_outputs(os.path.join(args.output_path, "")) as stage:
-        timelines = None
-        if args.timeline_report:
-            timelines = {}
-            for probe, record in zip(result.intervals, result.records):
-                name = timeline_name(record.probe_id, record.query)
-                write_timeline(probe, record, stage.path(name, subdir=PLOTS))
-                timelines[record.query, record.probe_id] = f"{PLOTS}/{name}"
-        write_scores(result.records, result.queries, stage.path, timelines)
-        if dump_name:
-            write_records(result.records, stage.path(dump_name))
-        if args.html_report:
-            write_html(probe_scores(result.records, timelines), stage.path("scores_probes.html"))
-        if args.log:
-            stage.path("log.txt").write_text("\n".join(_log_lines(args, result)) + "\n")
-    if dump_note:
-        print(f"mfscore: note: {dump_note}", file=sys.stderr)
-    print(f"scored {len(result.records)} probe(s) over {len(result.queries)} query(ies); reports in {stage.directory}/")
-    print("Done.")
-    return 0
+    return TaskRun(Options(index=str(args.path_index), journal_mask=str(args.path_journalmask),
+                           probe_journal_join=str(args.path_probejournaljoin), system=str(args.path_sysout),
+                           reference=None if args.path_ref is None else str(args.path_ref), scoring=scoring,
+                           dump=args.dump_dataframe_file_name if args.dump_dataframe else None, log=args.log,
+                           html=args.html_report, timeline=args.timeline_report),
+                   os.path.join(args.output_path, ""))

@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 
 from mfscore.errors import ImageError
+from mfscore.limits import DEFAULT_MAX_PIXELS
 
-DEFAULT_MAX_PIXELS = 100_000_000
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"

@@ -18,8 +18,8 @@ from importlib import resources
 from jsonschema import Draft7Validator
 
 from mfscore.errors import InputFileError
+from mfscore.limits import DEFAULT_MAX_JSON_BYTES
 
-DEFAULT_MAX_JSON_BYTES = 64 << 20
 
 GRAPH_BUILDING = "provenance"
 FILTERING = "provenancefiltering"

@@ -26,11 +26,11 @@ import h5py
 import numpy as np
 
 from mfscore.errors import InputFileError
+from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 
 # The total pixel count a mask may declare.  2**36 (about 6.9e10, 64 GiB of uint8) covers a 1080p
 # video of 33,000 frames (18 minutes at 30 fps), a long forensics probe, while an absurd declared
 # shape (a few bytes of metadata, e.g. 10**12 pixels) is refused before the scorer tries to stream it.
-DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36
 
 _START = re.compile(r"[0-9]{1,18}")
 _H5_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)  # what h5py raises on bad files

@@ -1,15 +1,14 @@
-"""The mask scorer: plan one job per mask, score the jobs, and fold the records into tables.
+"""The mask scorer's planning and assembly: one job per mask, and the records folded into tables.
 
 For each ``-qm`` query (or once, without one) the run is: select the journal operations, plan a
-``MaskJob`` per trial and role, score the jobs (in a process pool with ``-p``), then build the
-per-image, averaged and journal tables from the records alone (mask.md §6–§10).
+``MaskJob`` per trial and role, score the jobs (``mfscore.tasks.mask``, wherever its runner puts
+them), then build the per-image, averaged and journal tables from the records alone (mask.md §6–§10).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
 from mfscore.masks.journal_selection import (QuerySelection, journal_results, operations_by_probe,
                                              select_operations, trial_journal, trial_operations)
 from mfscore.masks.mask_record import MaskRecord
-from mfscore.masks.mask_scoring import MaskJob, ZoneOptions, score_mask
+from mfscore.masks.mask_scoring import MaskJob, ZoneOptions
 from mfscore.masks.reference_selection import BLACK
 from mfscore.masks.run_metrics import average_aucs, maximum_threshold
 from mfscore.masks.trial_metrics import trial_cells
@@ -151,13 +150,6 @@ def _role_result(records: list[MaskRecord], options: MaskOptions) -> RoleResult:
     return RoleResult(records, cells, pixel_auc, mask_auc, maximum, actual)
 
 
-Scorer = Callable[[list[MaskJob]], Iterable[MaskRecord]]
-
-
-def serial_scorer(jobs: list[MaskJob]) -> Iterable[MaskRecord]:
-    return map(score_mask, jobs)
-
-
 @dataclass
 class QueryPlan:
     """One ``-qm`` query's trials and jobs, ready to score anywhere (here or on a cluster)."""
@@ -188,14 +180,6 @@ def assemble_plan(plan: QueryPlan, records: list[MaskRecord], options: MaskOptio
     if not plan.matched:
         return QueryRun(plan.query, plan.trials, {}, plan.journal, matched=False)
     return assemble_query_run(plan.query, plan.trials, plan.roles, records, plan.journal, plan.evaluated, options)
-
-
-def score_query(table: TrialTable, journal: pd.DataFrame, options: MaskOptions, ref_dir: str,
-                sys_csv: Path, query_text: str | None, scorer: Scorer = serial_scorer,
-                index_sizes: dict | None = None) -> QueryRun:
-    """Score the trials one ``-qm`` query keeps (all trials when ``query_text`` is None)."""
-    plan = plan_query(table, journal, options, ref_dir, sys_csv, query_text, index_sizes)
-    return assemble_plan(plan, list(scorer(plan.jobs)) if plan.matched else [], options)
 
 
 def assemble_query_run(query_text: str | None, trials: pd.DataFrame, roles_in_order: list[str],

@@ -10,9 +10,8 @@ import pandas as pd
 
 from mfscore.errors import InputFileError
 from mfscore.formats.tables import file_line, read_table
+from mfscore.masks import MANIPULATION, SPLICE
 
-MANIPULATION = "manipulation"
-SPLICE = "splice"
 SCORE = "ConfidenceScore"
 
 # mask.md §3.2 step 5: accepted values of each status column

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from mfscore.errors import OptionError
-from mfscore.records import merge_by_ordinal
 
 RANKS = (50, 100, 200, 300)  # provenance.md §2.3: fixed, not configurable
 NODE_TYPES = ("donor", "base", "final", "interim")
@@ -200,8 +199,3 @@ def score_trial(*, ordinal: int, journal_name: str, probe_id: str, output_file: 
     false_alarms = tuple(FalseAlarmHit(position, world_file_id(file), confidence)
                          for position, (file, confidence) in enumerate(top) if file not in ref_files)
     return FilteringRecord(ordinal, journal_name, probe_id, output_file, len(system_nodes), counts, hits, false_alarms)
-
-
-def merge_filtering_records(shards) -> list[FilteringRecord]:
-    """Union of record shards in trial order (``records.merge_by_ordinal``)."""
-    return merge_by_ordinal((record for shard in shards for record in shard), "filtering")

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import math
 import posixpath
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from mfscore.provenance.graph_reference import ReferenceGraph
 from mfscore.provenance.graph_system import Confidence, SystemGraph
-from mfscore.records import merge_by_ordinal
 
 CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"
 
@@ -152,8 +150,3 @@ def graph_record(ordinal: int, *, journal_name: str, probe: str, output_file: st
         ref_links=len(reference.links), sys_links=len(system.links), correct_links=len(matched),
         node_rows=tuple(map_nodes(reference.nodes, system.nodes)),
         link_rows=tuple(map_links(reference.links, system.links, matched)))
-
-
-def merge_graph_records(deliveries: Iterable[GraphRecord]) -> list[GraphRecord]:
-    """One record per trial, in trial order (``records.merge_by_ordinal``)."""
-    return merge_by_ordinal(deliveries, "graph")

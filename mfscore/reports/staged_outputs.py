@@ -7,6 +7,7 @@ bad input never leaves a half-written report behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ class StagedOutputs:
         text = str(out_root)
         self.directory = Path(os.path.dirname(text) or ".")
         self.prefix = os.path.basename(text)
+        self._created = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
         self._stage = Path(tempfile.mkdtemp(prefix=".mfscore-staging-", dir=self.directory))
         self._names: list[str] = []
@@ -47,7 +49,11 @@ class StagedOutputs:
         return landed
 
     def abort(self) -> None:
+        """Discard everything, and the output directory too when this run created it and left it empty."""
         shutil.rmtree(self._stage, ignore_errors=True)
+        if self._created:
+            with contextlib.suppress(OSError):
+                self.directory.rmdir()
 
 
 @contextmanager

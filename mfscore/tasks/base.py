@@ -20,22 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from mfscore.errors import MfscoreError, OptionError
+from mfscore.records import JobKey, Problem  # noqa: F401  (the protocol's values, re-exported)
 
 OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the directory the runner wrote the files into
 PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
 PATH = {"path": True}                           # field metadata: this option is an input path (see Inputs)
-
-
-@dataclass(frozen=True, order=True)
-class JobKey:
-    """A job's key, stable across runs of the same inputs: which ``-qm`` query, which role, which trial."""
-
-    query: int
-    role: str
-    ordinal: int
-
-    def __str__(self) -> str:
-        return f"{self.query}/{self.role}/{self.ordinal}"
 
 
 @dataclass(frozen=True)
@@ -44,19 +33,6 @@ class Job:
 
     key: JobKey
     work: Any
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A trial that could not be scored as planned, in one sentence naming the file.
-
-    ``counts_as`` is the record the report uses in the trial's place (None: the trial is left out);
-    a ``fatal`` problem stops the run when the report reaches its trial, as the embedded command does.
-    """
-
-    message: str
-    counts_as: Any = None
-    fatal: bool = False
 
 
 @dataclass
@@ -78,6 +54,15 @@ class Lines:
     stderr: list[str] = field(default_factory=list)
     status: int = 0
     error: MfscoreError | None = None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What the validator checks before a run is scored: the system output table against the index."""
+
+    system: str
+    index: str
+    options: Any  # mfscore.validation.options.ValidatorOptions
 
 
 @dataclass(frozen=True)
@@ -118,6 +103,10 @@ class Task(ABC):
     def with_blobs(self, work, paths: dict[str, str]):
         """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
         return work
+
+    def validation(self, options) -> Submission | None:
+        """The submission the validator checks first; None: planning's own checks are the validation."""
+        return None
 
     @abstractmethod
     def score(self, work):

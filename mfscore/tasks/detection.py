@@ -21,15 +21,16 @@ from mfscore.errors import OptionError
 from mfscore.formats.journal import journal_paths, read_journal
 from mfscore.records import RecordConflictError
 from mfscore.reports import detection_outputs as outputs
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Task
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Submission, Task
 
-BATCH = 10_000  # trials per job
+BATCH = 1000  # trials per job
 
 
 @dataclass(frozen=True)
 class Options:
     """A detection run: where its tables are, how to score them, and which files to write."""
 
+    kind: str                              # -t: manipulation, splice, eventverification or camera
     ref_dir: str = field(metadata=PATH)
     reference: str          # relative to ref_dir
     index: str              # relative to ref_dir
@@ -98,6 +99,14 @@ class Detection(Task):
                 for start in range(0, len(trials), BATCH)]
         stderr = [f"mfscore: warning: {warning}" for warning in table.warnings]
         return Plan(options, jobs, State(table, journal), stderr=(said if options.verbose else []) + stderr)
+
+    def validation(self, options: Options) -> Submission:
+        from mfscore.validation.options import ValidatorOptions
+
+        kind = {"manipulation": "SSD", "splice": "DSD", "eventverification": "SSD-event", "camera": "SSD-camera"}
+        return Submission(options.system, os.path.join(options.ref_dir, options.index),
+                          ValidatorOptions(kind=kind[options.kind], neglect_mask=True, neglect_pixel=True,
+                                           mediscore_compat=options.scoring.mediscore_compat))
 
     def score(self, work: Trials) -> Trials:
         return work

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mfscore.formats.images import DEFAULT_MAX_PIXELS
-from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
-from mfscore.validation.submission_table import DEFAULT_MAX_TABLE_BYTES
+from mfscore.limits import DEFAULT_MAX_PIXELS, DEFAULT_MAX_TABLE_BYTES, DEFAULT_MAX_VIDEO_ELEMENTS
 
 VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
 # nc2017: MediScore's rules (EXPID names, any real score); mfc2019: SubID names, scores in [0, 1]

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from mfscore.formats.tables import SEPARATOR
+from mfscore.limits import DEFAULT_MAX_TABLE_BYTES
 from mfscore.validation.findings import ValidationReport
 
-DEFAULT_MAX_TABLE_BYTES = 1 << 30
 
 
 @dataclass

@@ -110,11 +110,16 @@ class ProbeRecord:
 
 @dataclass(frozen=True)
 class ProbeIntervals:
-    """The interval sets a record was computed from, after union and truncation (for the log and the
-    timeline plots; the report never needs them). ``confusion_codes((1, frame_count), reference, system,
-    collar=collar, no_score=no_score)`` gives the record's coding."""
+    """One probe under one query, as scored: its interval sets after union and truncation.
+
+    The work of a video-temporal job, and what the log and the timeline plots show. ``ordinal`` is
+    the probe's position among the query's scored probes; ``collars`` are derived from ``reference``
+    and ``collar``. ``confusion_codes((1, frame_count), reference, system, collar=collar,
+    no_score=no_score)`` gives the record's coding.
+    """
 
     query: int
+    ordinal: int
     probe_id: str
     frame_count: int
     collar: int | None
@@ -125,10 +130,11 @@ class ProbeIntervals:
 
 
 @dataclass
-class TemporalRun:
+class TemporalSelection:
+    """What planning found: one ``ProbeIntervals`` per (query, scored probe), in MediScore's row order."""
+
     queries: tuple[str, ...]
-    records: list[ProbeRecord] = field(default_factory=list)
-    intervals: list[ProbeIntervals] = field(default_factory=list)
+    probes: list[ProbeIntervals] = field(default_factory=list)
     not_scored: dict[str, str] = field(default_factory=dict)  # probe -> its ProbeStatus, when opted out
 
 
@@ -307,29 +313,30 @@ def _references(rows: pd.DataFrame, scored: dict[str, int], path: Path,
     return found
 
 
-def _probe_intervals(query: int, probe: str, frame_count: int, reference: list[Interval], system: list[Interval],
-                     no_score: list[Interval], collar: int | None) -> ProbeIntervals:
+def _probe_intervals(query: int, ordinal: int, probe: str, frame_count: int, reference: list[Interval],
+                     system: list[Interval], no_score: list[Interval], collar: int | None) -> ProbeIntervals:
     ref = union(reference)
     zone = union(collars(ref, collar, frame_count)) if collar is not None else []
-    return ProbeIntervals(query=query, probe_id=probe, frame_count=frame_count, collar=collar, reference=tuple(ref),
-                          system=tuple(system), collars=tuple(drop_zero_length(zone)), no_score=tuple(no_score))
+    return ProbeIntervals(query=query, ordinal=ordinal, probe_id=probe, frame_count=frame_count, collar=collar,
+                          reference=tuple(ref), system=tuple(system), collars=tuple(drop_zero_length(zone)),
+                          no_score=tuple(no_score))
 
 
-def score_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> TemporalRun:
-    """Read, check and score; one record per (query, scored probe), in MediScore's row order."""
+def select_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> TemporalSelection:
+    """Read and check the tables; the interval sets of each (query, scored probe), in MediScore's row order."""
     if options.collar is not None and options.collar <= 0:
         raise OptionError(f"-c/--collars must be a positive number of frames, not {options.collar}")
     nodes = _parse_queries(options.queries)  # a query outside the grammar fails before any file is read
     merged, index_rows, system_rows = _read(inputs, options)
     selections = _select(merged, options, nodes, inputs, system_rows)
-    run = TemporalRun(queries=tuple(options.queries))
+    selected = TemporalSelection(queries=tuple(options.queries))
 
     # video.md §A.3.4: opt-out; scored maps each scored probe to its FrameCount
     scored: dict[str, int] = {}
     for probe in (p for _, probes in selections for p in probes):
         status = system_rows[probe].get("ProbeStatus")
         if options.opt_out and status != PROCESSED:
-            run.not_scored[probe] = status if isinstance(status, str) else ""
+            selected.not_scored[probe] = status if isinstance(status, str) else ""
         elif probe not in scored:
             row = index_rows[probe]
             scored[probe] = _frame_count(row["FrameCount"], path=inputs.index, line=row[_INDEX_LINE], probe=probe)
@@ -339,8 +346,13 @@ def score_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> Te
     for q, (rows, probes) in enumerate(selections):
         references = _references(rows, scored, inputs.journal_mask, parsed)
         for ordinal, probe in enumerate(p for p in probes if p in scored):
-            reference, system, no_score = references.get(probe, []), sets[probe, SYSTEM], sets[probe, OPT_OUT]
-            counts = temporal_counts(scored[probe], reference, system, collar=options.collar, no_score=no_score)
-            run.records.append(ProbeRecord(query=q, ordinal=ordinal, probe_id=probe, counts=counts))
-            run.intervals.append(_probe_intervals(q, probe, scored[probe], reference, system, no_score, options.collar))
-    return run
+            selected.probes.append(_probe_intervals(q, ordinal, probe, scored[probe], references.get(probe, []),
+                                                    sets[probe, SYSTEM], sets[probe, OPT_OUT], options.collar))
+    return selected
+
+
+def score_probe(probe: ProbeIntervals) -> ProbeRecord:
+    """The probe's record (§A.5); the sets are unioned already, so the counts equal those of the raw lists."""
+    counts = temporal_counts(probe.frame_count, probe.reference, probe.system, collar=probe.collar,
+                             no_score=probe.no_score)
+    return ProbeRecord(query=probe.query, ordinal=probe.ordinal, probe_id=probe.probe_id, counts=counts)

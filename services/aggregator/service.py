@@ -2,13 +2,14 @@
 
 A run's status and spec live in a JetStream key-value bucket; its records live in the results
 stream. On start the aggregator reads every run from the bucket and replays the results stream
-from the beginning, so a restart loses nothing: records are keyed (trial, role, query) and
+from the beginning, so a restart loses nothing: records are keyed (run, query, role, ordinal) and
 folding one twice changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -22,14 +23,18 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import DeliverPolicy
 
 from mfscore.errors import MfscoreError
+from mfscore.records import fold
 from mfscore.reports.staged_outputs import files_under
-from services.aggregator.task_runs import plan_task, record_key
-from services.common import metrics
-from services.common.grpc_server import start_grpc_server, stop_grpc_server
-from services.common.jetstream import RESULTS_STREAM, connect, ensure_streams, publish_job, result_subject, runs_bucket
-from services.common.object_store import ObjectStore
-from services.common.settings import Settings
-from services.wire import records_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.run.local import report_into, score_plan
+from mfscore.services.common.planning import named_by_key, plan_run
+from mfscore.services.common import metrics
+from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.jetstream import RESULTS_STREAM, connect, ensure_streams, publish_job, result_subject, runs_bucket
+from mfscore.services.common.messages import job_key, job_message, outcome
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import records_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.tasks.base import PLANNER, Job, Plan
 
 log = logging.getLogger("mfscore.aggregator")
 State = runs_pb2.RunState
@@ -39,26 +44,23 @@ _OUTPUT_NAME = re.compile(r"^[^/\\\0]{0,200}$")
 VALIDATION_TIMEOUT = 600
 
 
-def job_kind(task: str) -> str:
-    return {"detection": "detection", "mask": "mask", "provenance-filtering": "provenance",
-            "provenance-graph": "provenance"}[task]
-
-
 def reports_prefix(run_id: str) -> str:
     return f"runs/{run_id}/reports/"
 
 
 def summary_key(run_id: str) -> str:
-    return f"runs/{run_id}/summary.txt"
+    return f"runs/{run_id}/summary.json"
 
 
 @dataclass
 class RunEntry:
     spec: runs_pb2.RunSpec
     status: runs_pb2.RunStatus
-    task_run: object | None = None
+    task: object | None = None       # the run's Task, once planned
+    plan: Plan | None = None
     planned: set = field(default_factory=set)
-    records: dict = field(default_factory=dict)
+    outcomes: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)  # records that arrived before the run was planned (a replay)
     version: int = 0
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -128,22 +130,30 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
 
     async def _start(self, entry: RunEntry, *, validate: bool, publish: bool) -> None:
         run_id = entry.spec.run_id
+        input_dir = self._input_dir(run_id)
         try:
             if validate and not await self._validate(entry):
                 return
-            task_run, jobs = await asyncio.to_thread(self._plan, entry.spec, self._input_dir(run_id))
-            if publish:
-                for job in jobs:
-                    job.run_id, job.bucket, job.input_prefix = run_id, entry.spec.inputs.bucket, entry.spec.inputs.prefix
-                    await publish_job(self.js, job_kind(entry.spec.task), job)
-            entry.task_run, entry.planned = task_run, {record_key(j) for j in jobs}
-            entry.status.trials_planned = len(jobs)
-            metrics.RUN_TRIALS_PLANNED.labels(run=run_id).set(len(jobs))
+            task, plan = await asyncio.to_thread(plan_run, self.store, entry.spec, input_dir)
+            entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
+            if task.resource == PLANNER:  # microseconds per job: scored here (see Task.resource)
+                entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
+            elif publish:
+                for job in plan.jobs:
+                    wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir)),
+                                       entry.spec.input_prefix)
+                    await publish_job(self.js, task.resource, wire)
+            entry.status.trials_planned = len(plan.jobs)
             await self._set_state(entry, State.RUN_STATE_SCORING)
-            log.info("run %s: %d jobs planned", run_id, len(jobs))
+            pending, entry.pending = entry.pending, []
+            for record in pending:
+                await self._fold(entry, record)
+            entry.status.trials_received = len(entry.outcomes)
+            metrics.RUN_TRIALS_PLANNED.labels(run=run_id).set(len(plan.jobs))
+            log.info("run %s: %d jobs planned", run_id, len(plan.jobs))
             await self._maybe_report(entry)
         except MfscoreError as error:
-            await self._fail(entry, error.sentence().replace(self._input_dir(run_id) + os.sep, ""))
+            await self._fail(entry, named_by_key(error.sentence(), input_dir))
         except Exception as error:  # a bug: the run fails with one sentence, the log keeps the traceback
             log.exception("run %s: planning failed", run_id)
             await self._fail(entry, f"internal error while planning: {type(error).__name__}: {error}")
@@ -162,12 +172,6 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
     def _input_dir(self, run_id: str) -> str:
         return os.path.join(self.settings.work_dir, "runs", run_id, "inputs")
 
-    def _plan(self, spec: runs_pb2.RunSpec, input_dir: str):
-        shutil.rmtree(input_dir, ignore_errors=True)
-        self.store.download_prefix(spec.inputs.prefix, input_dir, suffixes=(".csv",), max_bytes=2 << 30)
-        task_run = plan_task(spec, input_dir, self.store)
-        return task_run, task_run.jobs()
-
     async def on_result(self, msg) -> None:
         """Fold one record (a JetStream message of the results stream)."""
         started = time.perf_counter()
@@ -175,24 +179,33 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         entry = self.runs.get(record.run_id)
         if entry is None or entry.status.state in TERMINAL:
             return
-        if record.error:
-            await self._fail(entry, f"the job {record.trial_id} could not be scored: {record.error}")
+        if entry.task is None:
+            entry.pending.append(record)
             return
-        key = record_key(record)
-        seen = entry.records.get(key)
-        if seen is not None and seen.SerializeToString(deterministic=True) != record.SerializeToString(deterministic=True):
-            await self._fail(entry, f"two different records arrived for the job {record.trial_id}")
-            return
-        entry.records[key] = record
-        entry.status.trials_received = len(entry.records)
-        metrics.RUN_TRIALS_RECEIVED.labels(run=record.run_id).set(len(entry.records))
-        await self._changed(entry)
+        await self._fold(entry, record)
         metrics.AGGREGATOR_FOLD_DURATION.observe(time.perf_counter() - started)
         await self._maybe_report(entry)
 
+    async def _fold(self, entry: RunEntry, record: records_pb2.TrialRecord) -> None:
+        key = job_key(record.key)
+        if record.error:
+            await self._fail(entry, f"the job {key} could not be scored: {record.error}")
+            return
+        if key not in entry.planned or record.task != entry.task.name:
+            log.warning("run %s: dropped a %s record for the unplanned job %s", record.run_id, record.task, key)
+            return
+        try:
+            fold([(key, outcome(entry.task, record))], into=entry.outcomes)
+        except MfscoreError as error:
+            await self._fail(entry, error.sentence())
+            return
+        entry.status.trials_received = len(entry.outcomes)
+        metrics.RUN_TRIALS_RECEIVED.labels(run=record.run_id).set(len(entry.outcomes))
+        await self._changed(entry)
+
     async def _maybe_report(self, entry: RunEntry) -> None:
-        if (entry.task_run is not None and entry.status.state == State.RUN_STATE_SCORING
-                and entry.planned.issubset(entry.records)):
+        if (entry.plan is not None and entry.status.state == State.RUN_STATE_SCORING
+                and entry.planned.issubset(entry.outcomes)):
             await self._set_state(entry, State.RUN_STATE_REPORTING)
             self._spawn(self._report(entry))
 
@@ -200,15 +213,15 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         run_id = entry.spec.run_id
         started = time.perf_counter()
         try:
-            out_dir = os.path.join(self.settings.work_dir, "runs", run_id, "out")
-            records = {k: entry.records[k] for k in entry.planned}
-            outcome = await asyncio.to_thread(self._write_report, entry, records, out_dir)
-            entry.status.notes[:] = outcome.notes
+            failure = await asyncio.to_thread(self._write_report, entry)
+            if failure is not None:
+                await self._fail(entry, failure)
+                return
             entry.status.finished_at.CopyFrom(_now())
             await self._set_state(entry, State.RUN_STATE_DONE)
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
             log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started)
-            entry.task_run, entry.records = None, {}
+            self._forget(entry)
             await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
         except MfscoreError as error:
             await self._fail(entry, error.sentence())
@@ -216,23 +229,33 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             log.exception("run %s: reporting failed", run_id)
             await self._fail(entry, f"internal error while reporting: {type(error).__name__}: {error}")
 
-    def _write_report(self, entry: RunEntry, records: dict, out_dir: str):
+    def _write_report(self, entry: RunEntry) -> str | None:
+        """Report into a scratch directory and store the files; the sentence of a report's error, if any."""
+        run_id = entry.spec.run_id
+        input_dir = self._input_dir(run_id)
+        out_dir = os.path.join(self.settings.work_dir, "runs", run_id, "out")
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
-        outcome = entry.task_run.write_reports(records, os.path.join(out_dir, entry.spec.output_name))
-        prefix = reports_prefix(entry.spec.run_id)
+        plan = entry.plan
+        lines, _ = report_into(entry.task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name))
+        entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
+        if lines.error is not None:
+            return named_by_key(lines.error.sentence(), input_dir)
+        prefix = reports_prefix(run_id)
         for name, content in files_under(out_dir).items():
             self.store.put_bytes(prefix + name, content)
-        self.store.put_bytes(summary_key(entry.spec.run_id), "\n".join(outcome.summary).encode())
+        said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
+                "status": lines.status}
+        self.store.put_bytes(summary_key(run_id), json.dumps(said).encode())
         shutil.rmtree(os.path.dirname(out_dir), ignore_errors=True)
-        return outcome
+        return None
 
     def _read_report(self, run_id: str) -> runs_pb2.Report:
         prefix = reports_prefix(run_id)
         files = [runs_pb2.ReportFile(name=key[len(prefix):], content=self.store.get_bytes(key, max_bytes=4 << 30))
                  for key in sorted(self.store.list_keys(prefix))]
-        summary = self.store.get_bytes(summary_key(run_id), max_bytes=64 << 20).decode()
-        return runs_pb2.Report(run_id=run_id, files=files, summary=summary)
+        said = json.loads(self.store.get_bytes(summary_key(run_id), max_bytes=64 << 20))
+        return runs_pb2.Report(run_id=run_id, files=files, stdout=said["stdout"], exit_status=said["status"])
 
     # --- state --------------------------------------------------------------------------------
 
@@ -269,7 +292,11 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         entry.status.finished_at.CopyFrom(_now())
         log.warning("run %s: %s: %s", entry.spec.run_id, State.Name(state), message)
         await self._set_state(entry, state)
-        entry.task_run, entry.records = None, {}
+        self._forget(entry)
+
+    def _forget(self, entry: RunEntry) -> None:
+        """A finished run keeps only its status."""
+        entry.task, entry.plan, entry.planned, entry.outcomes, entry.pending = None, None, set(), {}, []
 
     async def _set_state(self, entry: RunEntry, state) -> None:
         entry.status.state = state
@@ -294,6 +321,17 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         task = asyncio.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _on_wire(task, work, input_dir: str):
+    """A job's work naming its files by their key in the upload, for a worker to fetch."""
+    keys = {}
+    for name, path in task.blobs(work).items():
+        relative = os.path.relpath(path, input_dir) if path else ""
+        if relative.split(os.sep)[0] == os.pardir:
+            raise MfscoreError(f"the file {path} is outside the run's uploaded inputs")
+        keys[name] = relative.replace(os.sep, "/")
+    return task.with_blobs(work, keys)
 
 
 def _now() -> Timestamp:

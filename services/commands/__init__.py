@@ -1,8 +1,18 @@
-"""The distributed commands of the ``mfscore`` CLI: serve, local-cluster, submit, report."""
+"""The distributed commands of the ``mfscore`` CLI: serve, local-cluster, submit, report.
+
+Registered through the ``mfscore.commands`` entry point, so the CLI never imports them; they are
+offered only when the ``cluster`` extra (grpcio, nats-py, minio) is installed.
+"""
+
+from importlib.util import find_spec
+
+CLUSTER_MODULES = ("grpc", "nats", "minio", "google.protobuf")
 
 
 def add_parsers(subparsers) -> None:
-    from services.commands import local_cluster, report, serve, submit
+    if not all(find_spec(name) for name in CLUSTER_MODULES):
+        return
+    from mfscore.services.commands import local_cluster, report, serve, submit
 
     serve.add_parser(subparsers)
     local_cluster.add_parser(subparsers)

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from mfscore.errors import OptionError
-from services.common.settings import Settings
+from mfscore.services.common.settings import Settings
 
 
 def default_cluster_file() -> Path:

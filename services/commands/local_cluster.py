@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from mfscore.errors import OptionError
-from services.commands.cluster_config import ClusterConfig, default_cluster_file
+from mfscore.services.commands.cluster_config import ClusterConfig, default_cluster_file
 
 START_TIMEOUT = 60.0
 
@@ -28,7 +28,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("action", choices=("up", "down", "status"))
     p.add_argument("--cluster", help=f"the cluster file (default $MFSCORE_CLUSTER or {default_cluster_file()})")
     p.add_argument("--mask-scorers", type=int, default=1, help="mask-scorer processes (default 1)")
-    p.add_argument("--detection-scorers", type=int, default=1, help="detection-scorer processes (default 1)")
     p.add_argument("--provenance-scorers", type=int, default=1, help="provenance-scorer processes (default 1)")
     p.set_defaults(run=run)
 
@@ -40,8 +39,7 @@ def _cluster_file(args) -> Path:
 def run(args) -> int:
     path = _cluster_file(args)
     if args.action == "up":
-        config = up(path, mask_scorers=args.mask_scorers, detection_scorers=args.detection_scorers,
-                    provenance_scorers=args.provenance_scorers)
+        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -52,13 +50,13 @@ def run(args) -> int:
     return status(path)
 
 
-def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
+def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started."""
-    from services.common.processes import free_port, start_nats_server, start_s3_server
+    from mfscore.services.common.processes import free_port, start_nats_server, start_s3_server
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
-    if min(mask_scorers, detection_scorers, provenance_scorers) < 1:
+    if min(mask_scorers, provenance_scorers) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
     state_dir = path.parent / (path.stem + "-state")
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -76,7 +74,6 @@ def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1, provena
             bucket="mfscore", state_dir=str(state_dir), processes=processes)
         plan = [("validator", ports["validator"]), ("aggregator", ports["aggregator"])]
         plan += [("mask-scorer", free_port()) for _ in range(mask_scorers)]
-        plan += [("detection-scorer", free_port()) for _ in range(detection_scorers)]
         plan += [("provenance-scorer", free_port()) for _ in range(provenance_scorers)]
         for i, (name, grpc_port) in enumerate(plan):
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port))
@@ -90,7 +87,7 @@ def up(path: Path, *, mask_scorers: int = 1, detection_scorers: int = 1, provena
 
 
 def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int) -> dict:
-    from services.common.processes import free_port
+    from mfscore.services.common.processes import free_port
 
     metrics_port = free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,

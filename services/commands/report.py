@@ -20,7 +20,7 @@ def add_parser(subparsers) -> None:
 
 def watch(stub, run_id: str, *, interactive: bool):
     """Follow ``WatchRun`` to the end, with a progress bar on an interactive terminal; the final status."""
-    from services.wire import runs_pb2
+    from mfscore.services.wire import runs_pb2
 
     final = None
     if not interactive:
@@ -41,8 +41,10 @@ def watch(stub, run_id: str, *, interactive: bool):
 
 
 def fetch_and_write(stub, run_id: str, out_root: str) -> int:
-    """Write the run's files into ``out_root``'s directory (all or nothing) and print what the embedded command prints."""
-    from services.wire import runs_pb2
+    """Write the run's files into ``out_root``'s directory (all or nothing), print what the embedded command
+    prints on stdout, and return its exit status."""
+    from mfscore.run.local import placed
+    from mfscore.services.wire import runs_pb2
 
     report = stub.GetReport(runs_pb2.RunRef(run_id=run_id), timeout=600)
     with staged_outputs(os.path.join(os.path.dirname(out_root), "")) as stage:
@@ -51,18 +53,17 @@ def fetch_and_write(stub, run_id: str, out_root: str) -> int:
             if os.path.isabs(name) or name.split(os.sep)[0] == os.pardir:
                 raise MfscoreError(f"the cluster sent a report file named {item.name!r}, outside the output directory")
             stage.path(name).write_bytes(item.content)
-    if report.summary:
-        print(report.summary)
-    print(f"reports in {stage.directory}/ (prefix {os.path.basename(out_root)!r})")
-    return 0
+    for line in placed(list(report.stdout), stage.directory):
+        print(line)
+    return report.exit_status
 
 
 def run(args) -> int:
     import grpc
 
-    from services.commands.cluster_config import resolve
-    from services.common.grpc_server import MESSAGE_OPTIONS
-    from services.wire import services_pb2_grpc
+    from mfscore.services.commands.cluster_config import resolve
+    from mfscore.services.common.grpc_server import MESSAGE_OPTIONS
+    from mfscore.services.wire import services_pb2_grpc
 
     config = resolve(args.cluster)
     with grpc.insecure_channel(config.aggregator_address, options=MESSAGE_OPTIONS) as channel:

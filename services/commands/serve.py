@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
-import signal
 
-SERVICES = ("validator", "mask-scorer", "detection-scorer", "provenance-scorer", "aggregator")
+SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
 
 
 def add_parser(subparsers) -> None:
@@ -28,7 +26,7 @@ def add_parser(subparsers) -> None:
 
 
 def _settings(args):
-    from services.common.settings import Settings
+    from mfscore.services.common.settings import Settings
 
     flags = {"grpc_port": args.grpc_port, "metrics_port": args.metrics_port, "nats_url": args.nats_url,
              "s3_endpoint": args.s3_endpoint, "bucket": args.bucket, "work_dir": args.work_dir}
@@ -36,20 +34,25 @@ def _settings(args):
 
 
 async def _serve(name: str, settings) -> None:
+    import asyncio
+    import signal
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     if name == "aggregator":
-        from services.aggregator.service import run_aggregator
+        from mfscore.services.aggregator.service import run_aggregator
         await run_aggregator(settings, stop)
     elif name == "validator":
-        from services.validator.service import run_validator
+        from mfscore.services.validator.service import run_validator
         await run_validator(settings, stop)
     else:
-        from services.common.scorer_service import run_scorer
-        module = __import__(f"services.{name.replace('-', '_')}.service", fromlist=["service"])
-        await run_scorer(module.service(settings), settings, stop)
+        import importlib
+
+        from mfscore.services.common.scorer_pool import run_pool
+        pool = importlib.import_module(f"mfscore.services.{name.replace('-', '_')}.service").POOL
+        await run_pool(pool, settings, stop)
 
 
 def run(args) -> int:
@@ -58,5 +61,7 @@ def run(args) -> int:
     settings = _settings(args)
     logging.getLogger("mfscore.services").info("starting %s with %s", args.service,
                                                dataclasses.replace(settings, s3_secret_key="***"))
+    import asyncio
+
     asyncio.run(_serve(args.service, settings))
     return 0

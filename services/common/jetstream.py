@@ -21,16 +21,17 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
+from mfscore import tasks
 from mfscore.errors import MfscoreError
-from services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL
-from services.common.settings import Settings
-from services.wire import jobs_pb2, records_pb2
+from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import jobs_pb2, records_pb2
 
 JOBS_STREAM = "MFSCORE_JOBS"
 RESULTS_STREAM = "MFSCORE_RESULTS"
 DEAD_STREAM = "MFSCORE_DEAD"
 RUNS_BUCKET = "mfscore_runs"
-JOB_KINDS = ("mask", "detection", "provenance")
+JOB_KINDS = ("mask", "video", "json")  # the resource classes of the tasks (Task.resource)
 DUPLICATE_WINDOW_SECONDS = 120.0
 ERROR_HEADER = "Mfscore-Error"
 MSG_ID_HEADER = "Nats-Msg-Id"
@@ -56,7 +57,7 @@ _TOKEN = re.compile(r"[^\s.*>]+")
 
 
 def job_subject(kind: str) -> str:
-    """The subject jobs of ``kind`` (mask, detection, provenance) are published on."""
+    """The subject jobs of resource class ``kind`` (mask, video, json) are published on."""
     if kind not in JOB_KINDS:
         raise ValueError(f"job kind {kind!r} is not one of {', '.join(JOB_KINDS)}")
     return f"mfscore.jobs.{kind}"
@@ -75,9 +76,10 @@ def result_subject(run_id: str) -> str:
     return f"mfscore.results.{run_id}"
 
 
-def record_msg_id(record: records_pb2.TrialRecord) -> str:
-    """The de-duplication id of a trial record: its key (run, trial, role, query)."""
-    return f"{record.run_id}/{record.trial_id}/{record.role}/{record.query}"
+def job_id(message: jobs_pb2.Job | records_pb2.TrialRecord) -> str:
+    """The de-duplication id of a job, and of its record: the run and the job's key (query, role, ordinal)."""
+    key = message.key
+    return f"{message.run_id}/{key.query}/{key.role}/{key.ordinal}"
 
 
 async def connect(settings: Settings, *, name: str = "mfscore") -> tuple[Client, JetStreamContext]:
@@ -121,12 +123,8 @@ async def runs_bucket(js: JetStreamContext) -> KeyValue:
 
 
 async def publish_job(js: JetStreamContext, kind: str, job: jobs_pb2.Job) -> api.PubAck:
-    """Publish a job once: a repeat within the duplicate window is acknowledged as a duplicate and dropped."""
-    work = job.WhichOneof("work")
-    if work != kind:
-        raise ValueError(f"job {job.trial_id!r} carries {work or 'no'} work, not {kind}")
-    headers = {MSG_ID_HEADER: f"{job.run_id}/{job.trial_id}"}
-    return await js.publish(job_subject(kind), job.SerializeToString(), headers=headers)
+    """Publish a job on its resource class's subject once: a repeat within the duplicate window is dropped."""
+    return await js.publish(job_subject(kind), job.SerializeToString(), headers={MSG_ID_HEADER: job_id(job)})
 
 
 def _one_line(exc: BaseException) -> str:
@@ -143,7 +141,8 @@ class JobWorker:
 
     Keyword settings:
 
-    - ``kind``: mask, detection or provenance; the worker binds the durable consumer ``<kind>-scorers``.
+    - ``kind``: the resource class (mask, video, json); the worker binds the durable consumer ``<kind>-scorers``
+      and dead-letters a job whose task is unknown or belongs to another class.
     - ``service``: the name in metrics labels and in the logger ``mfscore.<service>``.
     - ``handle``: the scorer, ``async (Job) -> TrialRecord``; the worker stamps the job's key on the record.
       It must not block the event loop (run CPU work with ``asyncio.to_thread``), or heartbeats stop.
@@ -245,14 +244,16 @@ class JobWorker:
             return await self._dead(msg, None, f"the message is not an mfscore.v1.Job ({exc})")
         if not _TOKEN.fullmatch(job.run_id):
             return await self._dead(msg, None, f"the job's run id {job.run_id!r} is not a single NATS subject token")
-        if job.WhichOneof("work") != self.kind:
-            return await self._dead(msg, job, f"the job carries {job.WhichOneof('work') or 'no'} work, not {self.kind}")
+        if job.task not in tasks.names():
+            return await self._dead(msg, job, f"the job's task {job.task!r} is not one of {', '.join(tasks.names())}")
+        if tasks.get(job.task).resource != self.kind:
+            return await self._dead(msg, job, f"the {job.task} job is not {self.kind} work")
         try:
             record = await self._score(msg, job, stop)
             await self._publish_record(job, record)
         except _Interrupted:
             await msg.nak()
-            self.log.warning("job %s/%s handed back: shutdown grace period ran out", job.run_id, job.trial_id)
+            self.log.warning("job %s handed back: shutdown grace period ran out", job_id(job))
             return "retried"
         except Exception as exc:
             delivered = msg.metadata.num_delivered
@@ -261,12 +262,12 @@ class JobWorker:
             delay = min(self.retry_delay_max_seconds, self.retry_delay_seconds * 2 ** (delivered - 1))
             await msg.nak(delay=delay)
             self.log.warning(
-                "job %s/%s failed on delivery %d of %d, retrying in %.3g s: %s",
-                job.run_id, job.trial_id, delivered, self.max_deliver, delay, _one_line(exc),
+                "job %s failed on delivery %d of %d, retrying in %.3g s: %s",
+                job_id(job), delivered, self.max_deliver, delay, _one_line(exc),
             )
             return "retried"
         await msg.ack()
-        self.log.info("job %s/%s done", job.run_id, job.trial_id)
+        self.log.info("job %s done", job_id(job))
         return "done"
 
     async def _score(self, msg: Msg, job: jobs_pb2.Job, stop: asyncio.Event) -> records_pb2.TrialRecord:
@@ -299,11 +300,12 @@ class JobWorker:
     async def _publish_record(self, job: jobs_pb2.Job, record: records_pb2.TrialRecord) -> None:
         if not isinstance(record, records_pb2.TrialRecord):
             raise TypeError(f"the handler returned {type(record).__name__}, not a TrialRecord")
-        record.run_id, record.trial_id, record.role, record.query = job.run_id, job.trial_id, job.role, job.query
+        record.run_id, record.task = job.run_id, job.task
+        record.key.CopyFrom(job.key)
         if not record.scorer:
             record.scorer = self.service
         await self.js.publish(
-            result_subject(job.run_id), record.SerializeToString(), headers={MSG_ID_HEADER: record_msg_id(record)}
+            result_subject(job.run_id), record.SerializeToString(), headers={MSG_ID_HEADER: job_id(record)}
         )
 
     async def _dead(self, msg: Msg, job: jobs_pb2.Job | None, error: str) -> str:
@@ -312,19 +314,15 @@ class JobWorker:
         try:
             await self.js.publish(dead_subject(self.kind), msg.data, headers={ERROR_HEADER: error})
             if job is not None:
-                record = records_pb2.TrialRecord(
-                    run_id=job.run_id, trial_id=job.trial_id, role=job.role, query=job.query,
-                    scorer=self.service, error=error,
-                )
-                await self.js.publish(
-                    result_subject(job.run_id), record.SerializeToString(),
-                    headers={MSG_ID_HEADER: record_msg_id(record)},
-                )
+                record = records_pb2.TrialRecord(run_id=job.run_id, task=job.task, key=job.key, scorer=self.service,
+                                                 error=error)
+                await self.js.publish(result_subject(job.run_id), record.SerializeToString(),
+                                      headers={MSG_ID_HEADER: job_id(record)})
         except Exception as exc:
             await msg.nak(delay=self.retry_delay_max_seconds)
             self.log.error("could not dead-letter a job, handed it back: %s", _one_line(exc))
             return "retried"
         await msg.term()
-        name = f"{job.run_id}/{job.trial_id}" if job is not None else f"at stream sequence {msg.metadata.sequence.stream}"
+        name = job_id(job) if job is not None else f"at stream sequence {msg.metadata.sequence.stream}"
         self.log.error("job %s dead-lettered: %s", name, error)
         return "dead"

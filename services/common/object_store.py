@@ -22,8 +22,8 @@ from minio import Minio
 from minio.error import InvalidResponseError, S3Error, ServerError
 
 from mfscore.errors import MfscoreError
-from services.common.metrics import S3_BYTES, S3_REQUEST_DURATION
-from services.common.settings import Settings
+from mfscore.services.common.metrics import S3_BYTES, S3_REQUEST_DURATION
+from mfscore.services.common.settings import Settings
 
 T = TypeVar("T")
 CHUNK_BYTES = 1 << 20
@@ -238,16 +238,19 @@ class ObjectStore:
         Returns the local paths, in key order.
         """
         folder = _folder(prefix)
+        wanted = tuple(s.lower() for s in suffixes) if suffixes else None
+        relatives = [key[len(folder):] for key in self.list_keys(folder)]
+        return self.download_keys(folder, [r for r in relatives if r and (not wanted or r.lower().endswith(wanted))],
+                                  local_dir, max_bytes=max_bytes, threads=threads)
+
+    def download_keys(self, prefix: str, relatives: list[str], local_dir: str | os.PathLike, *, max_bytes: int,
+                      threads: int = 8) -> list[str]:
+        """Download ``prefix + r`` for each ``r`` of ``relatives`` to ``local_dir/r``; every name is checked
+        (``confined``) before any download. Returns the local paths, in the given order."""
         root = Path(local_dir)
         root.mkdir(parents=True, exist_ok=True)
         root = root.resolve()
-        wanted = tuple(s.lower() for s in suffixes) if suffixes else None
-        plan = []
-        for key in self.list_keys(folder):
-            relative = key[len(folder):]
-            if not relative or (wanted and not relative.lower().endswith(wanted)):
-                continue
-            plan.append((key, _confined(root, relative, key)))
+        plan = [(_join_key(prefix, relative), confined(root, relative)) for relative in relatives]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(lambda item: self.download_file(item[0], item[1], max_bytes=max_bytes), plan))
         return [str(target) for _, target in plan]
@@ -268,13 +271,17 @@ class ObjectStore:
         return True
 
 
-def _confined(root: Path, relative: str, key: str) -> Path:
+def confined(root: str | os.PathLike, relative: str) -> Path:
+    """``root/relative`` for a '/'-separated key name; one with ``..``, ``.``, empty parts, a backslash or a
+    NUL, or that resolves outside ``root``, raises ``UnsafePath``."""
+    root = Path(root).resolve()
     parts = relative.split("/")
     if "\\" in relative or "\x00" in relative or any(part in ("", ".", "..") for part in parts):
-        raise UnsafePath(f"object key {key!r} has an empty, '.', '..' or backslash part and cannot be downloaded safely")
+        raise UnsafePath(f"object key {relative!r} has an empty, '.', '..' or backslash part and cannot be "
+                         "downloaded safely")
     target = root.joinpath(*parts)
     if not target.resolve().is_relative_to(root):
-        raise UnsafePath(f"object key {key!r} would be written outside {str(root)!r}")
+        raise UnsafePath(f"object key {relative!r} would be written outside {str(root)!r}")
     return target
 
 

@@ -1,1 +1,1 @@
-"""The provenance scorer: a trial's system JSON (from S3) against its planned reference part."""
+"""The provenance scorer pool (system provenance JSON)."""

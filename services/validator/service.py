@@ -1,15 +1,10 @@
-"""Validate a run: its system output against its index, with ``mfscore.validation`` (validator.md).
+"""Validate a run before anything is queued: its system output against its index (``mfscore.validation``), or,
+for a task that declares no submission check, its task's own planning checks.
 
-Mask files are not fetched here: each is checked when its trial is scored, and an unreadable one
-is reported and left unscored exactly as the embedded command does. The pixel-value columns are
-checked only when the run uses them (-pppns): the scorers accept a submission without them.
-
-A provenance run is checked by its embedded command's own ``prepare`` (tables, columns, the trial
-disparity check, JSON paths confined to -S, journals): the problems that stop that command before it
-scores a trial. MediScore's ProvenanceValidator (``validate-provenance``) is not run: it is stricter
-than the scorers (a ConfidenceScore and a status column, one row per index probe, every JSON passing
-the schema), and a system JSON the scorers cannot use only leaves its trial out, so it would reject
-runs the embedded command scores.
+Mask and JSON files are not fetched here: each is checked when its job is scored, and an unusable
+one is reported and left unscored exactly as the embedded command does. The validator may refuse
+what the embedded command accepts (a system row for a probe missing from the index, say); a
+client that wants the embedded behaviour submits with ``skip_validation``.
 """
 
 from __future__ import annotations
@@ -20,60 +15,39 @@ import os
 import tempfile
 
 from mfscore.errors import MfscoreError
-from mfscore.validation.options import ValidatorOptions
+from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
+from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from mfscore.validation.submission import validate_submission
-from services.aggregator.provenance_runs import ProvenanceTaskRun, download_journals
-from services.common.grpc_server import start_grpc_server, stop_grpc_server
-from services.common.metrics import start_metrics_server
-from services.common.object_store import ObjectStore
-from services.common.run_arguments import PROVENANCE_TASKS, parse_arguments
-from services.common.settings import Settings
-from services.wire import runs_pb2, services_pb2_grpc
 
 log = logging.getLogger("mfscore.validator")
-MAX_TABLE_BYTES = 2 << 30
 
-# The validator.py type (-vt) of each task, by the task's -t.
-VALIDATION_TYPES = {
-    "detection": {"manipulation": "SSD", "splice": "DSD", "eventverification": "SSD-event", "camera": "SSD-camera"},
-    "mask": {"manipulation": "SSD", "splice": "DSD"},
-}
+
+def _refused(sentence: str) -> runs_pb2.ValidationReport:
+    return runs_pb2.ValidationReport(valid=False, findings=[
+        runs_pb2.Finding(severity="error", code="run.inputs", message=sentence)])
 
 
 def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> runs_pb2.ValidationReport:
-    """Blocking: fetch the run's tables and validate its system output against its index."""
+    """Blocking: fetch the run's tables and check them."""
     with tempfile.TemporaryDirectory(prefix="validate-", dir=work_dir) as directory:
         try:
-            store.download_prefix(spec.inputs.prefix, directory, suffixes=(".csv",), max_bytes=MAX_TABLE_BYTES)
-            args = parse_arguments(spec.task, list(spec.arguments), directory, spec.inputs)
+            fetch_tables(store, spec, directory)
+            task, options = run_options(spec, directory)
+            submission = task.validation(options)
+            if submission is None:
+                task.plan(options)
+                return runs_pb2.ValidationReport(valid=True)
         except MfscoreError as error:
-            return runs_pb2.ValidationReport(valid=False, findings=[
-                runs_pb2.Finding(severity="error", code="run.inputs", message=error.sentence())])
-        if spec.task in PROVENANCE_TASKS:
-            return _validate_provenance(store, spec, args, directory)
-        pixel_values_used = bool(getattr(args, "perProbePixelNoScore", False))
-        options = ValidatorOptions(kind=VALIDATION_TYPES[spec.task][args.task], neglect_mask=True,
-                                   neglect_pixel=not pixel_values_used,
-                                   index_filter=bool(getattr(args, "indexFilter", False)),
-                                   mediscore_compat=args.mediscore_compat)
-        validation = validate_submission(os.path.join(args.sysDir, args.inSys),
-                                         os.path.join(args.refDir, args.inIndex), options)
-        findings = [runs_pb2.Finding(severity=str(f.severity),
-                                     code=f.code, message=f.message,
+            return _refused(named_by_key(error.sentence(), directory))
+        validation = validate_submission(submission.system, submission.index, submission.options)
+        findings = [runs_pb2.Finding(severity=str(f.severity), code=f.code, message=f.message,
                                      file=os.path.relpath(f.file, directory) if f.file else "", line=f.line or 0)
                     for f in validation.report.findings]
         return runs_pb2.ValidationReport(valid=validation.report.valid, findings=findings)
-
-
-def _validate_provenance(store: ObjectStore, spec: runs_pb2.RunSpec, args,
-                         directory: str) -> runs_pb2.ValidationReport:
-    try:
-        download_journals(store, spec.inputs.prefix, directory)
-        ProvenanceTaskRun(spec.task, args, directory)
-    except MfscoreError as error:
-        return runs_pb2.ValidationReport(valid=False, findings=[
-            runs_pb2.Finding(severity="error", code="run.inputs", message=error.sentence())])
-    return runs_pb2.ValidationReport(valid=True)
 
 
 class Validator(services_pb2_grpc.ValidatorServicer):

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from nats.js.errors import NotFoundError
 
-from services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
-from services.common.processes import start_nats_server, start_s3_server
-from services.common.settings import Settings
+from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
+from mfscore.services.common.processes import start_nats_server, start_s3_server
+from mfscore.services.common.settings import Settings
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +64,10 @@ def jetstream(cluster_settings):
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory):
     """``mfscore local-cluster up``'s cluster (every service a process), shared by the session; always stopped."""
-    from services.commands import local_cluster as commands
+    from mfscore.services.commands import local_cluster as commands
 
     path = tmp_path_factory.mktemp("cluster") / "cluster.json"
-    config = commands.up(path, mask_scorers=1, detection_scorers=1)
+    config = commands.up(path, mask_scorers=1)
     try:
         yield path, config
     finally:

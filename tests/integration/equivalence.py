@@ -5,11 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mfscore.cli.main import main
-
-
-def tree(directory: Path) -> dict[str, bytes]:
-    """Every file under ``directory`` (relative name → bytes); staging leftovers would show up here too."""
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+from output_files import tree
 
 
 def run_both(capsys, cluster_file: Path, task: str, arguments: list[str], out_option: str, embedded_out: str,

@@ -13,13 +13,16 @@ import grpc
 import pytest
 
 from integration.equivalence import tree
+from mfscore import tasks
 from mfscore.cli.main import build_parser, main
+from mfscore.codec import encode
 from mfscore.sample_data.masks import generate_mask_dataset
-from services.commands import local_cluster as commands
-from services.commands.submit import run_inputs
-from services.common.jetstream import JOBS_STREAM, connect
-from services.common.object_store import ObjectStore
-from services.wire import runs_pb2, services_pb2_grpc
+from mfscore.services.commands import local_cluster as commands
+from mfscore.services.commands.submit import run_inputs
+from mfscore.services.common.jetstream import JOBS_STREAM, connect
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.wire import runs_pb2, services_pb2_grpc
+from mfscore.tasks.base import relocated
 
 pytestmark = pytest.mark.integration
 State = runs_pb2.RunState
@@ -65,15 +68,17 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         stop(scorer)  # jobs wait in the queue
 
         args = build_parser().parse_args(["mask", *arguments, "-oR", "x"])
+        task, options = tasks.get(args.task_name), args.task_options(args).options
         store = ObjectStore(config.settings())
         store.ensure_bucket()
         run_id = uuid.uuid4().hex
         prefix = f"runs/{run_id}/inputs/"
-        for local, key in run_inputs("mask", args):
+        files, tables = run_inputs(task, options)
+        for local, key in files:
             store.put_file(prefix + key, local)
-        spec = runs_pb2.RunSpec(task="mask", arguments=[*arguments, "-oR", "x"], run_id=run_id, output_name="x",
-                                inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="ref",
-                                                              system_dir="sys", system=os.path.basename(data.system)))
+        inputs = task.inputs(options)
+        spec = runs_pb2.RunSpec(task=task.name, options=encode(relocated(options, inputs, {n: n for n in inputs.roots})),
+                                tables=tables, input_prefix=prefix, output_name="x", run_id=run_id)
         with grpc.insecure_channel(config.aggregator_address) as channel:
             stub = services_pb2_grpc.AggregatorStub(channel)
             stub.SubmitRun(spec, timeout=30)

@@ -20,10 +20,10 @@ from mfscore.cli import provenance_filtering, provenance_graph
 from mfscore.cli.main import build_parser, main
 from mfscore.errors import InputFileError
 from mfscore.sample_data.provenance import generate_provenance_dataset
-from services.commands.submit import run_inputs
-from services.common.object_store import ObjectStore
-from services.provenance_scorer.messages import job_message, trial_outcome
-from services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.services.commands.submit import run_inputs
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.provenance_scorer.messages import job_message, trial_outcome
+from mfscore.services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
 

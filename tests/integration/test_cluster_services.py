@@ -1,30 +1,37 @@
-"""Each running service of a local cluster (its own process) over gRPC: the scorers answer one job
-synchronously with the record the core computes, every service serves health, reflection and
-/metrics, and the aggregator answers for unknown and unfinished runs."""
+"""Each running service of a local cluster (its own process) over gRPC: a scorer pool answers one job
+synchronously with the outcome the core's task computes, every service serves health, reflection and
+/metrics, the validator accepts and rejects, and the aggregator answers for unknown and bad runs."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import urllib.request
 import uuid
 
 import grpc
-import numpy as np
-import pandas as pd
 import pytest
 from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from mfscore.masks.mask_scoring import MaskJob, ZoneOptions, score_mask
+from mfscore import tasks
+from mfscore.cli.main import build_parser
+from mfscore.codec import encode
+from mfscore.masks.mask_record import UNREADABLE
+from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
-from services.common.messages import mask_job_message, mask_record
-from services.common.object_store import ObjectStore
-from services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.sample_data.video import sample_video_dataset
+from mfscore.services.commands.submit import localize, run_inputs
+from mfscore.services.common.messages import job_key, job_message, outcome
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.tasks.base import Job, key_of, relocated
 
 pytestmark = pytest.mark.integration
 
-SERVICE_NAMES = {"validator": "Validator", "aggregator": "Aggregator", "mask-scorer": "MaskScorer",
-                 "detection-scorer": "DetectionScorer", "provenance-scorer": "ProvenanceScorer"}
+SERVICE_NAMES = {"validator": "Validator", "aggregator": "Aggregator", "mask-scorer": "Scorer",
+                 "provenance-scorer": "Scorer"}
 
 
 def address(config, service: str) -> str:
@@ -32,10 +39,16 @@ def address(config, service: str) -> str:
     return f"127.0.0.1:{port}"
 
 
+def test_the_cluster_runs_exactly_these_services(local_cluster):
+    _, config = local_cluster
+    assert sorted({p["service"] for p in config.processes if p.get("service")}) == sorted(SERVICE_NAMES)
+
+
 @pytest.mark.parametrize("service", sorted(SERVICE_NAMES))
 def test_every_service_serves_health_reflection_and_metrics(service, local_cluster):
     _, config = local_cluster
     full_name = services_pb2.DESCRIPTOR.services_by_name[SERVICE_NAMES[service]].full_name
+    assert full_name == f"mfscore.v1.{SERVICE_NAMES[service]}"
     with grpc.insecure_channel(address(config, service)) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for name in ("", full_name):
@@ -51,81 +64,166 @@ def test_every_service_serves_health_reflection_and_metrics(service, local_clust
         assert f"# TYPE {name}" in text
 
 
-@pytest.fixture(scope="module")
-def uploaded_masks(tmp_path_factory, local_cluster):
-    """A few probes' reference and system masks, uploaded under a fresh prefix."""
-    _, config = local_cluster
-    data = generate_mask_dataset(tmp_path_factory.mktemp("masks"), 4)
+@dataclasses.dataclass
+class Uploaded:
+    """A task's run planned on local files, its inputs uploaded as ``mfscore submit`` uploads them."""
+
+    task: object
+    options: object
+    plan: object
+    roots: dict
+    tables: list
+    prefix: str
+
+    def spec(self, options=None, **fields) -> runs_pb2.RunSpec:
+        """The RunSpec ``mfscore submit`` would send for ``options`` (default: the planned ones)."""
+        moved = relocated(options or self.options, self.task.inputs(self.options), {n: n for n in self.roots})
+        return runs_pb2.RunSpec(**{"task": self.task.name, "options": encode(moved), "tables": self.tables,
+                                   "input_prefix": self.prefix, "output_name": "x", **fields})
+
+    def wire(self, job: Job, run_id: str = "grpc", **blobs: str) -> jobs_pb2.Job:
+        """The job as the aggregator publishes it: its files named by their key in the upload (or by ``blobs``)."""
+        keys = {name: key_of(path, self.roots, what=path) if path else ""
+                for name, path in self.task.blobs(job.work).items()} | blobs
+        return job_message(run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
+
+
+def upload(config, name: str, arguments: list[str]) -> Uploaded:
+    args = build_parser().parse_args([name, *arguments])
+    options = args.task_options(args).options
+    task = tasks.get(args.task_name)
     store = ObjectStore(config.settings())
     store.ensure_bucket()
     prefix = f"test/{uuid.uuid4().hex}/"
-    store.upload_tree(data.directory, prefix)
-    return data, prefix
+    files, tables = run_inputs(task, options)
+    for path, key in files:
+        store.put_file(prefix + key, path)
+    return Uploaded(task, options, task.plan(options), task.inputs(options).roots, tables, prefix)
+
+
+@pytest.fixture(scope="module")
+def mask_data(tmp_path_factory):
+    return generate_mask_dataset(tmp_path_factory.mktemp("masks"), 4)
+
+
+def mask_arguments(data, *extra: str) -> list[str]:
+    return ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
+            "-s", str(data.directory / data.system), "-oR", "unused/x", *extra]
+
+
+@pytest.fixture(scope="module")
+def uploaded_masks(mask_data, local_cluster):
+    """The mask run with default and with other no-score zones (``--rbin 0 --eks 5 --dks 3 --ntdks 1 -k disc``)."""
+    _, config = local_cluster
+    return [upload(config, "mask", mask_arguments(mask_data, *extra))
+            for extra in ([], ["--rbin", "0", "--eks", "5", "--dks", "3", "--ntdks", "1", "-k", "disc"])]
+
+
+def same_outcome(remote, local, roots) -> bool:
+    """The remote outcome is the local one, but for naming files by their key in the upload."""
+    return localize(encode_outcome(remote).decode(), roots) == encode_outcome(local).decode()
 
 
 def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_cluster):
     _, config = local_cluster
-    data, prefix = uploaded_masks
-    reference = pd.read_csv(data.directory / data.reference, sep="|", dtype=str).fillna("")
-    system = pd.read_csv(data.directory / data.system, sep="|", dtype=str).fillna("")
-    pairs = reference.merge(system, on="ProbeFileID")
-    pairs = pairs[pairs["ProbeMaskFileName"] != ""]
-    names = list(zip(pairs["ProbeMaskFileName"], pairs["OutputProbeMaskFileName"]))
-    assert names
     with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
-        stub = services_pb2_grpc.MaskScorerStub(channel)
-        for (reference_key, system_name), zones in zip((names[0], names[-1]), (ZoneOptions(), ZoneOptions(5, 3, 0, "disc"))):
-            system_key = f"system/{system_name}"
-            local = MaskJob(str(data.directory / reference_key), str(data.directory / system_key),
-                            every_marked_pixel=True, zones=zones)
-            job = jobs_pb2.Job(run_id="grpc", trial_id="0/probe/0", role="probe", bucket=config.bucket,
-                               input_prefix=prefix, mask=mask_job_message(local, reference_key, system_key))
-            reply = stub.ScoreMask(job, timeout=30)
-            expected = score_mask(local)
-            assert reply.trial_id == "0/probe/0" and reply.mask.status == expected.status
-            assert mask_record(reply.mask).to_dict() == expected.to_dict()
-            assert np.asarray(reply.mask.positive).sum() > 0
-        missing = jobs_pb2.Job(run_id="grpc", trial_id="0/probe/1", role="probe", input_prefix=prefix,
-                               mask=mask_job_message(local, reference_key, "system/mask/absent.png"))
-        reply = stub.ScoreMask(missing, timeout=30)
-        assert reply.mask.status == "unreadable" and "sys" not in reply.mask.message.split()[0]
-        assert "system/mask/absent.png" in reply.mask.message and "does not exist" in reply.mask.message
+        stub = services_pb2_grpc.ScorerStub(channel)
+        for run in uploaded_masks:
+            task = run.task
+            scored = [job for job in run.plan.jobs if all(task.blobs(job.work).values())]
+            assert len(scored) >= 2
+            for planned in (scored[0], scored[-1]):
+                message = run.wire(planned)
+                assert message.work != encode(planned.work)  # the keys, not the local paths
+                reply = stub.Score(message, timeout=30)
+                expected = task.score(planned.work)
+                assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
+                    "grpc", "mask", planned.key, "mask-scorer", "")
+                got = outcome(task, reply)
+                assert encode_outcome(got) == encode_outcome(expected)
+                assert got.status == "scored" and got.positive.sum() > 0
 
 
-def test_detection_scorer_parses_each_trial(local_cluster):
+def test_a_missing_object_is_the_cores_does_not_exist_problem(uploaded_masks, local_cluster):
     _, config = local_cluster
-    trials = [jobs_pb2.DetectionTrial(ordinal=i, confidence_score=repr(s), is_target=t, status=st)
-              for i, (s, t, st) in enumerate([(0.25, "Y", "Processed"), (-3.5e-7, "N", ""), (1e300, "Y", "OptOutAll")])]
-    with grpc.insecure_channel(address(config, "detection-scorer")) as channel:
-        stub = services_pb2_grpc.DetectionScorerStub(channel)
-        reply = stub.ScoreDetection(jobs_pb2.Job(run_id="grpc", trial_id="0/trial/0", role="trial",
-                                                 detection=jobs_pb2.DetectionJob(trials=trials)), timeout=10)
-        assert [(r.ordinal, r.score, r.is_target, r.status) for r in reply.detection.records] == [
-            (0, 0.25, True, "Processed"), (1, -3.5e-7, False, ""), (2, 1e300, True, "OptOutAll")]
-        bad = jobs_pb2.DetectionJob(trials=[jobs_pb2.DetectionTrial(ordinal=0, confidence_score="high")])
-        with pytest.raises(grpc.RpcError):
-            stub.ScoreDetection(jobs_pb2.Job(run_id="grpc", trial_id="0/trial/0", detection=bad), timeout=10)
+    run = uploaded_masks[0]
+    task = run.task
+    planned = next(job for job in run.plan.jobs if all(task.blobs(job.work).values()))
+    absent = os.path.join(run.roots["sys"], "mask", "absent.png")
+    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+        reply = services_pb2_grpc.ScorerStub(channel).Score(run.wire(planned, system="sys/mask/absent.png"), timeout=30)
+    got = outcome(task, reply)
+    expected = task.score(dataclasses.replace(planned.work, system_path=absent))
+    assert isinstance(got, Problem) and isinstance(expected, Problem) and not reply.error
+    assert "sys/mask/absent.png" in got.message and "does not exist" in got.message
+    assert got.message.startswith("the system mask file sys/mask/absent.png")  # no worker directory in it
+    assert got.counts_as.status == UNREADABLE
+    assert same_outcome(got, expected, run.roots)
+    assert localize(got.message, run.roots) == expected.message and absent in expected.message
 
 
-def test_validator_and_aggregator_answer_directly(uploaded_masks, local_cluster):
+def test_a_job_naming_no_task_is_refused(uploaded_masks, local_cluster):
     _, config = local_cluster
-    data, prefix = uploaded_masks
-    spec = runs_pb2.RunSpec(task="mask", arguments=["--refDir", "x", "-r", data.reference, "-x", data.index,
-                                                    "-s", "s.csv", "-oR", "o/x"],
-                            inputs=runs_pb2.InputLocation(bucket=config.bucket, prefix=prefix, reference_dir="",
-                                                          system_dir="system", system=data.system.split("/")[-1]))
+    message = uploaded_masks[0].wire(uploaded_masks[0].plan.jobs[0])
+    message.task = "no-such-task"
+    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            services_pb2_grpc.ScorerStub(channel).Score(message, timeout=30)
+    assert "no-such-task" in (error.value.details() or "")
+
+
+def test_the_mask_scorer_pool_scores_a_video_spatial_job_as_the_core_does(tmp_path_factory, local_cluster):
+    _, config = local_cluster
+    data = sample_video_dataset(tmp_path_factory.mktemp("video"), compression="gzip")
+    run = upload(config, "video-spatial", [*data.cli_args(), "--eks", "3", "--dks", "3", "-oR", "unused/x"])
+    task = run.task
+    assert task.resource == "video"
+    said = {"scored": 0, "problem": 0}
+    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+        stub = services_pb2_grpc.ScorerStub(channel)
+        for planned in run.plan.jobs:
+            reply = stub.Score(run.wire(planned), timeout=60)
+            assert (reply.task, job_key(reply.key), reply.error) == ("video-spatial", planned.key, "")
+            got, expected = outcome(task, reply), task.score(planned.work)
+            assert same_outcome(got, expected, run.roots), planned.work.probe_id
+            said["problem" if isinstance(got, Problem) else "scored"] += 1
+    assert said["scored"] >= 2
+
+
+def test_validator_accepts_and_rejects(uploaded_masks, local_cluster):
+    _, config = local_cluster
+    run = uploaded_masks[0]
     with grpc.insecure_channel(config.validator_address) as channel:
-        report = services_pb2_grpc.ValidatorStub(channel).Validate(services_pb2.ValidateRequest(run=spec), timeout=30)
+        validator = services_pb2_grpc.ValidatorStub(channel)
+        report = validator.Validate(services_pb2.ValidateRequest(run=run.spec()), timeout=30)
         assert report.valid, [f.message for f in report.findings]
-        spec.inputs.system = "absent.csv"
-        report = services_pb2_grpc.ValidatorStub(channel).Validate(services_pb2.ValidateRequest(run=spec), timeout=30)
+        absent = os.path.join(run.roots["sys"], "absent.csv")
+        report = validator.Validate(services_pb2.ValidateRequest(
+            run=run.spec(dataclasses.replace(run.options, system=absent))), timeout=30)
         assert not report.valid and any("absent.csv" in f.message for f in report.findings)
+        assert [f.file for f in report.findings if "absent.csv" in f.message] == ["sys/absent.csv"]
+        unfetched = run.spec(tables=[])  # no table fetched: each missing one named by its key in the upload
+        report = validator.Validate(services_pb2.ValidateRequest(run=unfetched), timeout=30)
+        assert not report.valid
+        assert [(f.code, f.file) for f in report.findings] == [
+            ("files.missing_system", key_of(run.options.system, run.roots, what="")),
+            ("files.missing_index", key_of(os.path.join(run.options.ref_dir, run.options.index), run.roots, what=""))]
+
+
+def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
+    _, config = local_cluster
     with grpc.insecure_channel(config.aggregator_address) as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
         with pytest.raises(grpc.RpcError) as error:
             stub.GetRun(runs_pb2.RunRef(run_id="no-such-run"), timeout=5)
         assert error.value.code() == grpc.StatusCode.NOT_FOUND
         with pytest.raises(grpc.RpcError) as error:
+            stub.GetReport(runs_pb2.RunRef(run_id="no-such-run"), timeout=5)
+        assert error.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.RpcError) as error:
             stub.SubmitRun(runs_pb2.RunSpec(task="mask", output_name="../x"), timeout=5)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id="not a token", output_name="x"), timeout=5)
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert all(s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs)

@@ -13,55 +13,55 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from services.common.grpc_server import start_grpc_server, stop_grpc_server
-from services.common.metrics import start_metrics_server
-from services.common.processes import ProcessError, find_executable, start_nats_server, start_s3_server
-from services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
+from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.processes import ProcessError, find_executable, start_nats_server, start_s3_server
+from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
 
-MASK_SCORER = services_pb2.DESCRIPTOR.services_by_name["MaskScorer"].full_name
+SCORER = services_pb2.DESCRIPTOR.services_by_name["Scorer"].full_name
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-class FixedMaskScorer(services_pb2_grpc.MaskScorerServicer):
-    """A test double of a servicer: answers every job with the same record."""
+class FixedScorer(services_pb2_grpc.ScorerServicer):
+    """A test double of a servicer: answers every job with the same outcome."""
 
-    async def ScoreMask(self, request, context):
+    async def Score(self, request, context):
         return records_pb2.TrialRecord(
-            run_id=request.run_id, trial_id=request.trial_id, scorer="fixed",
-            mask=records_pb2.MaskRecord(status="scored"),
+            run_id=request.run_id, task=request.task, key=request.key, scorer="fixed", outcome=b'{"record":{}}',
         )
 
 
 def reflected(port: int) -> tuple[list[str], list[str]]:
-    """The service names the server lists, and the methods of MaskScorer, through reflection (blocking)."""
+    """The service names the server lists, and the methods of Scorer, through reflection (blocking)."""
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         database = ProtoReflectionDescriptorDatabase(channel)
         services = database.get_services()
-        methods = DescriptorPool(database).FindServiceByName(MASK_SCORER).methods_by_name
+        methods = DescriptorPool(database).FindServiceByName(SCORER).methods_by_name
         return sorted(services), sorted(methods)
 
 
 def test_servicer_health_and_reflection_are_served_then_drained():
     async def scenario():
         server, port = await start_grpc_server(
-            [(services_pb2_grpc.add_MaskScorerServicer_to_server, FixedMaskScorer(), MASK_SCORER)],
+            [(services_pb2_grpc.add_ScorerServicer_to_server, FixedScorer(), SCORER)],
             port=0, host="127.0.0.1",
         )
         assert port > 0
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                record = await services_pb2_grpc.MaskScorerStub(channel).ScoreMask(
-                    jobs_pb2.Job(run_id="r1", trial_id="0/probe/1", mask=jobs_pb2.MaskJob())
+                key = jobs_pb2.JobKey(query=0, role="probe", ordinal=1)
+                record = await services_pb2_grpc.ScorerStub(channel).Score(
+                    jobs_pb2.Job(run_id="r1", task="mask", key=key, work=b"{}")
                 )
-                assert (record.run_id, record.trial_id, record.scorer, record.mask.status) == (
-                    "r1", "0/probe/1", "fixed", "scored",
+                assert (record.run_id, record.task, record.key, record.scorer, record.outcome) == (
+                    "r1", "mask", key, "fixed", b'{"record":{}}',
                 )
 
                 health = health_pb2_grpc.HealthStub(channel)
-                for service in (MASK_SCORER, ""):
+                for service in (SCORER, ""):
                     reply = await health.Check(health_pb2.HealthCheckRequest(service=service))
                     assert reply.status == SERVING
                 with pytest.raises(grpc.aio.AioRpcError) as unknown:
@@ -70,11 +70,11 @@ def test_servicer_health_and_reflection_are_served_then_drained():
 
                 services, methods = await asyncio.to_thread(reflected, port)
                 assert services == sorted(
-                    [MASK_SCORER, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"]
+                    [SCORER, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"]
                 )
-                assert methods == ["ScoreMask"]
+                assert methods == ["Score"]
 
-                watch = health.Watch(health_pb2.HealthCheckRequest(service=MASK_SCORER))
+                watch = health.Watch(health_pb2.HealthCheckRequest(service=SCORER))
                 assert (await watch.read()).status == SERVING
                 stopping = asyncio.create_task(stop_grpc_server(server, grace=0.5))
                 assert (await asyncio.wait_for(watch.read(), 2)).status == NOT_SERVING

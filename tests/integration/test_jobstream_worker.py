@@ -1,4 +1,5 @@
-"""Jobs through a real nats-server with JetStream: de-duplication, the worker's outcomes, heartbeats, shutdown."""
+"""Jobs through a real nats-server with JetStream: de-duplication, the worker's outcomes, heartbeats, shutdown,
+and the jobs a worker refuses (an unknown task, or a task of another resource class)."""
 
 from __future__ import annotations
 
@@ -9,33 +10,46 @@ import uuid
 import pytest
 from prometheus_client import REGISTRY
 
-from services.common.jetstream import (
+from mfscore import tasks
+from mfscore.masks.mask_record import MaskRecord
+from mfscore.masks.mask_scoring import MaskJob
+from mfscore.records import JobKey, encode_outcome
+from mfscore.services.common.jetstream import (
     DEAD_STREAM,
     ERROR_HEADER,
+    JOB_KINDS,
     JOBS_STREAM,
     MSG_ID_HEADER,
     RESULTS_STREAM,
     JobWorker,
     dead_subject,
+    job_id,
     job_subject,
     publish_job,
     result_subject,
     runs_bucket,
 )
-from services.wire import jobs_pb2, records_pb2
+from mfscore.services.common.messages import job, job_key, job_message, outcome
+from mfscore.services.wire import jobs_pb2, records_pb2
+from mfscore.tasks.base import PLANNER, Job
 
 pytestmark = pytest.mark.integration
+MASK = tasks.get("mask")
 
 
 def mask_job(run_id: str, ordinal: int, role: str = "probe", query: int = 0) -> jobs_pb2.Job:
-    return jobs_pb2.Job(
-        run_id=run_id, trial_id=f"{query}/{role}/{ordinal}", role=role, query=query, bucket="b",
-        input_prefix="runs/in/", mask=jobs_pb2.MaskJob(reference_key=f"ref/{ordinal}.png"),
-    )
+    work = MaskJob(reference_path=f"ref/{ordinal}.png", system_path=None)
+    return job_message(run_id, MASK, Job(JobKey(query, role, ordinal), work), "runs/in/")
 
 
-def scored(job: jobs_pb2.Job) -> records_pb2.TrialRecord:
-    return records_pb2.TrialRecord(mask=records_pb2.MaskRecord(status="scored", positive=[len(job.trial_id)]))
+def scored(message: jobs_pb2.Job) -> records_pb2.TrialRecord:
+    """A record naming the job's reference mask (so a test can tell whose record it is); the worker stamps the rest."""
+    work = job(MASK, message).work
+    return records_pb2.TrialRecord(outcome=encode_outcome(MaskRecord(status="scored", message=work.reference_path)))
+
+
+def name(message: jobs_pb2.Job) -> str:
+    return str(job_key(message.key))
 
 
 async def stream_messages(js, stream: str) -> list:
@@ -91,7 +105,7 @@ def test_publish_job_drops_a_repeated_message_id(jetstream):
             assert (first.duplicate, again.duplicate, other.duplicate) == (None, True, None)
             assert again.seq == first.seq
             assert await stream_count(js, JOBS_STREAM) == 2
-            with pytest.raises(ValueError, match="carries mask work, not detection"):
+            with pytest.raises(ValueError, match="job kind 'detection' is not one of mask, video, json"):
                 await publish_job(js, "detection", job)
 
     asyncio.run(scenario())
@@ -128,13 +142,15 @@ def test_worker_publishes_each_record_keyed_then_acks_the_job(jetstream):
             results = await stream_messages(js, RESULTS_STREAM)
             assert {m.subject for m in results} == {result_subject("runA")}
             assert sorted(m.headers[MSG_ID_HEADER] for m in results) == sorted(
-                f"runA/{job.trial_id}/{job.role}/0" for job in jobs
+                f"runA/0/{role}/{n}" for n in range(3) for role in ("probe", "donor")
             )
             for message in results:
                 record = records_pb2.TrialRecord.FromString(message.data)
-                assert message.headers[MSG_ID_HEADER] == f"{record.run_id}/{record.trial_id}/{record.role}/{record.query}"
-                assert record.scorer == w.service and record.mask.status == "scored" and not record.error
-                assert list(record.mask.positive) == [len(record.trial_id)]
+                assert message.headers[MSG_ID_HEADER] == job_id(record) == (
+                    f"{record.run_id}/{record.key.query}/{record.key.role}/{record.key.ordinal}")
+                assert (record.run_id, record.task, record.scorer, record.error) == ("runA", "mask", w.service, "")
+                got = outcome(MASK, record)
+                assert got.status == "scored" and got.message == f"ref/{record.key.ordinal}.png"
             assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
             assert outcomes(w.service) == {"done": 6, "retried": 0, "dead": 0}
 
@@ -186,7 +202,7 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
             calls = []
 
             async def handle(job):
-                calls.append(job.trial_id)
+                calls.append(name(job))
                 raise RuntimeError("mask unreadable:\nbad PNG header")
 
             w = worker(js, handle, max_deliver=3)
@@ -198,7 +214,7 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
             stop.set()
             await asyncio.wait_for(task, 5)
 
-            assert calls == [job.trial_id] * 3
+            assert calls == ["2/donor/7"] * 3
             [dead] = await stream_messages(js, DEAD_STREAM)
             assert dead.subject == dead_subject("mask")
             assert jobs_pb2.Job.FromString(dead.data) == job
@@ -207,10 +223,10 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
             )
             [result] = await stream_messages(js, RESULTS_STREAM)
             record = records_pb2.TrialRecord.FromString(result.data)
-            assert (record.run_id, record.trial_id, record.role, record.query) == ("runC", "2/donor/7", "donor", 2)
-            assert record.error == dead.headers[ERROR_HEADER]
-            assert record.WhichOneof("record") is None
-            assert result.headers[MSG_ID_HEADER] == "runC/2/donor/7/donor/2"
+            assert (record.run_id, record.task, job_key(record.key)) == ("runC", "mask", JobKey(2, "donor", 7))
+            assert record.error == dead.headers[ERROR_HEADER] and record.scorer == w.service
+            assert record.outcome == b""
+            assert result.headers[MSG_ID_HEADER] == "runC/2/donor/7"
             assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
             assert outcomes(w.service) == {"done": 0, "retried": 2, "dead": 1}
 
@@ -244,6 +260,91 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
     asyncio.run(scenario())
 
 
+def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_each(jetstream):
+    resources = {tasks.get(n).resource for n in tasks.names()} - {PLANNER}
+    assert set(JOB_KINDS) == resources == {"mask", "video", "json"}
+    for kind in JOB_KINDS:
+        assert (job_subject(kind), dead_subject(kind)) == (f"mfscore.jobs.{kind}", f"mfscore.dead.{kind}")
+    with pytest.raises(ValueError):
+        job_subject("detection")  # a PLANNER task's jobs are never published
+    message = mask_job("runK", 4, role="donor", query=1)
+    assert job_id(message) == "runK/1/donor/4"
+    assert job_id(records_pb2.TrialRecord(run_id="runK", key=message.key)) == job_id(message)
+
+    async def scenario():
+        async with jetstream() as (_, js):
+            async def handle(job):
+                return scored(job)
+
+            for kind in JOB_KINDS:
+                w = worker(js, handle, kind=kind)
+                assert w.consumer == f"{kind}-scorers"
+                stop = asyncio.Event()
+                stop.set()
+                await asyncio.wait_for(w.run(stop), 5)
+                consumer = await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")
+                assert consumer.config.filter_subject == job_subject(kind)
+
+    asyncio.run(scenario())
+
+
+async def _refused(jetstream, message: jobs_pb2.Job, kind: str = "mask"):
+    """Publish ``message`` on ``kind``'s subject for a ``kind`` worker: (handler calls, dead message, result
+    message, the consumer's state, the worker)."""
+    async with jetstream() as (_, js):
+        await publish_job(js, kind, message)
+        calls = []
+
+        async def handle(job):
+            calls.append(job)
+            return scored(job)
+
+        w = worker(js, handle, kind=kind, max_deliver=3)
+        stop = asyncio.Event()
+        task = asyncio.create_task(w.run(stop))
+        assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
+        assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+        await asyncio.sleep(0.3)
+        stop.set()
+        await asyncio.wait_for(task, 5)
+        [dead] = await stream_messages(js, DEAD_STREAM)
+        [result] = await stream_messages(js, RESULTS_STREAM)
+        consumer = await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")
+        assert await eventually(lambda: _exactly(js, JOBS_STREAM, 0))
+        return calls, dead, result, consumer, w
+
+
+def _assert_dead_lettered_once(message, kind, calls, dead, result, consumer, w, error):
+    assert calls == []
+    assert consumer.delivered.consumer_seq == 1  # not retried
+    assert dead.subject == dead_subject(kind) and jobs_pb2.Job.FromString(dead.data) == message
+    assert dead.headers[ERROR_HEADER] == error
+    record = records_pb2.TrialRecord.FromString(result.data)
+    assert result.subject == result_subject(message.run_id)
+    assert (record.run_id, record.task, record.key, record.scorer, record.error, record.outcome) == (
+        message.run_id, message.task, message.key, w.service, error, b"")
+    assert result.headers[MSG_ID_HEADER] == job_id(message)
+    assert outcomes(w.service) == {"done": 0, "retried": 0, "dead": 1}
+
+
+def test_a_job_naming_an_unknown_task_is_dead_lettered_not_retried(jetstream):
+    message = mask_job("runU", 3, query=1)
+    message.task = "no-such-task"
+    calls, dead, result, consumer, w = asyncio.run(_refused(jetstream, message))
+    _assert_dead_lettered_once(message, "mask", calls, dead, result, consumer, w,
+                               f"the job's task 'no-such-task' is not one of {', '.join(tasks.names())}")
+
+
+@pytest.mark.parametrize("task_name, kind", [("video-spatial", "mask"), ("mask", "video"), ("provenance-graph", "mask"),
+                                             ("mask", "json"), ("detection", "mask")])
+def test_a_job_of_another_resource_class_is_dead_lettered_not_retried(task_name, kind, jetstream):
+    message = mask_job("runV", 5, role="probe")
+    message.task = task_name  # the work is never decoded: the task's resource decides
+    calls, dead, result, consumer, w = asyncio.run(_refused(jetstream, message, kind))
+    _assert_dead_lettered_once(message, kind, calls, dead, result, consumer, w,
+                               f"the {task_name} job is not {kind} work")
+
+
 async def _slow_job_calls(jetstream, heartbeat_seconds):
     """Two workers share the consumer; one slow job (2.5 s) against ack_wait = 1 s.
 
@@ -254,7 +355,7 @@ async def _slow_job_calls(jetstream, heartbeat_seconds):
         calls = []
 
         async def handle(job):
-            calls.append(job.trial_id)
+            calls.append(name(job))
             await asyncio.sleep(2.5)
             return scored(job)
 
@@ -341,7 +442,7 @@ def test_a_job_outliving_the_shutdown_grace_is_cancelled_and_handed_back(jetstre
                 try:
                     await asyncio.sleep(60)
                 except asyncio.CancelledError:
-                    cancelled.append(job.trial_id)
+                    cancelled.append(name(job))
                     raise
                 return scored(job)
 

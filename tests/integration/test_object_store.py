@@ -13,15 +13,15 @@ import pytest
 from prometheus_client import REGISTRY
 
 from mfscore.errors import OptionError
-from services.common.object_store import (
+from mfscore.services.common.object_store import (
     ObjectMissing,
     ObjectStore,
     ObjectStoreUnavailable,
     ObjectTooLarge,
     UnsafePath,
 )
-from services.common.processes import free_port
-from services.common.settings import Settings
+from mfscore.services.common.processes import free_port
+from mfscore.services.common.settings import Settings
 
 pytestmark = pytest.mark.integration
 

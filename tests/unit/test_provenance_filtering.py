@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import tempfile
@@ -19,7 +20,6 @@ from mfscore.provenance.filtering import (
     FilteringRecord,
     RankCounts,
     TypeCounts,
-    merge_filtering_records,
     node_types,
     ranked,
     reference_nodes,
@@ -27,7 +27,7 @@ from mfscore.provenance.filtering import (
     world_file_id,
     world_nodes,
 )
-from mfscore.records import RecordConflictError
+from mfscore.records import JobKey, RecordConflictError, fold
 from mfscore.reports.provenance_filtering_report import (
     node_mapping,
     scores,
@@ -229,6 +229,12 @@ def test_records_survive_a_json_round_trip(trials):
         assert repr(again) == repr(record)  # 1 stays an int, 1.0 a float: they print differently
 
 
+def folded(records) -> list[FilteringRecord]:
+    """Records folded as the provenance-filtering task's outcomes (keyed by trial), in trial order."""
+    merged = fold((JobKey(0, "trial", record.ordinal), record) for record in records)
+    return [merged[key] for key in sorted(merged)]
+
+
 def report_bytes(records) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory() as tmp:
         write_filtering_report(records, lambda name: Path(tmp) / name)
@@ -243,7 +249,7 @@ def test_records_scored_in_two_shards_merge_into_the_same_report(trials, data):
     first, second = records[:cut], records[cut:]
     shards = [second, first, first[:1]]  # any order; a record delivered twice counts once
     random.Random(cut).shuffle(shards)
-    merged = merge_filtering_records(shards)
+    merged = folded(record for shard in shards for record in shard)
     assert merged == records
     assert report_bytes(merged) == report_bytes(records)
 
@@ -251,8 +257,37 @@ def test_records_scored_in_two_shards_merge_into_the_same_report(trials, data):
 def test_two_different_records_for_one_trial_conflict():
     a = trial(HAND_REFERENCE, HAND_SYSTEM)
     b = trial(HAND_REFERENCE, HAND_SYSTEM[:-1])
-    with pytest.raises(RecordConflictError, match="ordinal 0"):
-        merge_filtering_records([[a], [b]])
+    with pytest.raises(RecordConflictError, match="0/trial/0"):
+        folded([a, b])
+
+
+def test_the_task_scores_a_fetched_copy_as_the_original_and_its_values_round_trip(tmp_path):
+    from mfscore.codec import decode, encode
+    from mfscore.records import decode_outcome, encode_outcome
+    from mfscore.tasks.provenance_filtering import TASK, FilteringJob
+
+    original, copy = tmp_path / "sys" / "P.json", tmp_path / "fetched.json"
+    original.parent.mkdir()
+    original.write_text(json.dumps({"directed": True, "nodes": HAND_SYSTEM}))
+    copy.write_bytes(original.read_bytes())
+    work = FilteringJob(0, "J", "P", "json/P.json", str(original), tuple(HAND_REFERENCE), ("base",), 10_000_000)
+    assert TASK.blobs(work) == {"system": str(original)}
+    fetched = TASK.with_blobs(work, {"system": str(copy)})
+    assert decode(FilteringJob, encode(fetched)) == fetched
+    record = TASK.score(fetched)
+    assert record == trial(HAND_REFERENCE, HAND_SYSTEM, types=("base",))
+    assert decode_outcome(TASK.record_type, encode_outcome(record)) == record
+    copy.write_text("{")
+    assert str(original) in TASK.score(fetched).message and str(copy) not in TASK.score(fetched).message
+    absent = TASK.score(dataclasses.replace(work, types=("final",)))
+    assert absent.fatal and "--nodetype final" in absent.message
+
+
+def test_the_json_size_limit_must_be_at_least_one_byte():
+    from mfscore.tasks.provenance_filtering import Options
+
+    with pytest.raises(OptionError, match="--max-json-bytes 0: the limit must be at least 1 byte"):
+        Options("x", "r", "n", "w", "R", "s", "S", max_json_bytes=0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ and mfscore has no path-building helper (the reduction walks the graph directly)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -39,14 +40,13 @@ from mfscore.provenance.graph_similarity import (
     graph_record,
     map_links,
     match_links,
-    merge_graph_records,
     node_recall,
     sim_lo,
     sim_nlo,
     sim_no,
 )
 from mfscore.provenance.graph_system import SystemGraph, has_cycle, system_graph
-from mfscore.records import RecordConflictError
+from mfscore.records import JobKey, RecordConflictError, fold
 from mfscore.reports.provenance_graph_report import report_tables
 
 
@@ -336,12 +336,18 @@ def written(tables, directory) -> dict[str, bytes]:
     return {name: (directory / name).read_bytes() for name in tables}
 
 
+def folded(records) -> list[GraphRecord]:
+    """Records folded as the provenance-graph task's outcomes (keyed by trial), in trial order."""
+    merged = fold((JobKey(0, "trial", record.ordinal), record) for record in records)
+    return [merged[key] for key in sorted(merged)]
+
+
 def test_records_of_two_shards_merge_into_the_same_report(tmp_path):
     records = random_records(7, 10)
     shuffled = [GraphRecord.from_dict(json.loads(json.dumps(r.to_dict()))) for r in records]
     random.Random(3).shuffle(shuffled)
     first, second = shuffled[:5], shuffled[5:]
-    merged = merge_graph_records(second + first + first[:2])  # any order; a repeat counts once
+    merged = folded(second + first + first[:2])  # any order; a repeat counts once
     assert merged == records
     assert written(report_tables(merged, False), tmp_path / "merged") == \
         written(report_tables(records, False), tmp_path / "whole")
@@ -350,7 +356,35 @@ def test_records_of_two_shards_merge_into_the_same_report(tmp_path):
 def test_conflicting_records_refuse_to_merge():
     a, b = random_records(2, 2)
     with pytest.raises(RecordConflictError):
-        merge_graph_records([a, GraphRecord.from_dict({**b.to_dict(), "ordinal": a.ordinal})])
+        folded([a, GraphRecord.from_dict({**b.to_dict(), "ordinal": a.ordinal})])
+
+
+def test_the_task_scores_a_fetched_copy_as_the_original_and_its_values_round_trip(tmp_path):
+    from mfscore.codec import decode, encode
+    from mfscore.records import decode_outcome, encode_outcome
+    from mfscore.tasks.provenance_graph import TASK, GraphJob
+
+    def link(source: int, target: int) -> dict:
+        return {"source": source, "target": target, "relationshipConfidenceScore": 1}
+
+    nodes = [{"id": str(k), "file": f"{name}.png", "nodeConfidenceScore": 1} for k, name in enumerate("abc")]
+    document = {"directed": True, "nodes": nodes, "links": [link(0, 1), link(1, 2)]}
+    original, copy = tmp_path / "P.json", tmp_path / "fetched.json"
+    copy.write_text(json.dumps(document))
+    reference = ReferenceGraph(frozenset({"a.png", "b.png"}), frozenset({("a.png", "b.png")}))
+    work = GraphJob(3, "J", "P", "P.json", str(original), reference, False, False, False, 10_000_000)
+    assert TASK.blobs(work) == {"system": str(original)}
+    fetched = TASK.with_blobs(work, {"system": str(copy)})
+    assert decode(GraphJob, encode(fetched)) == fetched
+    trial = TASK.score(fetched)
+    assert trial.said == () and (trial.record.ordinal, trial.record.correct_links) == (3, 1)
+    assert decode_outcome(TASK.record_type, encode_outcome(trial)) == trial
+    document["links"].append(link(2, 0))
+    copy.write_text(json.dumps(document))
+    cycle = TASK.score(fetched)
+    assert cycle.fatal and cycle.message.startswith(f"{original}: the system graph has a cycle")
+    warned = TASK.score(dataclasses.replace(fetched, warn_on_system_cycle=True))
+    assert warned.said == (f"Warning, detected cycle(s) for system output file '{original}'",)
 
 
 def test_confidence_format_is_decided_per_file():

@@ -1,4 +1,5 @@
-"""One codec for every value that crosses between runners: a task's options, its jobs' work, its records.
+"""One codec for every value that crosses between runners: a task's options, its jobs' work, its records
+(``mfscore.records`` adds the outcome envelope).
 
 A value is a dataclass (encoded field by field from its type hints), a numpy array, a tuple, a
 dict, or a JSON scalar. A class with ``to_dict``/``from_dict`` (the record types) encodes itself.
@@ -16,8 +17,6 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
-
-from mfscore.tasks.base import JobKey, Problem
 
 
 def encode(value) -> bytes:
@@ -85,26 +84,3 @@ def rebuild(kind, data):
 @cache
 def _hints(kind) -> dict:
     return typing.get_type_hints(kind)
-
-
-def encode_outcome(outcome) -> bytes:
-    """A record, or a Problem (with the record it counts as, if any)."""
-    if isinstance(outcome, Problem):
-        return encode({"problem": outcome.message, "fatal": outcome.fatal, "counts_as": plain(outcome.counts_as)})
-    return encode({"record": plain(outcome)})
-
-
-def decode_outcome(record_type, data: bytes):
-    value = json.loads(data)
-    if "problem" in value:
-        return Problem(value["problem"], rebuild(record_type, value["counts_as"]), bool(value["fatal"]))
-    return rebuild(record_type, value["record"])
-
-
-def key_text(key: JobKey) -> str:
-    return str(key)
-
-
-def parse_key(text: str) -> JobKey:
-    query, role, ordinal = text.split("/")
-    return JobKey(int(query), role, int(ordinal))

@@ -121,13 +121,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
     """The selective mask run again, through a local cluster: every service a process, the same files."""
-    from services.commands import local_cluster
-
     cluster = out / "cluster" / "cluster.json"
     print("\nThe distributed mode: the same selective mask run on a local cluster (NATS JetStream, an S3 server, "
           "every service a process)")
-    print(f"\n$ mfscore local-cluster up --mask-scorers 2 --cluster {cluster}", flush=True)
-    local_cluster.up(cluster, mask_scorers=2)
+    _run(["local-cluster", "up", "--mask-scorers", "2", "--cluster", str(cluster)])
     try:
         _run(["local-cluster", "status", "--cluster", str(cluster)])
         distributed = out / "cluster-reports" / "masks_by_purpose"
@@ -139,8 +136,7 @@ def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
         if not same:
             sys.exit(1)
     finally:
-        print(f"\n$ mfscore local-cluster down --cluster {cluster}", flush=True)
-        local_cluster.down(cluster)
+        _run(["local-cluster", "down", "--cluster", str(cluster)])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,10 @@
+"""The size limits on untrusted input, checked before any work (DESIGN.md "Untrusted input").
+
+Plain constants in a module of their own, so the command line can show them without importing the
+readers that enforce them.
+"""
+
+DEFAULT_MAX_PIXELS = 100_000_000          # pixels an image mask may declare (formats/images.py)
+DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36      # pixels x frames an HDF5 video mask may declare (formats/video_masks.py)
+DEFAULT_MAX_JSON_BYTES = 64 << 20         # bytes of a provenance JSON (formats/provenance_json.py)
+DEFAULT_MAX_TABLE_BYTES = 1 << 30         # bytes of a submitted table (validation/submission_table.py)

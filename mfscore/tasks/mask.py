@@ -1,0 +1,136 @@
+"""Image mask scoring as a task (mask.md): one job per kept trial, role and ``-qm`` query.
+
+Planning reads the tables and selects each query's journal operations; a job is one mask
+(a probe, or one side of a splice pair) whose record is a pair of 256-bin histograms, so the
+jobs go to the ``mask`` workers. The report builds the per-image, averaged and journal tables
+of every query from the folded records alone (mask.md §6–§10).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mfscore.errors import OptionError
+from mfscore.formats.journal import journal_paths
+from mfscore.masks.journal_selection import read_mask_journal
+from mfscore.masks.mask_record import UNREADABLE, MaskRecord
+from mfscore.masks.mask_scoring import MaskJob, score_mask
+from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
+from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, index_dimensions, load_trials
+from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, Inputs, Job, JobKey, Lines, Plan, Problem, Submission, Task
+
+
+@dataclass(frozen=True)
+class Options:
+    """A mask run: where its tables are, how to score the masks, and how to write the tables."""
+
+    ref_dir: str = field(metadata=PATH)
+    reference: str          # relative to ref_dir
+    index: str              # relative to ref_dir
+    system: str = field(metadata=PATH)
+    scoring: MaskOptions = MaskOptions()
+    report: ReportOptions = ReportOptions(task=MANIPULATION)
+    index_filter: bool = False
+    manipulation_queries: tuple[str, ...] = ()  # -qm: one scored run per query
+
+    def __post_init__(self):
+        if self.scoring.task not in (MANIPULATION, SPLICE):
+            raise OptionError(f"{self.scoring.task!r} is not a task type; use manipulation or splice")
+        if self.report.task != self.scoring.task:
+            raise OptionError(f"the report is for the {self.report.task} task but the scoring for {self.scoring.task}")
+        if self.report.precision < 1:
+            raise OptionError(f"a precision of {self.report.precision} digits is below 1")
+        if self.manipulation_queries and (self.report.queries or self.report.partition):
+            raise OptionError("-qm cannot be combined with -q or -qp")
+
+
+@dataclass
+class State:
+    """What the report needs besides the records: the trials and each query's plan."""
+
+    table: TrialTable
+    plans: list[QueryPlan]
+
+
+class Mask(Task):
+    name = "mask"
+    options_type = Options
+    work_type = MaskJob
+    record_type = MaskRecord
+    resource = "mask"
+
+    def inputs(self, options: Options) -> Inputs:
+        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
+                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
+        return Inputs(roots={"ref": options.ref_dir, "sys": os.path.dirname(options.system) or "."},
+                      tables=(os.path.join(options.ref_dir, options.reference),
+                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+
+    def plan(self, options: Options) -> Plan:
+        scoring, ref_dir, sys_csv = options.scoring, options.ref_dir, Path(options.system)
+        index = Path(ref_dir) / options.index
+        table = load_trials(scoring.task, Path(ref_dir) / options.reference, sys_csv, index,
+                            index_filter=options.index_filter, opt_out=options.report.opt_out,
+                            pixel_value_columns=scoring.per_probe_pixel_value)
+        journal = read_mask_journal(ref_dir, options.reference, mediscore_compat=scoring.mediscore_compat)
+        index_sizes = index_dimensions(index, scoring.task) if scoring.mediscore_compat else None
+        plans = [plan_query(table, journal, scoring, ref_dir, sys_csv, text, index_sizes)
+                 for text in (options.manipulation_queries or (None,))]
+        jobs = [Job(JobKey(q, role, position), work)
+                for q, plan in enumerate(plans)
+                for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
+        return Plan(options, jobs, State(table, plans))
+
+    def validation(self, options: Options) -> Submission:
+        """The system table against the index; masks are checked when scored, pixel values only with -pppns."""
+        from mfscore.validation.options import ValidatorOptions
+
+        scoring = options.scoring
+        return Submission(options.system, os.path.join(options.ref_dir, options.index),
+                          ValidatorOptions(kind={MANIPULATION: "SSD", SPLICE: "DSD"}[scoring.task], neglect_mask=True,
+                                           neglect_pixel=not scoring.per_probe_pixel_value,
+                                           index_filter=options.index_filter,
+                                           mediscore_compat=scoring.mediscore_compat))
+
+    def blobs(self, work: MaskJob) -> dict[str, str]:
+        return {"reference": work.reference_path or "", "system": work.system_path or ""}
+
+    def with_blobs(self, work: MaskJob, paths: dict[str, str]) -> MaskJob:
+        return replace(work, reference_path=paths["reference"] or None, system_path=paths["system"] or None)
+
+    def score(self, work: MaskJob) -> MaskRecord | Problem:
+        """The mask's record; an unreadable mask is a Problem that still counts as its (unscored) record."""
+        record = score_mask(work)
+        if record.status == UNREADABLE:
+            return Problem(record.message, counts_as=record)
+        return record
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        options: Options = plan.options
+        state: State = plan.state
+        lines = []
+        for q, query_plan in enumerate(state.plans):
+            records = [_record(outcomes[JobKey(q, role, position)]) for position, role in enumerate(query_plan.roles)]
+            result = assemble_plan(query_plan, records, options.scoring)
+            lines += [f"mfscore: ERROR: {message}; the trial is left unscored" for message in result.messages]
+            if not result.matched:
+                lines.append(f"mfscore: the query {query_plan.query!r} yielded no journal data "
+                             f"over which computation may take place")
+                continue
+            subdir = f"index_{q}" if len(state.plans) > 1 else ""
+            for note in write_query_outputs(result, state.table, stage, options.report, subdir):
+                lines.append(f"mfscore: {note}" + (f" (query {query_plan.query!r})" if query_plan.query else ""))
+        return Lines(stdout=[f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr=lines)
+
+
+def _record(outcome) -> MaskRecord:
+    """A scored trial's record, or the record a Problem counts as (an unscored one naming the problem)."""
+    if not isinstance(outcome, Problem):
+        return outcome
+    return outcome.counts_as if outcome.counts_as is not None else MaskRecord(status=UNREADABLE, message=outcome.message)
+
+
+TASK = Mask()

@@ -1,0 +1,122 @@
+"""Provenance filtering as a task (provenance.md §2): node recall at fixed ranks, one record per trial.
+
+A trial whose system JSON cannot be scored (too large, not JSON, failing the filtering schema, a
+link end outside ``nodes``) is a Problem: reported on stderr and left out of the tables, the run
+goes on. A problem with the run as a whole (an unreadable journal, a requested node type absent
+from a reference) stops it when its trial comes, with one sentence and nothing written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from mfscore.errors import InputFileError, OptionError
+from mfscore.formats.provenance_json import FILTERING
+from mfscore.provenance.filtering import FilteringRecord, node_types, reference_nodes, score_trial, world_nodes
+from mfscore.provenance.trials import (
+    OUTPUT,
+    PROBE,
+    ProvenanceInputs,
+    TrialInputError,
+    check_trial_disparity,
+    load_journal,
+    trial_table,
+)
+from mfscore.reports.provenance_filtering_report import write_filtering_report
+from mfscore.tasks import provenance
+from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
+
+
+@dataclass(frozen=True)
+class Options(provenance.Options):
+    """A filtering run: the shared inputs and flags, and the ``--nodetype`` values as given."""
+
+    nodetype: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FilteringJob:
+    """One trial, planned: its reference rows and everything scoring its system JSON needs."""
+
+    ordinal: int
+    journal_name: str
+    probe_id: str
+    output_file: str
+    system_path: str                    # the system JSON as the command names it (-S joined with output_file)
+    reference: tuple[tuple[str, str], ...]
+    types: tuple[str, ...]
+    max_json_bytes: int
+    read_from: str | None = None        # a fetched copy of system_path to read instead
+
+
+def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
+    nodes = load_journal(inputs, name).get("nodes")
+    if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+        raise InputFileError("the journal has no list of node objects under 'nodes'",
+                             path=os.path.join(inputs.reference_dir, name))
+    return nodes
+
+
+class ProvenanceFiltering(provenance.ProvenanceTask):
+    name = "provenance-filtering"
+    options_type = Options
+    work_type = FilteringJob
+    record_type = FilteringRecord
+
+    def plan(self, options: Options) -> Plan:
+        """Read the tables and journals and plan a job per trial; no system JSON is read. With ``-v`` the
+        table warnings go to stderr; filtering says nothing on stdout."""
+        started = time.time()
+        inputs = provenance.read_tables(options)
+        check_trial_disparity(inputs, skip=options.skip_trial_disparity_check, one_to_one=False)
+        stderr = [f"mfscore: warning: {warning}" for warning in inputs.warnings] if options.verbose else []
+        trials = trial_table(inputs)
+        types = node_types(list(options.nodetype))
+        by_probe = world_nodes(inputs.nodes.to_dict("records"),
+                               list(zip(inputs.world["WorldFileID"], inputs.world["WorldFileName"])))
+
+        def work_of(ordinal: int, trial: dict, journal: list[dict] | None) -> FilteringJob:
+            probe, output = trial[PROBE], trial[OUTPUT]
+            reference = () if journal is None else tuple(
+                reference_nodes(by_probe.get(probe, []), journal, trial["ProvenanceProbeFileName"]))
+            return FilteringJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
+                                reference, types, options.max_json_bytes)
+
+        jobs, state = provenance.planned_trials(trials, lambda name: _journal_nodes(inputs, name), work_of, started)
+        return Plan(options, jobs, state, stderr=stderr)
+
+    def score(self, work: FilteringJob):
+        """The trial's record; an unusable JSON leaves the trial out, a requested node type absent from
+        the reference stops the run."""
+        try:
+            system = provenance.load_system_json(work.read_from or work.system_path, work.system_path, FILTERING,
+                                                 work.max_json_bytes)
+        except TrialInputError as exc:
+            return Problem(f"probe {work.probe_id}: {exc.sentence()}")
+        try:
+            return score_trial(ordinal=work.ordinal, journal_name=work.journal_name, probe_id=work.probe_id,
+                               output_file=work.output_file, reference=list(work.reference),
+                               system_nodes=system["nodes"], types=work.types)
+        except OptionError as exc:
+            return Problem(exc.sentence(), fatal=True)
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        """The three tables; stderr names each left-out trial. A problem with the run prints nothing
+        before its error (the problems so far included)."""
+        options: Options = plan.options
+        walked = provenance.walk(plan, outcomes)
+        if walked.error is not None:
+            return Lines(error=walked.error)
+        write_filtering_report(walked.records, stage.path)
+        stderr = [f"mfscore: ERROR: {problem}; the trial is left out of the tables" for problem in walked.problems]
+        if options.html_report:
+            stderr.append("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)")
+        if options.verbose:
+            stderr.append(f"mfscore: scored {len(walked.records)} trial(s), left out {len(walked.problems)}, in "
+                          f"{time.time() - plan.state.started:.2f} s")
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/"], stderr)
+
+
+TASK = ProvenanceFiltering()

@@ -1,0 +1,204 @@
+"""Provenance graph building as a task (provenance.md §3): each trial's system graph against its
+journal's reference graph, one ``GraphRecord`` per trial.
+
+A journal with a cycle, or a system graph with a cycle without ``-c``, stops the run (exit 1) when
+its trial comes, as in MediScore; a system JSON that cannot be scored is reported on one ``ERROR``
+line and its trial is left out. With ``-v`` the run says on stdout what MediScore's does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from mfscore.errors import InputFileError
+from mfscore.formats.provenance_json import GRAPH_BUILDING
+from mfscore.formats.tables import write_table
+from mfscore.provenance.graph_reference import (
+    JournalError,
+    ReferenceGraph,
+    check_acyclic,
+    journal_links,
+    node_keys,
+    reference_graph,
+    remove_anti_forensic_donors,
+)
+from mfscore.provenance.graph_similarity import GraphRecord, graph_record
+from mfscore.provenance.graph_system import has_cycle, system_graph
+from mfscore.provenance.trials import (
+    OUTPUT,
+    PROBE,
+    ProvenanceInputs,
+    TrialInputError,
+    check_trial_disparity,
+    load_journal,
+    trial_table,
+)
+from mfscore.reports.provenance_graph_report import TABLES, figure_name, html_report, report_tables, write_figure
+from mfscore.tasks import provenance
+from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
+
+
+@dataclass(frozen=True)
+class Options(provenance.Options):
+    """A graph-building run: the shared inputs and flags, how to score (``-d -u -c``), what to draw
+    (``-p``), and whether ``-T`` was given (accepted, noted, ignored)."""
+
+    direct: bool = False
+    undirected: bool = False
+    warn_on_system_cycle: bool = False
+    plot_scored: bool = False
+    thumbnail_note: bool = False
+
+
+@dataclass(frozen=True)
+class GraphJob:
+    """One trial, planned: its reference graph and everything scoring its system JSON needs."""
+
+    ordinal: int
+    journal_name: str
+    probe: str
+    output_file: str
+    system_path: str                    # the system JSON as the command names it (-S joined with output_file)
+    reference: ReferenceGraph
+    direct: bool
+    undirected: bool
+    warn_on_system_cycle: bool
+    max_json_bytes: int
+    read_from: str | None = None        # a fetched copy of system_path to read instead
+
+    def to_dict(self) -> dict:
+        return {"ordinal": self.ordinal, "journal_name": self.journal_name, "probe": self.probe,
+                "output_file": self.output_file, "system_path": self.system_path,
+                "reference_nodes": sorted(self.reference.nodes),
+                "reference_links": [list(link) for link in sorted(self.reference.links)],
+                "direct": self.direct, "undirected": self.undirected,
+                "warn_on_system_cycle": self.warn_on_system_cycle, "max_json_bytes": self.max_json_bytes,
+                "read_from": self.read_from}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GraphJob:
+        reference = ReferenceGraph(nodes=frozenset(data["reference_nodes"]),
+                                   links=frozenset((a, b) for a, b in data["reference_links"]))
+        return cls(ordinal=data["ordinal"], journal_name=data["journal_name"], probe=data["probe"],
+                   output_file=data["output_file"], system_path=data["system_path"], reference=reference,
+                   direct=data["direct"], undirected=data["undirected"],
+                   warn_on_system_cycle=data["warn_on_system_cycle"], max_json_bytes=data["max_json_bytes"],
+                   read_from=data.get("read_from"))
+
+
+@dataclass(frozen=True)
+class GraphTrial:
+    """A scored trial: its record and what it says on stdout with ``-v`` (a system cycle warned of with ``-c``)."""
+
+    record: GraphRecord
+    said: tuple[str, ...] = ()
+
+
+def _probe_node_ids(inputs: ProvenanceInputs) -> tuple[dict[str, set], dict[str, set]]:
+    """Per probe: the JournalNodeIDs of its world nodes (node file ⋈ world on WorldFileID, §3.2 step 4)
+    and of its own node (the node-file row whose WorldFileID is the probe's)."""
+    nodes = inputs.nodes
+    world = nodes.merge(inputs.world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
+    own = nodes[nodes["WorldFileID"] == nodes[PROBE]]
+    return (world.groupby(PROBE)["JournalNodeID"].agg(set).to_dict(),
+            own.groupby(PROBE)["JournalNodeID"].agg(set).to_dict())
+
+
+def _journal(inputs: ProvenanceInputs, name: str) -> tuple[list[str], set]:
+    """A journal's node ids and links, cleared of anti-forensic donor links and checked for cycles."""
+    try:
+        ids, links = journal_links(load_journal(inputs, name))
+        edges = {(a, b) for a, b, _ in remove_anti_forensic_donors(links)}
+        check_acyclic(edges)
+    except JournalError as exc:
+        raise InputFileError(str(exc), path=os.path.join(inputs.reference_dir, name)) from None
+    return ids, edges
+
+
+def _announce(work: GraphJob) -> str:
+    return f"Working on ProvenanceProbeFileID: '{work.probe}' in JournalName: '{work.journal_name}'"
+
+
+class ProvenanceGraph(provenance.ProvenanceTask):
+    name = "provenance-graph"
+    options_type = Options
+    work_type = GraphJob
+    record_type = GraphTrial
+
+    def plan(self, options: Options) -> Plan:
+        """Read the tables and journals and plan a job per trial with its reference graph; no system JSON
+        is read. With ``-v`` the table warnings and the trial count go to stdout."""
+        started = time.time()
+        stderr = (["mfscore: note: -T is accepted and ignored; figures are drawn without thumbnails"]
+                  if options.thumbnail_note else [])
+        inputs = provenance.read_tables(options)
+        check_trial_disparity(inputs, skip=options.skip_trial_disparity_check, one_to_one=True)
+        trials = trial_table(inputs)
+        stdout = [f"Warning, {warning}" for warning in inputs.warnings] + [f"Scoring {len(trials)} trials .."]
+        keys = node_keys(zip(inputs.nodes["JournalNodeID"], inputs.nodes["WorldFileName"]))
+        world_ids, probe_ids = _probe_node_ids(inputs)
+
+        def work_of(ordinal: int, trial: dict, journal: tuple[list[str], set] | None) -> GraphJob:
+            probe, output = trial[PROBE], trial[OUTPUT]
+            reference = ReferenceGraph(frozenset(), frozenset())
+            if journal is not None:
+                ids, edges = journal
+                reference = reference_graph(ids, edges, world_ids=world_ids.get(probe, set()),
+                                            probe_ids=probe_ids.get(probe, set()),
+                                            probe_name=trial["ProvenanceProbeFileName"], keys=keys,
+                                            direct=options.direct)
+            return GraphJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
+                            reference, options.direct, options.undirected, options.warn_on_system_cycle,
+                            options.max_json_bytes)
+
+        jobs, state = provenance.planned_trials(trials, lambda name: _journal(inputs, name), work_of, started)
+        return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr)
+
+    def score(self, work: GraphJob):
+        """The trial's record; an unusable JSON leaves the trial out, a cycle in the system graph stops the
+        run unless ``-c``."""
+        try:
+            document = provenance.load_system_json(work.read_from or work.system_path, work.system_path,
+                                                   GRAPH_BUILDING, work.max_json_bytes)
+        except TrialInputError as exc:
+            return Problem(f"probe {work.probe}: {exc.sentence()}")
+        system = system_graph(document)
+        said = ()
+        if has_cycle(system.links):
+            if not work.warn_on_system_cycle:
+                return Problem(f"{work.system_path}: the system graph has a cycle (-c scores it anyway)", fatal=True)
+            said = (f"Warning, detected cycle(s) for system output file '{work.system_path}'",)
+        record = graph_record(work.ordinal, journal_name=work.journal_name, probe=work.probe,
+                              output_file=work.output_file, direct=work.direct, reference=work.reference,
+                              system=system, undirected=work.undirected)
+        return GraphTrial(record, said)
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        """The four tables (and figures, report.html); stderr names each left-out trial. A problem with
+        the run prints the trials' lines up to its own and the problems before it, then stops."""
+        options: Options = plan.options
+        verbose = options.verbose
+        walked = provenance.walk(plan, outcomes, announce=_announce if verbose else None,
+                                 said=lambda trial: trial.said if verbose else (), record=lambda trial: trial.record)
+        stderr = [f"mfscore: ERROR: {problem}; the trial is left out" for problem in walked.problems]
+        if walked.error is not None:
+            return Lines(walked.stdout, stderr, error=walked.error)
+        stdout = walked.stdout
+        tables = report_tables(walked.records, options.direct)
+        for name, label in TABLES:
+            if verbose:
+                stdout.append(f"Writing {label} to '{OUTPUT_DIRECTORY}/{name}'")
+            write_table(tables[name], stage.path(name))
+        figures = []
+        if options.plot_scored or options.html_report:
+            for record in walked.records:
+                figures.append(figure_name(record.probe))
+                write_figure(record, stage.path(figures[-1], subdir="figures"))
+        if options.html_report:
+            stage.path("report.html").write_text(html_report(tables, dict.fromkeys(figures)), encoding="utf-8")
+        return Lines(stdout, stderr)
+
+
+TASK = ProvenanceGraph()

@@ -1,0 +1,197 @@
+"""Video spatial-temporal localization as a task (video.md §B): one job per (``-qm`` query, spatial target).
+
+A job streams the probe's reference and system HDF5 masks into a ``VideoRecord`` (the ``video``
+pool). A probe whose masks cannot be used comes back as a ``Problem`` that counts as its record
+(scored as the spec says), so the report writes every table and the run exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from mfscore.formats.journal import journal_paths
+from mfscore.formats.tables import write_table
+from mfscore.masks.journal_selection import (
+    OPERATION,
+    QuerySelection,
+    journal_results,
+    read_mask_journal,
+    select_operations,
+)
+from mfscore.masks.mask_record import UNREADABLE
+from mfscore.masks.run_metrics import maximum_threshold
+from mfscore.masks.trials import MANIPULATION
+from mfscore.reports.mask_outputs import FULL, partitions, select_rows
+from mfscore.reports.video_spatial_report import (
+    METRIC_COLUMNS,
+    averaged_columns,
+    averaged_row,
+    format_table,
+    pervideo_frame,
+    threshold_table,
+)
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, Inputs, Job, JobKey, Lines, Plan, Problem, Task
+from mfscore.video.spatial_trials import VideoOptions, VideoTrials, load_video_trials, plan_video_jobs
+from mfscore.video.video_metrics import video_cells
+from mfscore.video.video_record import VideoRecord
+from mfscore.video.video_scoring import VideoJob, score_video
+
+
+@dataclass(frozen=True)
+class Options:
+    """A video-spatial run: where its tables are, how to score and average, and what ``_parameters.json`` says."""
+
+    ref_dir: str = field(metadata=PATH)
+    reference: str          # relative to ref_dir
+    index: str              # relative to ref_dir
+    system: str = field(metadata=PATH)  # the system CSV; its mask paths are relative to its directory
+    scoring: VideoOptions = VideoOptions()
+    query: tuple[str, ...] = ()               # -q
+    query_partition: str | None = None        # -qp
+    query_manipulation: tuple[str, ...] = ()  # -qm
+    sbin: int | None = None                   # the actual threshold; None without --sbin
+    precision: int = 16
+    command_line: str = ""                    # _parameters.json's "command"
+    flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
+
+    @property
+    def system_root(self) -> str:
+        return os.path.dirname(self.system) or "."
+
+
+@dataclass
+class State:
+    trials: VideoTrials
+    journal: pd.DataFrame
+    queries: list[str | None]
+    selections: list[QuerySelection | None]  # None: the -qm query selects no journal operation
+
+
+class VideoSpatial(Task):
+    name = "video-spatial"
+    options_type = Options
+    work_type = VideoJob
+    record_type = VideoRecord
+    resource = "video"
+
+    def inputs(self, options: Options) -> Inputs:
+        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
+                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
+        return Inputs(roots={"ref": options.ref_dir, "sys": options.system_root},
+                      tables=(os.path.join(options.ref_dir, options.reference),
+                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+
+    def plan(self, options: Options) -> Plan:
+        index_path = Path(options.ref_dir) / options.index
+        sys_path = Path(options.system)
+        trials = load_video_trials(Path(options.ref_dir) / options.reference, index_path, sys_path, options.scoring)
+        stderr = []
+        if trials.missing_system:
+            stderr.append(f"mfscore: warning: {len(trials.missing_system)} video target(s) have no system output "
+                          f"row and are not scored (first: {trials.missing_system[0]})")
+        journal = _journal(options)
+        queries = list(options.query_manipulation or [None])
+        selections: list[QuerySelection | None] = []
+        jobs = []
+        for q, text in enumerate(queries):
+            selection = select_operations(trials.targets, journal, MANIPULATION, text)
+            if text is not None and not selection.matched:
+                selections.append(None)
+                continue
+            selections.append(selection)
+            planned = plan_video_jobs(trials, selection, journal, options.scoring, ref_dir=options.ref_dir,
+                                      system_root=str(sys_path.parent), index_path=index_path, sys_path=sys_path)
+            jobs += [Job(JobKey(q, "probe", i), job) for i, job in enumerate(planned)]
+        return Plan(options, jobs, State(trials, journal, queries, selections), stderr=stderr)
+
+    def blobs(self, work: VideoJob) -> dict[str, str]:
+        return {"reference": work.reference_path, "system": work.system_path or ""}
+
+    def with_blobs(self, work: VideoJob, paths: dict[str, str]) -> VideoJob:
+        return replace(work, reference_path=paths["reference"], system_path=paths.get("system") or None)
+
+    def score(self, work: VideoJob):
+        record = score_video(work)
+        return Problem(record.error, counts_as=record) if record.error else record
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        options: Options = plan.options
+        state: State = plan.state
+        stderr = []
+        failed = 0
+        for q, (text, selection) in enumerate(zip(state.queries, state.selections)):
+            subdir = f"index_{q}" if len(state.queries) > 1 else ""
+            if selection is None:
+                stderr.append(f"mfscore: the query {text!r} selects no journal operation; nothing is written for it")
+                continue
+            records = []
+            for job in (job for job in plan.jobs if job.key.query == q):
+                outcome = outcomes[job.key]
+                if isinstance(outcome, Problem):
+                    failed += 1
+                    stderr.append(f"mfscore: error: probe {job.work.probe_id}: {outcome.message}")
+                    outcome = outcome.counts_as or VideoRecord(job.work.probe_id, UNREADABLE, error=outcome.message)
+                records.append(outcome)
+            _write_query(stage, subdir, state.trials, selection.trials, records, state.journal, options)
+            write_table(journal_results(state.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
+                        stage.path("_journalResults.csv", subdir))
+            stage.path("_parameters.json", subdir).write_text(_parameters(options, text))
+        if failed:
+            stderr.append(f"mfscore: {failed} probe(s) had unusable masks (see the errors above); exit status 1")
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr, status=1 if failed else 0)
+
+
+def _journal(options: Options) -> pd.DataFrame:
+    """The probe-journal join ⋈ journal mask; empty when the reference has none (every bit then counts)."""
+    compat = options.scoring.mediscore_compat
+    paths = journal_paths(options.ref_dir, options.reference, mediscore_compat=compat)
+    if not all(p.is_file() for p in paths):
+        return pd.DataFrame(columns=["ProbeFileID", "JournalName", "StartNodeID", "EndNodeID"])
+    joined = read_mask_journal(options.ref_dir, options.reference, mediscore_compat=compat)
+    # the vidspatial branch's pandas grouped an inner join's rows by key, in order of first appearance
+    first_seen = joined.groupby(OPERATION, sort=False).ngroup()
+    return joined.iloc[first_seen.argsort(kind="stable")].reset_index(drop=True)
+
+
+def _averaged(pervideo: pd.DataFrame, journal: pd.DataFrame, options: Options,
+              label: str) -> list[tuple[str, pd.DataFrame]]:
+    if options.query:
+        return [(q, select_rows(pervideo, journal, q, ["ProbeFileID"])) for q in options.query]
+    if options.query_partition:
+        return [(" & ".join(f"{k}=={v}" for k, v in s.label.items()), s.rows)
+                for s in partitions(pervideo, journal, options.query_partition, ["ProbeFileID"])]
+    return [(label, pervideo)]
+
+
+def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, records: list[VideoRecord],
+                 journal: pd.DataFrame, options: Options) -> None:
+    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables."""
+    sbin = options.sbin
+    scored_spatial = [r.spatial for r in records if r.scored and r.spatial_scored]
+    maximum = maximum_threshold(scored_spatial) if sbin is not None else None
+    cells = [video_cells(r, maximum=maximum, actual=sbin, temporal_only=options.scoring.temporal_only)
+             for r in records]
+    pervideo = pervideo_frame(trials, rows, cells)
+    averaged = [averaged_row(subset, pervideo, trials, label=label, maximum=maximum, actual=sbin,
+                             opt_out=options.scoring.opt_out, task=MANIPULATION)
+                for label, subset in _averaged(pervideo, journal, options, FULL) if len(subset)]
+    numeric = [c for c in averaged_columns() if c not in ("TaskID", "Query", "optOutScoring")]
+    write_table(format_table(pd.DataFrame(averaged, columns=averaged_columns()), options.precision, numeric),
+                stage.path("_mask_score.csv", subdir))
+    write_table(format_table(pervideo, options.precision, METRIC_COLUMNS), stage.path("_pervideo.csv", subdir))
+    for record in records:
+        if record.scored:
+            write_table(threshold_table(record), stage.path(f"_thresholds/{record.probe_id}.csv", subdir))
+
+
+def _parameters(options: Options, query: str | None) -> str:
+    return json.dumps({"command": options.command_line, **json.loads(options.flags), "query": query}, indent=2,
+                      default=str)
+
+
+TASK = VideoSpatial()

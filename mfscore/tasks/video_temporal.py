@@ -1,0 +1,145 @@
+"""Video temporal localization as a task (video.md §A): one job per (query, scored probe).
+
+Planning reads and checks every table and leaves each job the probe's interval sets; scoring one is
+interval algebra, microseconds of work, so the jobs are scored where they are planned (``PLANNER``).
+The report writes MediScore's three tables and the ``-d``/``-l``/``-R``/``-T`` extras.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mfscore.errors import OptionError
+from mfscore.reports.video_temporal_report import (
+    empty_queries,
+    probe_scores,
+    timeline_name,
+    write_html,
+    write_records,
+    write_scores,
+    write_timeline,
+)
+from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Task
+from mfscore.video.temporal_scorer import (
+    ProbeIntervals,
+    ProbeRecord,
+    TemporalInputs,
+    TemporalOptions,
+    score_probe,
+    select_video_temporal,
+)
+
+PICKLE_SUFFIXES = (".pkl", ".pickle")
+PLOTS = "plots"
+
+
+@dataclass(frozen=True)
+class Options:
+    """A video-temporal run: its five tables, how to score them, and which extras to write."""
+
+    index: str = field(metadata=PATH)
+    journal_mask: str = field(metadata=PATH)
+    probe_journal_join: str = field(metadata=PATH)
+    system: str = field(metadata=PATH)
+    reference: str | None = field(default=None, metadata=PATH)  # only checked to be a readable table
+    scoring: TemporalOptions = TemporalOptions()
+    dump: str | None = None   # -d: the records' file name as asked (a pickle name is written as .csv)
+    log: bool = False         # -l
+    html: bool = False        # -R
+    timeline: bool = False    # -T
+
+    def __post_init__(self):
+        if self.dump is not None:
+            dump_name(self.dump)
+
+    def temporal_inputs(self) -> TemporalInputs:
+        return TemporalInputs(index=Path(self.index), journal_mask=Path(self.journal_mask),
+                              probe_journal_join=Path(self.probe_journal_join), system=Path(self.system),
+                              reference=None if self.reference is None else Path(self.reference))
+
+
+def dump_name(name: str) -> tuple[str, str | None]:
+    """The records file name, and a note when a pickle name was asked for."""
+    if os.path.basename(name) != name or name in ("", ".", ".."):
+        raise OptionError(f"--dump_dataframe_file_name must be a file name inside the output directory, not {name!r}")
+    stem, suffix = os.path.splitext(name)
+    if suffix.lower() in PICKLE_SUFFIXES:
+        return stem + ".csv", f"-d writes {stem}.csv (pipe-separated records) instead of the pickle {name}"
+    return name, None
+
+
+def _directory(path: str | None) -> str:
+    return (os.path.dirname(path) if path else "") or "."
+
+
+class VideoTemporal(Task):
+    name = "video-temporal"
+    options_type = Options
+    work_type = ProbeIntervals
+    record_type = ProbeRecord
+    resource = PLANNER
+
+    def inputs(self, options: Options) -> Inputs:
+        files = {"index-table": options.index, "journalmask-table": options.journal_mask,
+                 "probejournaljoin-table": options.probe_journal_join, "system-table": options.system,
+                 "reference-table": options.reference}
+        return Inputs(roots={name: _directory(path) for name, path in files.items()},
+                      tables=tuple(path for path in files.values() if path is not None))
+
+    def plan(self, options: Options) -> Plan:
+        selected = select_video_temporal(options.temporal_inputs(), options.scoring)
+        jobs = [Job(JobKey(probe.query, "probe", probe.ordinal), probe) for probe in selected.probes]
+        return Plan(options, jobs, selected.not_scored)
+
+    def score(self, work: ProbeIntervals) -> ProbeRecord:
+        return score_probe(work)
+
+    def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
+        options: Options = plan.options
+        queries = options.scoring.queries
+        probes = [job.work for job in plan.jobs]
+        records = [outcomes[job.key] for job in plan.jobs]
+        stderr = [f"mfscore: warning: query {q} ({queries[q]}) scores no probe; its MCC in scores.csv is empty"
+                  for q in empty_queries(records, queries)]
+        timelines = None
+        if options.timeline:
+            timelines = {}
+            for probe, record in zip(probes, records):
+                name = timeline_name(record.probe_id, record.query)
+                write_timeline(probe, record, stage.path(name, subdir=PLOTS))
+                timelines[record.query, record.probe_id] = f"{PLOTS}/{name}"
+        write_scores(records, queries, stage.path, timelines)
+        if options.dump is not None:
+            name, note = dump_name(options.dump)
+            write_records(records, stage.path(name))
+            if note:
+                stderr.append(f"mfscore: note: {note}")
+        if options.html:
+            write_html(probe_scores(records, timelines), stage.path("scores_probes.html"))
+        if options.log:
+            lines = _log_lines(options.scoring, plan.state, probes, records)
+            stage.path("log.txt").write_text("\n".join(lines) + "\n")
+        stdout = [f"scored {len(records)} probe(s) over {len(queries)} query(ies); reports in {OUTPUT_DIRECTORY}/",
+                  "Done."]
+        return Lines(stdout, stderr)
+
+
+def _log_lines(scoring: TemporalOptions, not_scored: dict[str, str], probes: list[ProbeIntervals],
+               records: list[ProbeRecord]) -> list[str]:
+    """``log.txt``: the options, the queries, the opted-out probes, and each probe's intervals and counts."""
+    header = (f"mfscore video-temporal: {len(scoring.queries)} query(ies), collar {scoring.collar}, "
+              f"truncate {scoring.clips}, opt-out {scoring.opt_out}, video opt-out {scoring.video_opt_out}")
+    lines = [header]
+    lines += [f"query {q}: {text}" for q, text in enumerate(scoring.queries)]
+    lines += [f"probe {probe} not scored: ProbeStatus {status!r}" for probe, status in not_scored.items()]
+    for probe, record in zip(probes, records):
+        c = record.counts
+        lines.append(f"query {record.query} probe {record.probe_id}: FrameCount {probe.frame_count}, "
+                     f"reference {list(probe.reference)}, system {list(probe.system)}, collars {list(probe.collars)}, "
+                     f"opt-out {list(probe.no_score)}; TP {c.tp} TN {c.tn} FP {c.fp} FN {c.fn} MCC {record.mcc!r}")
+    return lines
+
+
+TASK = VideoTemporal()

@@ -1,0 +1,44 @@
+"""A run on the cluster (aggregator and validator): its tables fetched from S3, its options moved onto them, its task's own plan.
+
+Planning is deterministic given the inputs, so a restarted aggregator plans the same jobs and keys,
+and the records replayed from the results stream fold back in.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from mfscore import tasks
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.wire import runs_pb2
+from mfscore.tasks.base import relocated
+from mfscore.codec import decode
+
+MAX_TABLE_BYTES = 2 << 30
+
+
+def run_options(spec: runs_pb2.RunSpec, input_dir: str):
+    """The run's task and its options, every input path moved from its key (``ref/...``) under ``input_dir``."""
+    task = tasks.get(spec.task)
+    options = decode(task.options_type, spec.options)
+    inputs = task.inputs(options)
+    return task, relocated(options, inputs, {name: os.path.join(input_dir, name) for name in inputs.roots})
+
+
+def fetch_tables(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str) -> None:
+    """The files planning reads, fresh under ``input_dir`` (each name confined to it, each size bounded)."""
+    shutil.rmtree(input_dir, ignore_errors=True)
+    store.download_keys(spec.input_prefix, list(spec.tables), input_dir, max_bytes=MAX_TABLE_BYTES)
+
+
+def plan_run(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str):
+    """(task, plan) of a submitted run (blocking: run it in a thread)."""
+    fetch_tables(store, spec, input_dir)
+    task, options = run_options(spec, input_dir)
+    return task, task.plan(options)
+
+
+def named_by_key(text: str, input_dir: str) -> str:
+    """A message naming a fetched file by its key in the upload (``ref/...``), as the client can localize it."""
+    return text.replace(os.path.join(input_dir, ""), "")

@@ -1,0 +1,109 @@
+"""A scorer pool: pull the jobs of its resource classes, fetch each job's files from S3, score the job with its
+task (found through the registry), publish the record. One pool serves any task whose ``resource`` it pulls.
+
+A pool keeps two jobs in flight per resource: one job's files download (on I/O threads) while the
+other is scored on the pool's single scoring thread, so a pool uses one core for scoring.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from mfscore import tasks
+from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.jetstream import JobWorker, connect, ensure_streams
+from mfscore.services.common.messages import job, record_message
+from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectTooLarge, confined
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
+
+log = logging.getLogger("mfscore.services")
+MAX_BLOB_BYTES = 4 << 30   # the core checks each file's own limits (pixels, elements, JSON bytes) when it reads it
+JOBS_IN_FLIGHT = 2
+
+
+@dataclass(frozen=True)
+class ScorerPool:
+    """A deployable pool: its name (metrics, logs) and the resource classes it pulls (``Task.resource``)."""
+
+    name: str
+    resources: tuple[str, ...]
+
+
+def _fetch(store: ObjectStore, prefix: str, key: str, directory: str) -> str:
+    """The local copy of one job file ('' for none). A missing object leaves no file and an object over the
+    limit an empty sparse file of its size: the core then reports either in its own words."""
+    if not key:
+        return ""
+    path = str(confined(directory, key))
+    try:
+        store.download_file(prefix + key, path, max_bytes=MAX_BLOB_BYTES)
+    except ObjectMissing:
+        pass
+    except ObjectTooLarge as error:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.truncate(error.size if error.size is not None else MAX_BLOB_BYTES + 1)
+    return path
+
+
+class JobScorer:
+    """``await scorer(job)``: the job's TrialRecord. Messages name files by their key in the upload."""
+
+    def __init__(self, store: ObjectStore, work_dir: str, name: str):
+        self.store = store
+        self.work_dir = work_dir
+        self.name = name
+        self.cpu = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-scoring")
+
+    async def __call__(self, message: jobs_pb2.Job) -> records_pb2.TrialRecord:
+        task = tasks.get(message.task)
+        work = job(task, message).work
+        directory = os.path.realpath(tempfile.mkdtemp(prefix="job-", dir=self.work_dir))
+        try:
+            blobs = task.blobs(work)
+            local = await asyncio.gather(*(asyncio.to_thread(_fetch, self.store, message.input_prefix, key, directory)
+                                           for key in blobs.values()))
+            work = task.with_blobs(work, dict(zip(blobs, local)))
+            outcome = await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        return record_message(message, outcome, self.name, local_dir=directory)
+
+
+class Scorer(services_pb2_grpc.ScorerServicer):
+    def __init__(self, handle: JobScorer):
+        self._handle = handle
+
+    async def Score(self, request, context):
+        return await self._handle(request)
+
+
+async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set; then stop pulling, finish (or nak) the jobs in hand, and close."""
+    os.makedirs(settings.work_dir, exist_ok=True)
+    metrics_port = start_metrics_server(settings.metrics_port)
+    handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
+    server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle),
+                                             "mfscore.v1.Scorer")], port=settings.grpc_port)
+    nc, js = await connect(settings)
+    try:
+        await ensure_streams(js)
+        log.info("%s: gRPC on %d, metrics on %d, pulling %s jobs", pool.name, port, metrics_port,
+                 ", ".join(pool.resources))
+        workers = [JobWorker(js, kind=resource, service=pool.name, handle=handle,
+                             ack_wait=settings.ack_wait_seconds, max_deliver=settings.max_deliver,
+                             shutdown_grace_seconds=settings.ack_wait_seconds, concurrency=JOBS_IN_FLIGHT)
+                   for resource in pool.resources]
+        await asyncio.gather(*(worker.run(stop) for worker in workers))
+    finally:
+        await stop_grpc_server(server, grace=5)
+        await nc.drain()
+        log.info("%s: stopped", pool.name)

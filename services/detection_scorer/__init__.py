@@ -1,1 +1,0 @@
-"""The detection scorer: a batch of scored-table rows to detection records."""

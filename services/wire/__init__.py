@@ -1,0 +1,1 @@
+"""Generated from proto/mfscore/v1 by mfscore.services.generate_wire; do not edit."""

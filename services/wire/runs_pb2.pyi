@@ -1,0 +1,132 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RunState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RUN_STATE_UNSPECIFIED: _ClassVar[RunState]
+    RUN_STATE_VALIDATING: _ClassVar[RunState]
+    RUN_STATE_REJECTED: _ClassVar[RunState]
+    RUN_STATE_SCORING: _ClassVar[RunState]
+    RUN_STATE_REPORTING: _ClassVar[RunState]
+    RUN_STATE_DONE: _ClassVar[RunState]
+    RUN_STATE_FAILED: _ClassVar[RunState]
+RUN_STATE_UNSPECIFIED: RunState
+RUN_STATE_VALIDATING: RunState
+RUN_STATE_REJECTED: RunState
+RUN_STATE_SCORING: RunState
+RUN_STATE_REPORTING: RunState
+RUN_STATE_DONE: RunState
+RUN_STATE_FAILED: RunState
+
+class RunSpec(_message.Message):
+    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    INPUT_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_BY_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    SKIP_VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    task: str
+    options: bytes
+    tables: _containers.RepeatedScalarFieldContainer[str]
+    input_prefix: str
+    output_name: str
+    submitted_by: str
+    run_id: str
+    skip_validation: bool
+    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ...) -> None: ...
+
+class RunRef(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class RunStatus(_message.Message):
+    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_PLANNED_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    task: str
+    state: RunState
+    trials_planned: int
+    trials_received: int
+    message: str
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    submitted_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    validation: ValidationReport
+    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ...) -> None: ...
+
+class ListRunsRequest(_message.Message):
+    __slots__ = ("state",)
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    state: RunState
+    def __init__(self, state: _Optional[_Union[RunState, str]] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs",)
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[RunStatus]
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunStatus, _Mapping]]] = ...) -> None: ...
+
+class ReportFile(_message.Message):
+    __slots__ = ("name", "content")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    content: bytes
+    def __init__(self, name: _Optional[str] = ..., content: _Optional[bytes] = ...) -> None: ...
+
+class Report(_message.Message):
+    __slots__ = ("run_id", "files", "stdout", "exit_status")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    EXIT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    files: _containers.RepeatedCompositeFieldContainer[ReportFile]
+    stdout: _containers.RepeatedScalarFieldContainer[str]
+    exit_status: int
+    def __init__(self, run_id: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ReportFile, _Mapping]]] = ..., stdout: _Optional[_Iterable[str]] = ..., exit_status: _Optional[int] = ...) -> None: ...
+
+class Finding(_message.Message):
+    __slots__ = ("severity", "code", "message", "file", "line")
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    severity: str
+    code: str
+    message: str
+    file: str
+    line: int
+    def __init__(self, severity: _Optional[str] = ..., code: _Optional[str] = ..., message: _Optional[str] = ..., file: _Optional[str] = ..., line: _Optional[int] = ...) -> None: ...
+
+class ValidationReport(_message.Message):
+    __slots__ = ("valid", "findings")
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    valid: bool
+    findings: _containers.RepeatedCompositeFieldContainer[Finding]
+    def __init__(self, valid: _Optional[bool] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ...) -> None: ...
