@@ -86,6 +86,7 @@ def complete(outcomes: dict[JobKey, object], planned: Iterable[JobKey]) -> dict[
 # Legacy merges, removed as the tasks move to fold()
 import numpy as np
 import pandas as pd
+
 RECORD_FIELDS = ("ordinal", "score", "is_target", "status")
 
 

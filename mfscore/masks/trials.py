@@ -10,7 +10,7 @@ import pandas as pd
 
 from mfscore.errors import InputFileError
 from mfscore.formats.tables import file_line, read_table
-from mfscore.masks import MANIPULATION, SPLICE
+from mfscore.masks import MANIPULATION, SPLICE  # noqa: F401  (the task types, as the mask modules import them)
 
 SCORE = "ConfidenceScore"
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
-from pathlib import Path
 
 from mfscore import tasks
 from mfscore.records import complete, fold
@@ -26,7 +26,7 @@ def score_plan(task: Task, plan: Plan, processes: int = 1, *, interactive: bool 
     return fold(zip((job.key for job in plan.jobs), outcomes))
 
 
-def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str) -> tuple[Lines, Path]:
+def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str) -> Lines:
     """Write the report under ``out_root`` all or nothing; the files land only when the report has no error."""
     stage = StagedOutputs(out_root)
     try:
@@ -38,12 +38,13 @@ def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str) -> tuple[
         stage.commit()
     else:
         stage.abort()
-    return lines, stage.directory
+    return lines
 
 
-def placed(lines: list[str], directory) -> list[str]:
-    """Report lines with the output directory named."""
-    return [line.replace(OUTPUT_DIRECTORY, str(directory)) for line in lines]
+def placed(lines: list[str], out_root: str) -> list[str]:
+    """Report lines with the output directory named as the user named it (DIR of DIR/PREFIX)."""
+    directory = os.path.dirname(out_root) or "."
+    return [line.replace(OUTPUT_DIRECTORY, directory) for line in lines]
 
 
 def emit(stdout: list[str], stderr: list[str]) -> None:
@@ -58,8 +59,8 @@ def run_local(task: Task, options, out_root: str, *, processes: int = 1) -> int:
     plan = task.plan(options)
     emit(plan.stdout, plan.stderr)
     outcomes = score_plan(task, plan, processes, interactive=sys.stderr.isatty())
-    lines, directory = report_into(task, plan, outcomes, out_root)
-    emit(placed(lines.stdout, directory), lines.stderr)
+    lines = report_into(task, plan, outcomes, out_root)
+    emit(placed(lines.stdout, out_root), lines.stderr)
     if lines.error is not None:
         raise lines.error
     return lines.status

@@ -16,12 +16,30 @@ import numpy as np
 import pandas as pd
 
 from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
-from mfscore.detection.trials import SCORE, ScoredTable, apply_opt_out, load_scored_table, opt_out_column
+from mfscore.detection.trials import (
+    SCORE,
+    ScoredTable,
+    apply_opt_out,
+    load_scored_table,
+    opt_out_column,
+)
 from mfscore.errors import OptionError
-from mfscore.formats.journal import journal_paths, read_journal
+from mfscore.formats.journal import read_journal
 from mfscore.records import RecordConflictError
 from mfscore.reports import detection_outputs as outputs
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Submission, Task
+from mfscore.tasks.base import (
+    OUTPUT_DIRECTORY,
+    PATH,
+    PLANNER,
+    Inputs,
+    Job,
+    JobKey,
+    Lines,
+    Plan,
+    Submission,
+    Task,
+)
+from mfscore.tasks.reference_layout import reference_inputs
 
 BATCH = 1000  # trials per job
 
@@ -71,11 +89,9 @@ class Detection(Task):
     resource = PLANNER
 
     def inputs(self, options: Options) -> Inputs:
-        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
-                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
-        return Inputs(roots={"ref": options.ref_dir, "sys": os.path.dirname(options.system) or "."},
-                      tables=(os.path.join(options.ref_dir, options.reference),
-                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+        return reference_inputs(options.ref_dir, options.reference, options.index, options.system,
+                                os.path.dirname(options.system) or ".",
+                                mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         querying = options.scoring.query_mode is not None

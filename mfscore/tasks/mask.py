@@ -13,14 +13,31 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mfscore.errors import OptionError
-from mfscore.formats.journal import journal_paths
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
 from mfscore.masks.mask_scoring import MaskJob, score_mask
 from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
-from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, index_dimensions, load_trials
+from mfscore.masks.trials import (
+    MANIPULATION,
+    SPLICE,
+    TrialTable,
+    index_dimensions,
+    load_trials,
+)
 from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, Inputs, Job, JobKey, Lines, Plan, Problem, Submission, Task
+from mfscore.tasks.base import (
+    OUTPUT_DIRECTORY,
+    PATH,
+    Inputs,
+    Job,
+    JobKey,
+    Lines,
+    Plan,
+    Problem,
+    Submission,
+    Task,
+)
+from mfscore.tasks.reference_layout import reference_inputs
 
 
 @dataclass(frozen=True)
@@ -63,11 +80,9 @@ class Mask(Task):
     resource = "mask"
 
     def inputs(self, options: Options) -> Inputs:
-        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
-                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
-        return Inputs(roots={"ref": options.ref_dir, "sys": os.path.dirname(options.system) or "."},
-                      tables=(os.path.join(options.ref_dir, options.reference),
-                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+        return reference_inputs(options.ref_dir, options.reference, options.index, options.system,
+                                os.path.dirname(options.system) or ".",
+                                mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         scoring, ref_dir, sys_csv = options.scoring, options.ref_dir, Path(options.system)

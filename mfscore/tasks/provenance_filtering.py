@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.provenance_json import FILTERING
-from mfscore.provenance.filtering import FilteringRecord, node_types, reference_nodes, score_trial, world_nodes
+from mfscore.provenance.filtering import (
+    FilteringRecord,
+    node_types,
+    reference_nodes,
+    score_trial,
+    world_nodes,
+)
 from mfscore.provenance.trials import (
     OUTPUT,
     PROBE,

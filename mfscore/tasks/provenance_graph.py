@@ -35,7 +35,13 @@ from mfscore.provenance.trials import (
     load_journal,
     trial_table,
 )
-from mfscore.reports.provenance_graph_report import TABLES, figure_name, html_report, report_tables, write_figure
+from mfscore.reports.provenance_graph_report import (
+    TABLES,
+    figure_name,
+    html_report,
+    report_tables,
+    write_figure,
+)
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
 

@@ -35,8 +35,24 @@ from mfscore.reports.video_spatial_report import (
     pervideo_frame,
     threshold_table,
 )
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, Inputs, Job, JobKey, Lines, Plan, Problem, Task
-from mfscore.video.spatial_trials import VideoOptions, VideoTrials, load_video_trials, plan_video_jobs
+from mfscore.tasks.base import (
+    OUTPUT_DIRECTORY,
+    PATH,
+    Inputs,
+    Job,
+    JobKey,
+    Lines,
+    Plan,
+    Problem,
+    Task,
+)
+from mfscore.tasks.reference_layout import reference_inputs
+from mfscore.video.spatial_trials import (
+    VideoOptions,
+    VideoTrials,
+    load_video_trials,
+    plan_video_jobs,
+)
 from mfscore.video.video_metrics import video_cells
 from mfscore.video.video_record import VideoRecord
 from mfscore.video.video_scoring import VideoJob, score_video
@@ -80,11 +96,8 @@ class VideoSpatial(Task):
     resource = "video"
 
     def inputs(self, options: Options) -> Inputs:
-        journals = [str(p) for p in journal_paths(options.ref_dir, options.reference,
-                                                  mediscore_compat=options.scoring.mediscore_compat) if p.is_file()]
-        return Inputs(roots={"ref": options.ref_dir, "sys": options.system_root},
-                      tables=(os.path.join(options.ref_dir, options.reference),
-                              os.path.join(options.ref_dir, options.index), options.system, *journals))
+        return reference_inputs(options.ref_dir, options.reference, options.index, options.system, options.system_root,
+                                mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         index_path = Path(options.ref_dir) / options.index

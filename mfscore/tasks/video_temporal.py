@@ -21,7 +21,17 @@ from mfscore.reports.video_temporal_report import (
     write_scores,
     write_timeline,
 )
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PATH, PLANNER, Inputs, Job, JobKey, Lines, Plan, Task
+from mfscore.tasks.base import (
+    OUTPUT_DIRECTORY,
+    PATH,
+    PLANNER,
+    Inputs,
+    Job,
+    JobKey,
+    Lines,
+    Plan,
+    Task,
+)
 from mfscore.video.temporal_scorer import (
     ProbeIntervals,
     ProbeRecord,

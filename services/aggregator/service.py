@@ -26,12 +26,19 @@ from mfscore.errors import MfscoreError
 from mfscore.records import fold
 from mfscore.reports.staged_outputs import files_under
 from mfscore.run.local import report_into, score_plan
-from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common import metrics
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
-from mfscore.services.common.jetstream import RESULTS_STREAM, connect, ensure_streams, publish_job, result_subject, runs_bucket
+from mfscore.services.common.jetstream import (
+    RESULTS_STREAM,
+    connect,
+    ensure_streams,
+    publish_job,
+    result_subject,
+    runs_bucket,
+)
 from mfscore.services.common.messages import job_key, job_message, outcome
 from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2, services_pb2_grpc
 from mfscore.tasks.base import PLANNER, Job, Plan
@@ -237,7 +244,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
         plan = entry.plan
-        lines, _ = report_into(entry.task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name))
+        lines = report_into(entry.task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name))
         entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
         if lines.error is not None:
             return named_by_key(lines.error.sentence(), input_dir)

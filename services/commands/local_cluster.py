@@ -52,7 +52,11 @@ def run(args) -> int:
 
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started."""
-    from mfscore.services.common.processes import free_port, start_nats_server, start_s3_server
+    from mfscore.services.common.processes import (
+        free_port,
+        start_nats_server,
+        start_s3_server,
+    )
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")

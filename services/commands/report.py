@@ -27,7 +27,13 @@ def watch(stub, run_id: str, *, interactive: bool):
         for status in stub.WatchRun(runs_pb2.RunRef(run_id=run_id)):
             final = status
         return final
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as progress:
@@ -53,7 +59,7 @@ def fetch_and_write(stub, run_id: str, out_root: str) -> int:
             if os.path.isabs(name) or name.split(os.sep)[0] == os.pardir:
                 raise MfscoreError(f"the cluster sent a report file named {item.name!r}, outside the output directory")
             stage.path(name).write_bytes(item.content)
-    for line in placed(list(report.stdout), stage.directory):
+    for line in placed(list(report.stdout), out_root):
         print(line)
     return report.exit_status
 

@@ -54,11 +54,11 @@ def run_inputs(task, options) -> tuple[list[tuple[str, str]], list[str]]:
 def run(args) -> int:
     from mfscore import tasks
     from mfscore.cli.main import build_parser
+    from mfscore.codec import encode
     from mfscore.services.commands.cluster_config import resolve
     from mfscore.services.common.object_store import ObjectStore
     from mfscore.services.wire import runs_pb2
     from mfscore.tasks.base import relocated
-    from mfscore.codec import encode
 
     embedded = build_parser().parse_args([args.task, *args.arguments])
     task_run = embedded.task_options(embedded)

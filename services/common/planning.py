@@ -10,10 +10,10 @@ import os
 import shutil
 
 from mfscore import tasks
+from mfscore.codec import decode
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import relocated
-from mfscore.codec import decode
 
 MAX_TABLE_BYTES = 2 << 30
 

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+
 from mfscore.errors import MfscoreError
 
 LOOPBACK = "127.0.0.1"

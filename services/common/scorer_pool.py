@@ -20,7 +20,12 @@ from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_ser
 from mfscore.services.common.jetstream import JobWorker, connect, ensure_streams
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
-from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectTooLarge, confined
+from mfscore.services.common.object_store import (
+    ObjectMissing,
+    ObjectStore,
+    ObjectTooLarge,
+    confined,
+)
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
 

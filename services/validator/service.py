@@ -15,10 +15,10 @@ import os
 import tempfile
 
 from mfscore.errors import MfscoreError
-from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from mfscore.validation.submission import validate_submission
