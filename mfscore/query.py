@@ -37,6 +37,8 @@ Semantics follow pandas where pandas is defined:
 
 from __future__ import annotations
 
+import itertools
+
 import keyword
 import operator
 import re
@@ -512,4 +514,34 @@ def factor(node: Node) -> tuple[str, tuple[Scalar, ...]] | None:
     return None
 
 
-__all__ += ["render", "conjuncts", "factor"]
+
+
+@dataclass(frozen=True)
+class PartitionTerm:
+    """One term of a ``-qp`` partition: a factor's value (``Name==v``) or a condition kept in every partition."""
+
+    name: str        # the column it is about
+    cell: str        # its cell in a partition table: repr(value), or the condition's text
+    condition: str   # the query text that selects it
+    is_factor: bool
+
+
+def partitions(text: str) -> list[tuple[PartitionTerm, ...]]:
+    """``-qp``: one partition per combination of the listed factor values, each with the query's other
+    terms as conditions, in the query's term order (detection.md §7.3, mask.md §8)."""
+    choices = []
+    for term in conjuncts(parse(text)):
+        as_factor = factor(term)
+        if as_factor is None:
+            names = sorted(column_names(term))
+            if not names:
+                raise QueryError(f"partition query {text!r}: the term {render(term)!r} names no column")
+            condition = render(term)
+            choices.append([PartitionTerm(names[0], condition, condition, False)])
+        else:
+            name, values = as_factor
+            choices.append([PartitionTerm(name, repr(v), f"{name}=={v!r}", True) for v in values])
+    return list(itertools.product(*choices))
+
+
+__all__ += ["render", "conjuncts", "factor", "PartitionTerm", "partitions"]

@@ -7,13 +7,11 @@ journal tables (one row per trial and operation) and, after selecting, keep each
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from mfscore import query
-from mfscore.errors import QueryError
 from mfscore.formats.journal import join_journal
 
 
@@ -63,23 +61,12 @@ def query_subsets(frame: pd.DataFrame, queries: list[str], keys: list[str], *, t
 def partition_subsets(frame: pd.DataFrame, text: str, keys: list[str]) -> list[Subset]:
     """``-qp``: one subset per combination of the listed categorical values (spec §7.3).
 
-    The query is a conjunction; ``Name==[v1, v2]`` terms are factors, other terms (``300 <= X``)
-    are conditions added to every partition. Labels read ``Name=='v' & 300<=X`` as in MediScore.
+    Labels read ``Name=='v' & 300<=X`` (factors first, then conditions) as in MediScore.
     """
-    factors, conditions = [], []
-    for term in query.conjuncts(query.parse(text)):
-        as_factor = query.factor(term)
-        if as_factor is not None:
-            factors.append(as_factor)
-            continue
-        names = sorted(query.column_names(term))
-        if not names:
-            raise QueryError(f"partition query {text!r}: the term {query.render(term)!r} names no column")
-        conditions.append((names[0], query.render(term)))
     subsets = []
-    for combo in itertools.product(*(values for _, values in factors)):
-        factor_cells = {name: repr(value) for (name, _), value in zip(factors, combo)}
-        label = " & ".join([f"{name}=={cell}" for name, cell in factor_cells.items()]
-                           + [cond for _, cond in conditions])
-        subsets.append(Subset(label, _select(frame, label, keys), {**factor_cells, **dict(conditions)}))
+    for terms in query.partitions(text):
+        factors = {t.name: t.cell for t in terms if t.is_factor}
+        conditions = {t.name: t.condition for t in terms if not t.is_factor}
+        label = " & ".join([f"{name}=={cell}" for name, cell in factors.items()] + list(conditions.values()))
+        subsets.append(Subset(label, _select(frame, label, keys), {**factors, **conditions}))
     return subsets

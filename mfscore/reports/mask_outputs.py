@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import pandas as pd
 
 from mfscore import query
 from mfscore.detection.subsets import query_frame
-from mfscore.errors import QueryError
 from mfscore.formats.tables import write_table
 from mfscore.masks.extra_metrics import mcc_size_histogram, semafor_localization
 from mfscore.masks.scorer import QueryRun
@@ -56,25 +54,9 @@ def select_rows(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: lis
 
 def partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
     """``-qp``: one subset per combination of the ``==[...]`` factor values (mask.md §8)."""
-    terms = query.conjuncts(query.parse(text))
-    choices = []
-    for term in terms:
-        as_factor = query.factor(term)
-        if as_factor is None:
-            names = sorted(query.column_names(term))
-            if not names:
-                raise QueryError(f"partition query {text!r}: the term {query.render(term)!r} names no column")
-            name = names[0]
-            choices.append([(name, query.render(term), query.render(term))])
-        else:
-            name, values = as_factor
-            choices.append([(name, repr(v), f"{name}=={v!r}") for v in values])
-    subsets = []
-    for combo in itertools.product(*choices):
-        label = {name: cell for name, cell, _ in combo}
-        selector = " & ".join(f"({condition})" for _, _, condition in combo)
-        subsets.append(Averaged(label, select_rows(frame, journal, selector, keys)))
-    return subsets
+    return [Averaged({t.name: t.cell for t in terms},
+                     select_rows(frame, journal, " & ".join(f"({t.condition})" for t in terms), keys))
+            for terms in query.partitions(text)]
 
 
 def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions) -> list[tuple[str, Averaged]]:
