@@ -37,13 +37,15 @@ class Job:
 
 @dataclass
 class Plan:
-    """A planned run: its jobs in report order, the task's own state for the report, and what planning said."""
+    """A planned run: its jobs in report order, the task's own state for the report, what planning said, and
+    the files planning read beyond ``Inputs.tables`` (the journals its trials name, say)."""
 
     options: Any
     jobs: list[Job]
     state: Any = None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
+    tables: tuple[str, ...] = ()
 
 
 @dataclass

@@ -23,7 +23,6 @@ from mfscore.provenance.trials import (
     TrialInputError,
     load_system_graph,
     read_inputs,
-    trial_table,
 )
 from mfscore.tasks.base import PATH, Inputs, Job, JobKey, Plan, Problem, Task
 
@@ -92,6 +91,12 @@ def planned_trials(trials: pd.DataFrame, journal_of: Callable[[str], object],
     return jobs, State(errors, tuple(journals), started)
 
 
+def journal_tables(options: Options, state: State) -> tuple[str, ...]:
+    """The journals the trials read that exist (a missing one is its trials' planning error on any runner)."""
+    paths = (os.path.join(options.reference_dir, name) for name in state.journal_files)
+    return tuple(path for path in paths if os.path.isfile(path))
+
+
 def load_system_json(path: str, named: str, task: str, max_bytes: int) -> dict:
     """``trials.load_system_graph`` of the file at ``path``; a problem names the file ``named`` instead
     (the path the command was given: a worker reads a fetched copy)."""
@@ -108,17 +113,13 @@ class ProvenanceTask(Task):
     resource = "json"
 
     def inputs(self, options: Options) -> Inputs:
-        """The seven input directories as roots; the tables and the journals the trials read (the ones
-        that exist: a missing journal is the planning error of its trials on any runner)."""
+        """The seven input directories as roots and the five tables (the journals are the plan's tables)."""
         roots = {"ref": options.reference_dir, "sys": options.system_dir}
         roots |= {root: os.path.dirname(getattr(options, name)) or "." for root, name in TABLE_ROOTS.items()}
-        names = dict.fromkeys(trial_table(read_tables(options))["JournalFileName"])
-        journals = [path for path in (os.path.join(options.reference_dir, name) for name in names)
-                    if os.path.isfile(path)]
-        return Inputs(roots, tuple(getattr(options, name) for name in TABLE_ROOTS.values()) + tuple(journals))
+        return Inputs(roots, tuple(getattr(options, name) for name in TABLE_ROOTS.values()))
 
     def blobs(self, work) -> dict[str, str]:
-        return {"system": work.system_path}
+        return {"system": work.read_from or work.system_path}
 
     def with_blobs(self, work, paths: dict[str, str]):
         return dataclasses.replace(work, read_from=paths["system"])

@@ -91,7 +91,7 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
                                 reference, types, options.max_json_bytes)
 
         jobs, state = provenance.planned_trials(trials, lambda name: _journal_nodes(inputs, name), work_of, started)
-        return Plan(options, jobs, state, stderr=stderr)
+        return Plan(options, jobs, state, stderr=stderr, tables=provenance.journal_tables(options, state))
 
     def score(self, work: FilteringJob):
         """The trial's record; an unusable JSON leaves the trial out, a requested node type absent from

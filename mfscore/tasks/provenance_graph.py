@@ -160,7 +160,8 @@ class ProvenanceGraph(provenance.ProvenanceTask):
                             options.max_json_bytes)
 
         jobs, state = provenance.planned_trials(trials, lambda name: _journal(inputs, name), work_of, started)
-        return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr)
+        return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr,
+                    tables=provenance.journal_tables(options, state))
 
     def score(self, work: GraphJob):
         """The trial's record; an unusable JSON leaves the trial out, a cycle in the system graph stops the

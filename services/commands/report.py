@@ -46,9 +46,9 @@ def watch(stub, run_id: str, *, interactive: bool):
     return final
 
 
-def fetch_and_write(stub, run_id: str, out_root: str) -> int:
+def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line) -> int:
     """Write the run's files into ``out_root``'s directory (all or nothing), print what the embedded command
-    prints on stdout, and return its exit status."""
+    prints on stdout (``localize`` names the local files), and return its exit status."""
     from mfscore.run.local import placed
     from mfscore.services.wire import runs_pb2
 
@@ -60,7 +60,7 @@ def fetch_and_write(stub, run_id: str, out_root: str) -> int:
                 raise MfscoreError(f"the cluster sent a report file named {item.name!r}, outside the output directory")
             stage.path(name).write_bytes(item.content)
     for line in placed(list(report.stdout), out_root):
-        print(line)
+        print(localize(line))
     return report.exit_status
 
 

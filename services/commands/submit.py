@@ -45,7 +45,7 @@ def run_inputs(task, options) -> tuple[list[tuple[str, str]], list[str]]:
 
     plan = task.plan(options)
     inputs = task.inputs(options)
-    tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables]
+    tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables + plan.tables]
     blobs = [(path, key_of(path, inputs.roots, what=f"the file {path}"))
              for job in plan.jobs for path in task.blobs(job.work).values() if path and os.path.isfile(path)]
     return list(dict.fromkeys(tables + blobs)), list(dict.fromkeys(key for _, key in tables))
@@ -109,4 +109,4 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str]) -> int:
                 print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
             state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
             raise MfscoreError(f"run {spec.run_id} {state}: {localize(final.message, roots)}")
-        return fetch_and_write(stub, spec.run_id, out_root)
+        return fetch_and_write(stub, spec.run_id, out_root, lambda line: localize(line, roots))

@@ -15,6 +15,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import grpc
+
 from mfscore import tasks
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.jetstream import JobWorker, connect, ensure_streams
@@ -84,10 +86,17 @@ class JobScorer:
 
 
 class Scorer(services_pb2_grpc.ScorerServicer):
-    def __init__(self, handle: JobScorer):
+    """``Score``: one job of the pool's resource classes, now."""
+
+    def __init__(self, handle: JobScorer, pool: ScorerPool):
         self._handle = handle
+        self._pool = pool
 
     async def Score(self, request, context):
+        if request.task not in tasks.names() or tasks.get(request.task).resource not in self._pool.resources:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"the {self._pool.name} pool scores {', '.join(self._pool.resources)} jobs, "
+                                f"not a {request.task or 'task-less'} job")
         return await self._handle(request)
 
 
@@ -96,7 +105,7 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     os.makedirs(settings.work_dir, exist_ok=True)
     metrics_port = start_metrics_server(settings.metrics_port)
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
-    server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle),
+    server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),
                                              "mfscore.v1.Scorer")], port=settings.grpc_port)
     nc, js = await connect(settings)
     try:

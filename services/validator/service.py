@@ -44,7 +44,7 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
         except MfscoreError as error:
             return _refused(named_by_key(error.sentence(), directory))
         validation = validate_submission(submission.system, submission.index, submission.options)
-        findings = [runs_pb2.Finding(severity=str(f.severity), code=f.code, message=f.message,
+        findings = [runs_pb2.Finding(severity=str(f.severity), code=f.code, message=named_by_key(f.message, directory),
                                      file=os.path.relpath(f.file, directory) if f.file else "", line=f.line or 0)
                     for f in validation.report.findings]
         return runs_pb2.ValidationReport(valid=validation.report.valid, findings=findings)

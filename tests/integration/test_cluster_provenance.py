@@ -9,21 +9,20 @@ import contextlib
 import io
 import json
 import re
-import uuid
 from dataclasses import replace
 
 import grpc
 import pytest
 
 from integration.equivalence import assert_same_outputs, run_both, tree
-from mfscore.cli import provenance_filtering, provenance_graph
-from mfscore.cli.main import build_parser, main
-from mfscore.errors import InputFileError
+from integration.uploads import same_outcome, upload
+from mfscore.cli.main import main
+from mfscore.records import Problem
 from mfscore.sample_data.provenance import generate_provenance_dataset
-from mfscore.services.commands.submit import run_inputs
+from mfscore.services.commands.submit import localize
+from mfscore.services.common.messages import job_key, outcome
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.provenance_scorer.messages import job_message, trial_outcome
-from mfscore.services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.services.wire import services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
 
@@ -167,30 +166,28 @@ def test_bad_input_fails_before_upload_as_embedded(dataset, local_cluster, tmp_p
     assert "absent.csv" in err_b and not (tmp_path / "b").exists()
 
 
-def test_the_validator_runs_the_embedded_checks_and_names_the_client_files(dataset, local_cluster, tmp_path):
+def test_the_validator_runs_the_embedded_checks_and_names_the_files_by_key(dataset, local_cluster, tmp_path):
     _, config = local_cluster
-    arguments = [*options(dataset), "-o", str(tmp_path / "out")]
-    files = run_inputs("provenance-graph", build_parser().parse_args(["provenance-graph", *arguments]))
-    assert ("tables/system.csv" in dict(map(reversed, files))
-            and f"sys/json/{MISSING}.json" not in {key for _, key in files}
-            and {"ref/journals/J0000.json", f"sys/json/{NOT_JSON}.json"} <= {key for _, key in files})
+    run = upload(config, "provenance-graph", [*options(dataset), "-o", str(tmp_path / "out")])
+    files = {key for _, key in run.files}
+    assert "sys/system.csv" in run.tables and "sys/system.csv" in files
+    assert f"sys/json/{MISSING}.json" not in files  # a missing JSON is not uploaded: its trial's problem
+    assert {"ref/journals/J0000.json", f"sys/json/{NOT_JSON}.json"} <= files
+    assert "ref/journals/J0000.json" in run.tables and f"sys/json/{NOT_JSON}.json" not in run.tables
     store = ObjectStore(config.settings())
-    store.ensure_bucket()
-    prefix = f"test/{uuid.uuid4().hex}/"
-    for path, key in files:
-        store.put_file(prefix + key, path)
-    spec = runs_pb2.RunSpec(task="provenance-graph", arguments=arguments, inputs=runs_pb2.InputLocation(
-        bucket=config.bucket, prefix=prefix, reference_dir="ref", system_dir="sys"))
+    spec = run.spec()
     with grpc.insecure_channel(config.validator_address) as channel:
         validator = services_pb2_grpc.ValidatorStub(channel)
         report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
         assert report.valid and not report.findings
         rows = (dataset.root / "system" / "system.csv").read_text().splitlines()
-        store.put_bytes(prefix + "tables/system.csv", "\n".join(r for r in rows if "P00012" not in r).encode() + b"\n")
+        store.put_bytes(run.prefix + "sys/system.csv", "\n".join(r for r in rows if "P00012" not in r).encode() + b"\n")
         report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
         assert not report.valid and [f.code for f in report.findings] == ["run.inputs"]
-        assert report.findings[0].message == (f"{dataset.root / 'system' / 'system.csv'}: the system output lacks "
-                                              "the index probe(s) P00012")
+        sentence = "sys/system.csv: the system output lacks the index probe(s) P00012"
+        assert report.findings[0].message == sentence
+        assert localize(sentence, run.roots) == (f"{dataset.root / 'system' / 'system.csv'}: the system output lacks "
+                                                 "the index probe(s) P00012")
 
 
 def scorer_address(config) -> str:
@@ -198,49 +195,52 @@ def scorer_address(config) -> str:
     return f"127.0.0.1:{port}"
 
 
-SCORER_OPTIONS = {provenance_filtering: ["--nodetype", "donor"], provenance_graph: ["-c", "-u"]}
+SCORER_OPTIONS = {"provenance-filtering": ["--nodetype", "donor"], "provenance-graph": ["-c", "-u"]}
 
 
-@pytest.mark.parametrize("module", [provenance_filtering, provenance_graph], ids=lambda m: m.MODE)
-def test_provenance_scorer_scores_one_trial_as_the_core_does(module, dataset, local_cluster):
+@pytest.mark.parametrize("task_name", sorted(SCORER_OPTIONS))
+def test_provenance_scorer_scores_one_trial_as_the_core_does(task_name, dataset, local_cluster):
     _, config = local_cluster
-    store = ObjectStore(config.settings())
-    store.ensure_bucket()
-    prefix = f"test/{uuid.uuid4().hex}/"
-    store.upload_tree(dataset.root / "system", prefix + "sys")
-    task = {provenance_filtering: "provenance-filtering", provenance_graph: "provenance-graph"}[module]
-    args = build_parser().parse_args([task, *options(dataset), "-o", "unused", *SCORER_OPTIONS[module]])
-    jobs = {job.output_file: job for job in module.prepare(args).jobs}
+    run = upload(config, task_name, [*options(dataset), "-o", "unused", *SCORER_OPTIONS[task_name]])
+    task = run.task
+    assert task.resource == "json"
+    jobs = {job.work.output_file: job for job in run.plan.jobs}
+    p2 = jobs["json/P00002.json"]
     cases = [(jobs["json/P00000.json"], "record"), (jobs["json/P00001.json"], "record"),
              (jobs[f"json/{MISSING}.json"], "does not exist"), (jobs[f"json/{NOT_JSON}.json"], "not valid JSON"),
-             (replace(jobs["json/P00002.json"], max_json_bytes=1000), "more than the limit of 1000")]
+             (replace(p2, work=replace(p2.work, max_json_bytes=1000)), "more than the limit of 1000")]
     with grpc.insecure_channel(scorer_address(config)) as channel:
-        stub = services_pb2_grpc.ProvenanceScorerStub(channel)
+        stub = services_pb2_grpc.ScorerStub(channel)
 
-        def score(job, key=None):
-            key = key or "sys/" + job.output_file
-            wire = jobs_pb2.Job(run_id="grpc", trial_id=f"0/trial/{job.ordinal}", role="trial", bucket=config.bucket,
-                                input_prefix=prefix, provenance=job_message(module.MODE, job, key))
-            reply = stub.ScoreProvenance(wire, timeout=30)
-            assert reply.trial_id == wire.trial_id and reply.provenance.mode == module.MODE
-            return trial_outcome(reply.provenance)
+        def score(job, **blobs):
+            wire = run.wire(job, **blobs)
+            reply = stub.Score(wire, timeout=30)
+            assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
+                "grpc", task_name, job.key, "provenance-scorer", "")
+            return outcome(task, reply)
 
         for job, expected_kind in cases:
-            got, expected = score(job), module.score_job(job)
-            assert got.to_dict() == expected.to_dict()
+            got, expected = score(job), task.score(job.work)
+            assert same_outcome(got, expected, run.roots), (got, expected)
             if expected_kind == "record":
-                assert got.record is not None and got.record.ordinal == job.ordinal and got.problem is None
+                assert not isinstance(got, Problem)
+                record = got.record if task_name == "provenance-graph" else got
+                assert record.ordinal == job.work.ordinal == job.key.ordinal
             else:
-                assert got.record is None and expected_kind in got.problem and job.system_path in got.problem
-        absent = replace(cases[0][0], output_file="json/absent.json",
-                         system_path=str(dataset.root / "system" / "json" / "absent.json"))
-        assert score(absent).to_dict() == module.score_job(absent).to_dict()
-        assert score(absent).problem.endswith("absent.json: the JSON file does not exist")
-        if module is provenance_graph:
-            strict = replace(cases[0][0], warn_on_system_cycle=False)
-            with pytest.raises(InputFileError) as raised:
-                module.score_job(strict)
-            assert score(strict).error.sentence() == raised.value.sentence()
+                assert isinstance(got, Problem) and not got.fatal
+                assert expected_kind in got.message and job.work.system_path in localize(got.message, run.roots)
+        first = cases[0][0]
+        absent = replace(first, work=replace(first.work, output_file="json/absent.json",
+                                             system_path=str(dataset.root / "system" / "json" / "absent.json")))
+        got = score(absent)
+        assert same_outcome(got, task.score(absent.work), run.roots)
+        assert localize(got.message, run.roots).endswith("absent.json: the JSON file does not exist")
+        if task_name == "provenance-graph":
+            strict = replace(first, work=replace(first.work, warn_on_system_cycle=False))
+            got, expected = score(strict), task.score(strict.work)
+            assert isinstance(expected, Problem) and expected.fatal and "the system graph has a cycle" in expected.message
+            assert same_outcome(got, expected, run.roots)
+        bad = run.wire(first)
+        bad.work = b"{}"  # not the task's work
         with pytest.raises(grpc.RpcError):
-            stub.ScoreProvenance(jobs_pb2.Job(run_id="grpc", trial_id="0/trial/0", input_prefix=prefix,
-                                              provenance=jobs_pb2.ProvenanceJob(mode="bogus", trial=b"{}")), timeout=30)
+            stub.Score(bad, timeout=30)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import urllib.request
-import uuid
 
 import grpc
 import pytest
@@ -15,18 +14,16 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from mfscore import tasks
-from mfscore.cli.main import build_parser
+from integration.uploads import same_outcome, upload
 from mfscore.codec import encode
 from mfscore.masks.mask_record import UNREADABLE
 from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.video import sample_video_dataset
-from mfscore.services.commands.submit import localize, run_inputs
-from mfscore.services.common.messages import job_key, job_message, outcome
-from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.wire import jobs_pb2, runs_pb2, services_pb2, services_pb2_grpc
-from mfscore.tasks.base import Job, key_of, relocated
+from mfscore.services.commands.submit import localize
+from mfscore.services.common.messages import job_key, outcome
+from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.tasks.base import key_of
 
 pytestmark = pytest.mark.integration
 
@@ -64,43 +61,6 @@ def test_every_service_serves_health_reflection_and_metrics(service, local_clust
         assert f"# TYPE {name}" in text
 
 
-@dataclasses.dataclass
-class Uploaded:
-    """A task's run planned on local files, its inputs uploaded as ``mfscore submit`` uploads them."""
-
-    task: object
-    options: object
-    plan: object
-    roots: dict
-    tables: list
-    prefix: str
-
-    def spec(self, options=None, **fields) -> runs_pb2.RunSpec:
-        """The RunSpec ``mfscore submit`` would send for ``options`` (default: the planned ones)."""
-        moved = relocated(options or self.options, self.task.inputs(self.options), {n: n for n in self.roots})
-        return runs_pb2.RunSpec(**{"task": self.task.name, "options": encode(moved), "tables": self.tables,
-                                   "input_prefix": self.prefix, "output_name": "x", **fields})
-
-    def wire(self, job: Job, run_id: str = "grpc", **blobs: str) -> jobs_pb2.Job:
-        """The job as the aggregator publishes it: its files named by their key in the upload (or by ``blobs``)."""
-        keys = {name: key_of(path, self.roots, what=path) if path else ""
-                for name, path in self.task.blobs(job.work).items()} | blobs
-        return job_message(run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
-
-
-def upload(config, name: str, arguments: list[str]) -> Uploaded:
-    args = build_parser().parse_args([name, *arguments])
-    options = args.task_options(args).options
-    task = tasks.get(args.task_name)
-    store = ObjectStore(config.settings())
-    store.ensure_bucket()
-    prefix = f"test/{uuid.uuid4().hex}/"
-    files, tables = run_inputs(task, options)
-    for path, key in files:
-        store.put_file(prefix + key, path)
-    return Uploaded(task, options, task.plan(options), task.inputs(options).roots, tables, prefix)
-
-
 @pytest.fixture(scope="module")
 def mask_data(tmp_path_factory):
     return generate_mask_dataset(tmp_path_factory.mktemp("masks"), 4)
@@ -117,11 +77,6 @@ def uploaded_masks(mask_data, local_cluster):
     _, config = local_cluster
     return [upload(config, "mask", mask_arguments(mask_data, *extra))
             for extra in ([], ["--rbin", "0", "--eks", "5", "--dks", "3", "--ntdks", "1", "-k", "disc"])]
-
-
-def same_outcome(remote, local, roots) -> bool:
-    """The remote outcome is the local one, but for naming files by their key in the upload."""
-    return localize(encode_outcome(remote).decode(), roots) == encode_outcome(local).decode()
 
 
 def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_cluster):

@@ -2,9 +2,10 @@
 
 * ``detection_metrics`` does not depend on row order (the ROC is built from integer counts per
   tied-score group, so the values are identical, not just close: compared exactly, types included).
-* Record shards merge into exactly the full record set (any shard order, repeats collapse,
-  conflicts raise) and the metrics of merged records, bootstrap intervals included, are exactly
-  those of the full table.
+* The detection task's records (plan on a table, ``TASK.score``), folded in shards (any shard order,
+  repeats collapse, conflicts raise, ``mfscore.records.fold``), are exactly the table's trials; their
+  metrics, bootstrap intervals included, are exactly those of the full table, and the report of the
+  shards is the report of the records folded in order.
 * ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included.
 * ``trial_response_rate`` rounds half away from zero to 2 decimals (spec detection.md §4).
 
@@ -13,7 +14,13 @@ No tolerances: every comparison here is exact.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
+import tempfile
+import uuid
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -23,9 +30,16 @@ from hypothesis import strategies as st
 
 from exact import identical
 from mfscore.detection.metrics import detection_metrics
+from mfscore.detection.scorer import DetectionOptions
 from mfscore.detection.trials import trial_response_rate
 from mfscore.formats.joins import join
-from mfscore.records import RecordConflictError, detection_records, merge_detection_records
+from mfscore.formats.tables import write_table
+from mfscore.records import JobKey, RecordConflictError, complete, decode_outcome, encode_outcome, fold
+from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.run.local import report_into
+from mfscore.tasks import detection
+from mfscore.tasks.detection import TASK
+from output_files import tree
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -67,7 +81,7 @@ def test_metrics_invariant_to_row_order(rows, far_stop, data):
     assert m1.n_target == int(labels.sum()) and m1.n_trials == len(rows)
 
 
-# --- record shards -------------------------------------------------------------------------------
+# --- record shards: the detection task's plan, score, fold and report --------------------------
 
 @st.composite
 def scored_tables(draw, max_rows=40):
@@ -80,59 +94,124 @@ def scored_tables(draw, max_rows=40):
                          "IsTarget": pd.Series(targets, dtype="str"), "ProbeStatus": statuses})
 
 
-def split(records: pd.DataFrame, k: int, data) -> list[pd.DataFrame]:
-    assign = np.array(data.draw(st.lists(st.integers(0, k - 1), min_size=len(records), max_size=len(records))))
-    return [records.loc[assign == j] for j in range(k)]
+@contextlib.contextmanager
+def planned(table: pd.DataFrame, batch: int, *, ci: bool = False):
+    """The detection task's plan of ``table`` (written as reference, index and system output, in its row
+    order), with ``batch`` trials per job; yields (plan, the directory the files are in)."""
+    with tempfile.TemporaryDirectory() as directory, mock.patch.object(detection, "BATCH", batch):
+        root = Path(directory)
+        write_table(table[["ProbeFileID", "IsTarget"]], root / "ref.csv")
+        write_table(table[["ProbeFileID"]], root / "index.csv")
+        write_table(table[["ProbeFileID", "ConfidenceScore", "ProbeStatus"]], root / "sys.csv")
+        options = detection.Options(kind="manipulation", ref_dir=str(root), reference="ref.csv", index="index.csv",
+                                    system=str(root / "sys.csv"), scoring=DetectionOptions(ci=ci),
+                                    plot=PlotOptions(enabled=False))
+        yield TASK.plan(options), root
+
+
+def deliveries(plan) -> list[tuple]:
+    """Each job's (key, outcome), scored by the task."""
+    return [(job.key, TASK.score(job.work)) for job in plan.jobs]
+
+
+def over_the_wire(outcome):
+    """The outcome as another process receives it (a copy, equal by value)."""
+    return decode_outcome(TASK.record_type, encode_outcome(outcome))
+
+
+def split(items: list, k: int, data) -> list[list]:
+    assign = data.draw(st.lists(st.integers(0, k - 1), min_size=len(items), max_size=len(items)))
+    return [[item for item, j in zip(items, assign) if j == shard] for shard in range(k)]
+
+
+def report(plan, outcomes: dict, root: Path) -> tuple:
+    out = root / f"out-{uuid.uuid4().hex}"
+    lines = report_into(TASK, plan, outcomes, str(out / "x"))
+    return tree(out), lines.stdout, lines.stderr, lines.status
+
+
+def concatenated(outcomes: dict, plan) -> dict[str, np.ndarray]:
+    records = list(complete(outcomes, (job.key for job in plan.jobs)).values())
+    return {name: np.concatenate([getattr(r, name) for r in records])
+            for name in ("ordinal", "score", "is_target", "status")}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(table=scored_tables(), k=st.integers(1, 5), data=st.data())
-def test_shards_merge_to_full_records_and_metrics(table, k, data):
-    full = detection_records(table, ["ProbeFileID"], status_column="ProbeStatus")
-    shards = split(full, k, data)
-    order = data.draw(st.permutations(list(range(k))))
-    delivered = [shards[j] for j in order]
-    if data.draw(st.booleans()):
-        delivered.append(shards[data.draw(st.integers(0, k - 1))])  # one shard delivered twice
-    merged = merge_detection_records(delivered)
-    pd.testing.assert_frame_equal(merged, full)  # dtypes checked
+@given(table=scored_tables(), batch=st.integers(1, 7), k=st.integers(1, 5), data=st.data())
+def test_shards_fold_to_the_full_records_metrics_and_report(table, batch, k, data):
+    with planned(table, batch, ci=True) as (plan, root):
+        scored = deliveries(plan)
+        shards = split(scored, k, data)
+        order = data.draw(st.permutations(list(range(k))))
+        delivered = [shards[j] for j in order]
+        if data.draw(st.booleans()):  # one shard delivered twice, as copies off the wire
+            delivered.append([(key, over_the_wire(o)) for key, o in shards[data.draw(st.integers(0, k - 1))]])
+        folded = {}
+        for shard in delivered:
+            fold(shard, into=folded)
+        in_order = fold(scored)
+        assert sorted(folded) == sorted(in_order) == [job.key for job in plan.jobs]
+        assert {key: encode_outcome(o) for key, o in folded.items()} == \
+            {key: encode_outcome(o) for key, o in in_order.items()}
 
-    scores_full = table["ConfidenceScore"].to_numpy(dtype=np.float64)
-    labels_full = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
-    far_stop = data.draw(st.sampled_from([0.1, 0.5]))
-    from_table = detection_metrics(scores_full, labels_full, far_stop=far_stop, ci=True)
-    from_records = detection_metrics(merged["score"].to_numpy(), merged["is_target"].to_numpy(dtype=np.int64),
-                                     far_stop=far_stop, ci=True)
-    assert_same_metrics(from_table, from_records)
+        # the folded records are the table's trials, exactly (dtypes included)
+        records = concatenated(folded, plan)
+        expected = {"ordinal": np.arange(len(table), dtype=np.int64),
+                    "score": table["ConfidenceScore"].to_numpy(dtype=np.float64),
+                    "is_target": (table["IsTarget"] == "Y").to_numpy(),
+                    "status": table["ProbeStatus"].fillna("").to_numpy(dtype=object)}
+        for name, values in expected.items():
+            assert records[name].dtype == values.dtype, name
+            np.testing.assert_array_equal(records[name], values, err_msg=name)
+
+        scores_full = table["ConfidenceScore"].to_numpy(dtype=np.float64)
+        labels_full = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+        far_stop = data.draw(st.sampled_from([0.1, 0.5]))
+        from_table = detection_metrics(scores_full, labels_full, far_stop=far_stop, ci=True)
+        from_records = detection_metrics(records["score"], records["is_target"].astype(np.int64),
+                                         far_stop=far_stop, ci=True)
+        assert_same_metrics(from_table, from_records)
+
+        got, want = report(plan, folded, root), report(plan, in_order, root)
+        assert got[0] and got == want
 
 
-def test_merge_is_idempotent_and_order_free_on_a_fixed_example():
+def test_fold_is_idempotent_and_order_free_on_a_fixed_example(tmp_path):
     table = pd.DataFrame({"ProbeFileID": ["c", "a", "b", "d"], "ConfidenceScore": [0.2, 0.9, 0.2, 0.1],
-                          "IsTarget": ["Y", "N", "Y", "N"]})
-    full = detection_records(table, ["ProbeFileID"])
-    assert list(full["ordinal"]) == [0, 1, 2, 3]
-    merged = merge_detection_records([full.iloc[[3, 1]], full.iloc[[0]], full.iloc[[2, 1]], full])
-    pd.testing.assert_frame_equal(merged, full)
+                          "IsTarget": ["Y", "N", "Y", "N"], "ProbeStatus": [None] * 4})
+    with planned(table, 2) as (plan, root):
+        assert [job.key for job in plan.jobs] == [JobKey(0, "trials", 0), JobKey(0, "trials", 2)]
+        scored = deliveries(plan)
+        assert [list(outcome.ordinal) for _, outcome in scored] == [[0, 1], [2, 3]]
+        first, second = scored
+        folded = fold([second, (first[0], over_the_wire(first[1])), second, first, (second[0], over_the_wire(second[1]))])
+        assert list(complete(folded, (job.key for job in plan.jobs))) == [first[0], second[0]]
+        records = concatenated(folded, plan)
+        assert records["ordinal"].tolist() == [0, 1, 2, 3] and records["score"].tolist() == [0.2, 0.9, 0.2, 0.1]
+        assert records["is_target"].tolist() == [True, False, True, False] and records["status"].tolist() == [""] * 4
+        assert report(plan, folded, root) == report(plan, fold(scored), root)
 
 
 @settings(max_examples=30, deadline=None)
-@given(table=scored_tables(max_rows=15), which=st.sampled_from(["score", "is_target", "status", "ProbeFileID"]),
-       data=st.data())
-def test_conflicting_records_raise(table, which, data):
-    full = detection_records(table, ["ProbeFileID"], status_column="ProbeStatus")
-    i = data.draw(st.integers(0, len(full) - 1))
-    altered = full.iloc[[i]].copy()
-    col = altered.columns.get_loc(which)
-    old = altered.iloc[0, col]
-    if which == "score":
-        new = old + 1.0
-    elif which == "is_target":
-        new = not old
-    else:
-        new = old + "x"
-    altered.iloc[0, col] = new
-    with pytest.raises(RecordConflictError):
-        merge_detection_records(data.draw(st.permutations([full, altered])))
+@given(table=scored_tables(max_rows=15), batch=st.integers(1, 4),
+       which=st.sampled_from(["score", "is_target", "status", "ordinal"]), data=st.data())
+def test_conflicting_records_raise(table, batch, which, data):
+    with planned(table, batch) as (plan, _):
+        scored = deliveries(plan)
+        j = data.draw(st.integers(0, len(scored) - 1))
+        key, record = scored[j]
+        i = data.draw(st.integers(0, len(record.ordinal) - 1))
+        values = getattr(record, which).copy()
+        if which in ("score", "ordinal"):
+            values[i] = values[i] + 1
+        elif which == "is_target":
+            values[i] = not values[i]
+        else:
+            values[i] = values[i] + "x"
+        altered = dataclasses.replace(record, **{which: values})
+        pair = data.draw(st.permutations([(key, record), (key, altered)]))
+        with pytest.raises(RecordConflictError, match=str(key)):
+            fold(scored[:j] + pair + scored[j + 1:])
 
 
 # --- join vs merge -------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from mfscore.records import RecordConflictError, complete, decode_outcome, encod
 from mfscore.reports.mask_outputs import ReportOptions
 from mfscore.reports.staged_outputs import files_under, staged_outputs
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.records import decode_outcome, encode_outcome
 from mfscore.tasks.mask import TASK, Options
 
 QUERY = "Purpose==['add','clone']"

@@ -42,7 +42,7 @@ def planned(request, tmp_path_factory):
 
 
 def _report(task, plan, folded, out_dir):
-    lines, _ = report_into(task, plan, folded, str(out_dir / "run"))
+    lines = report_into(task, plan, folded, str(out_dir / "run"))
     return tree(out_dir), lines.stdout, lines.stderr, lines.status
 
 
