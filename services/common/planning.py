@@ -11,6 +11,7 @@ import shutil
 
 from mfscore import tasks
 from mfscore.codec import decode
+from mfscore.errors import OptionError
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import relocated
@@ -19,11 +20,17 @@ MAX_TABLE_BYTES = 2 << 30
 
 
 def run_options(spec: runs_pb2.RunSpec, input_dir: str):
-    """The run's task and its options, every input path moved from its key (``ref/...``) under ``input_dir``."""
+    """The run's task and its options, every input path moved from its key (``ref/...``) under ``input_dir``;
+    a table the options name outside ``input_dir`` (``-r ../../x``) raises ``OptionError``."""
     task = tasks.get(spec.task)
     options = decode(task.options_type, spec.options)
     inputs = task.inputs(options)
-    return task, relocated(options, inputs, {name: os.path.join(input_dir, name) for name in inputs.roots})
+    options = relocated(options, inputs, {name: os.path.join(input_dir, name) for name in inputs.roots})
+    root = os.path.realpath(input_dir)
+    for path in task.inputs(options).tables:
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise OptionError(f"the table {named_by_key(path, input_dir)} leaves the run's uploaded inputs")
+    return task, options
 
 
 def fetch_tables(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str) -> None:
