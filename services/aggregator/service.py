@@ -154,6 +154,8 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             await self._set_state(entry, State.RUN_STATE_SCORING)
             pending, entry.pending = entry.pending, []
             for record in pending:
+                if entry.status.state in TERMINAL:
+                    return
                 await self._fold(entry, record)
             entry.status.trials_received = len(entry.outcomes)
             metrics.RUN_TRIALS_PLANNED.labels(run=run_id).set(len(plan.jobs))
