@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
 
     temporal = sample_temporal_dataset(out / "video-temporal-data")
     print(f"\nGenerated frame-interval (temporal) system output for a few videos in {out / 'video-temporal-data'}/")
-    _run(["video-temporal", *temporal.cli_args(), "-c", "5", "-T", "-o", str(reports / "video_temporal"),
+    temporal_io = [*temporal.cli_args(), "-c", "5", "-T"]
+    _run(["video-temporal", *temporal_io, "-o", str(reports / "video_temporal"),
           "--query", "*", "Operation == 'PasteSampled'"])
     video = sample_video_dataset(out / "video-data", compression="gzip")
     print(f"\nGenerated HDF5 reference and system video masks in {video.root}/; probe vid0003nomask has no "
@@ -115,26 +116,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
     print(f"\nAll reports are under {reports}/")
     if not args.no_cluster:
-        _cluster_demo(out, mask_io, reports / "masks_by_purpose")
+        _cluster_demo(out, mask_io, temporal_io, reports)
     return 0
 
 
-def _cluster_demo(out: Path, mask_io: list[str], embedded: Path) -> None:
-    """The selective mask run again, through a local cluster: every service a process, the same files."""
+def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> None:
+    """The selective mask run and the video temporal run again, through a local cluster: every service a
+    process, the same files."""
     cluster = out / "cluster" / "cluster.json"
-    print("\nThe distributed mode: the same selective mask run on a local cluster (NATS JetStream, an S3 server, "
-          "every service a process)")
+    print("\nThe distributed mode: the same runs on a local cluster (NATS JetStream, an S3 server, every service "
+          "a process)")
     _run(["local-cluster", "up", "--mask-scorers", "2", "--cluster", str(cluster)])
     try:
         _run(["local-cluster", "status", "--cluster", str(cluster)])
-        distributed = out / "cluster-reports" / "masks_by_purpose"
-        _run(["submit", "--cluster", str(cluster), "mask", *mask_io, "-oR", str(distributed / "demo"), "--jpeg2000",
+        distributed = out / "cluster-reports"
+        submit = ["submit", "--cluster", str(cluster)]
+        _run([*submit, "mask", *mask_io, "-oR", str(distributed / "masks_by_purpose" / "demo"), "--jpeg2000",
               "--precision", "6", "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
-        same = files_under(distributed) == files_under(embedded)
-        print(f"\n{len(files_under(distributed))} report files from the cluster in {distributed}/: "
-              + ("byte-identical to the embedded run's" if same else "DIFFERENT from the embedded run's"))
-        if not same:
-            sys.exit(1)
+        _run([*submit, "video-temporal", *temporal_io, "-o", str(distributed / "video_temporal"),
+              "--query", "*", "Operation == 'PasteSampled'"])
+        for name in ("masks_by_purpose", "video_temporal"):
+            files = files_under(distributed / name)
+            same = files == files_under(reports / name)
+            print(f"\n{len(files)} report files from the cluster in {distributed / name}/: "
+                  + ("byte-identical to the embedded run's" if same else "DIFFERENT from the embedded run's"))
+            if not same:
+                sys.exit(1)
     finally:
         _run(["local-cluster", "down", "--cluster", str(cluster)])
 
