@@ -27,3 +27,8 @@ def get(name: str):
     if module is None:
         raise OptionError(f"there is no task {name!r}; the tasks are {', '.join(REGISTRY)}")
     return importlib.import_module(module).TASK
+
+
+def load_all() -> list:
+    """Every task, imported now (a service does it at start, so no run pays for the imports)."""
+    return [get(name) for name in REGISTRY]

@@ -22,6 +22,7 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import DeliverPolicy
 
+from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.records import fold
 from mfscore.reports.staged_outputs import files_under
@@ -352,6 +353,7 @@ def _now() -> Timestamp:
 async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set."""
     os.makedirs(settings.work_dir, exist_ok=True)
+    tasks.load_all()
     metrics_port = metrics.start_metrics_server(settings.metrics_port)
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)

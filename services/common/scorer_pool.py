@@ -103,6 +103,7 @@ class Scorer(services_pb2_grpc.ScorerServicer):
 async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set; then stop pulling, finish (or nak) the jobs in hand, and close."""
     os.makedirs(settings.work_dir, exist_ok=True)
+    tasks.load_all()
     metrics_port = start_metrics_server(settings.metrics_port)
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
     server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),

@@ -14,6 +14,7 @@ import logging
 import os
 import tempfile
 
+from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
@@ -61,6 +62,7 @@ class Validator(services_pb2_grpc.ValidatorServicer):
 
 async def run_validator(settings: Settings, stop: asyncio.Event) -> None:
     os.makedirs(settings.work_dir, exist_ok=True)
+    tasks.load_all()
     metrics_port = start_metrics_server(settings.metrics_port)
     servicer = Validator(ObjectStore(settings), settings.work_dir)
     server, port = await start_grpc_server(
