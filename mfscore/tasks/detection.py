@@ -9,7 +9,7 @@ runs; the metrics (ROC, EER, bootstrap CIs) are the report's work, on the folded
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,6 @@ from mfscore.records import RecordConflictError
 from mfscore.reports import detection_outputs as outputs
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
-    PATH,
     PLANNER,
     Inputs,
     Job,
@@ -39,20 +38,16 @@ from mfscore.tasks.base import (
     Submission,
     Task,
 )
-from mfscore.tasks.reference_layout import reference_inputs
+from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 
 BATCH = 1000  # trials per job
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(ReferenceLayout):
     """A detection run: where its tables are, how to score them, and which files to write."""
 
     kind: str                              # -t: manipulation, splice, eventverification or camera
-    ref_dir: str = field(metadata=PATH)
-    reference: str          # relative to ref_dir
-    index: str              # relative to ref_dir
-    system: str = field(metadata=PATH)
     scoring: DetectionOptions = DetectionOptions()
     plot: outputs.PlotOptions = outputs.PlotOptions()
     out_meta: bool = False
@@ -89,9 +84,7 @@ class Detection(Task):
     resource = PLANNER
 
     def inputs(self, options: Options) -> Inputs:
-        return reference_inputs(options.ref_dir, options.reference, options.index, options.system,
-                                os.path.dirname(options.system) or ".",
-                                mediscore_compat=options.scoring.mediscore_compat)
+        return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         querying = options.scoring.query_mode is not None

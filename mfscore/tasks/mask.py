@@ -9,7 +9,7 @@ of every query from the folded records alone (mask.md §6–§10).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mfscore.errors import OptionError
@@ -27,7 +27,6 @@ from mfscore.masks.trials import (
 from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
-    PATH,
     Inputs,
     Job,
     JobKey,
@@ -37,17 +36,13 @@ from mfscore.tasks.base import (
     Submission,
     Task,
 )
-from mfscore.tasks.reference_layout import reference_inputs
+from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(ReferenceLayout):
     """A mask run: where its tables are, how to score the masks, and how to write the tables."""
 
-    ref_dir: str = field(metadata=PATH)
-    reference: str          # relative to ref_dir
-    index: str              # relative to ref_dir
-    system: str = field(metadata=PATH)
     scoring: MaskOptions = MaskOptions()
     report: ReportOptions = ReportOptions(task=MANIPULATION)
     index_filter: bool = False
@@ -80,9 +75,7 @@ class Mask(Task):
     resource = "mask"
 
     def inputs(self, options: Options) -> Inputs:
-        return reference_inputs(options.ref_dir, options.reference, options.index, options.system,
-                                os.path.dirname(options.system) or ".",
-                                mediscore_compat=options.scoring.mediscore_compat)
+        return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         scoring, ref_dir, sys_csv = options.scoring, options.ref_dir, Path(options.system)

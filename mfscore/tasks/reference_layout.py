@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 from mfscore.formats.journal import journal_paths
-from mfscore.tasks.base import Inputs
+from mfscore.tasks.base import PATH, Inputs
 
 
-def reference_inputs(ref_dir: str, reference: str, index: str, system: str, system_dir: str, *,
-                     mediscore_compat: bool) -> Inputs:
+@dataclass(frozen=True)
+class ReferenceLayout:
+    """Where a run's tables are; a task's options extend it."""
+
+    ref_dir: str = field(metadata=PATH)
+    reference: str                       # relative to ref_dir
+    index: str                           # relative to ref_dir
+    system: str = field(metadata=PATH)   # the system CSV; its mask paths are relative to its directory
+
+    @property
+    def system_dir(self) -> str:
+        return os.path.dirname(self.system) or "."
+
+
+def reference_inputs(layout: ReferenceLayout, *, mediscore_compat: bool) -> Inputs:
     """The reference side under ``ref`` (with the journal tables beside the reference that exist), the
     system side under ``sys``."""
-    journals = [str(p) for p in journal_paths(ref_dir, reference, mediscore_compat=mediscore_compat) if p.is_file()]
-    return Inputs(roots={"ref": ref_dir, "sys": system_dir},
-                  tables=(os.path.join(ref_dir, reference), os.path.join(ref_dir, index), system, *journals))
+    journals = [str(p) for p in journal_paths(layout.ref_dir, layout.reference, mediscore_compat=mediscore_compat)
+                if p.is_file()]
+    return Inputs(roots={"ref": layout.ref_dir, "sys": layout.system_dir},
+                  tables=(os.path.join(layout.ref_dir, layout.reference), os.path.join(layout.ref_dir, layout.index),
+                          layout.system, *journals))

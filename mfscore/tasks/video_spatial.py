@@ -8,8 +8,7 @@ pool). A probe whose masks cannot be used comes back as a ``Problem`` that count
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -37,7 +36,6 @@ from mfscore.reports.video_spatial_report import (
 )
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
-    PATH,
     Inputs,
     Job,
     JobKey,
@@ -46,7 +44,7 @@ from mfscore.tasks.base import (
     Problem,
     Task,
 )
-from mfscore.tasks.reference_layout import reference_inputs
+from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 from mfscore.video.spatial_trials import (
     VideoOptions,
     VideoTrials,
@@ -59,13 +57,9 @@ from mfscore.video.video_scoring import VideoJob, score_video
 
 
 @dataclass(frozen=True)
-class Options:
+class Options(ReferenceLayout):
     """A video-spatial run: where its tables are, how to score and average, and what ``_parameters.json`` says."""
 
-    ref_dir: str = field(metadata=PATH)
-    reference: str          # relative to ref_dir
-    index: str              # relative to ref_dir
-    system: str = field(metadata=PATH)  # the system CSV; its mask paths are relative to its directory
     scoring: VideoOptions = VideoOptions()
     query: tuple[str, ...] = ()               # -q
     query_partition: str | None = None        # -qp
@@ -74,10 +68,6 @@ class Options:
     precision: int = 16
     command_line: str = ""                    # _parameters.json's "command"
     flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
-
-    @property
-    def system_root(self) -> str:
-        return os.path.dirname(self.system) or "."
 
 
 @dataclass
@@ -96,8 +86,7 @@ class VideoSpatial(Task):
     resource = "video"
 
     def inputs(self, options: Options) -> Inputs:
-        return reference_inputs(options.ref_dir, options.reference, options.index, options.system, options.system_root,
-                                mediscore_compat=options.scoring.mediscore_compat)
+        return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
 
     def plan(self, options: Options) -> Plan:
         index_path = Path(options.ref_dir) / options.index
