@@ -161,6 +161,18 @@ async def _at_least(js, stream, n):
     return await stream_count(js, stream) >= n
 
 
+async def run_until_dead_lettered(js, w) -> None:
+    """Run the worker until a job is dead-lettered and its error record published; a moment for a (wrong)
+    redelivery to show; then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(w.run(stop))
+    assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
+    assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+    await asyncio.sleep(0.3)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
 async def _exactly(js, stream, n):
     return await stream_count(js, stream) == n
 
@@ -206,13 +218,7 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
                 raise RuntimeError("mask unreadable:\nbad PNG header")
 
             w = worker(js, handle, max_deliver=3)
-            stop = asyncio.Event()
-            task = asyncio.create_task(w.run(stop))
-            assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
-            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
-            await asyncio.sleep(0.3)
-            stop.set()
-            await asyncio.wait_for(task, 5)
+            await run_until_dead_lettered(js, w)
 
             assert calls == ["2/donor/7"] * 3
             [dead] = await stream_messages(js, DEAD_STREAM)
@@ -300,13 +306,7 @@ async def _refused(jetstream, message: jobs_pb2.Job, kind: str = "mask"):
             return scored(job)
 
         w = worker(js, handle, kind=kind, max_deliver=3)
-        stop = asyncio.Event()
-        task = asyncio.create_task(w.run(stop))
-        assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
-        assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
-        await asyncio.sleep(0.3)
-        stop.set()
-        await asyncio.wait_for(task, 5)
+        await run_until_dead_lettered(js, w)
         [dead] = await stream_messages(js, DEAD_STREAM)
         [result] = await stream_messages(js, RESULTS_STREAM)
         consumer = await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")
