@@ -46,8 +46,12 @@ def add_parser(subparsers) -> None:
     group.add_argument("-qm", "--queryManipulation", nargs="+", help="score targets with the queried manipulations against all non-targets")
     p.add_argument("--optOut", action="store_true", help="score opted-in trials only (IsOptOut / ProbeStatus)")
     p.add_argument("--semafor", action="store_true",
-                   help="also write <out>_semafor_report.csv: pD@FAR, bACC at the EER threshold, pAUC, Cllr (SemaFor plan)")
-    p.add_argument("--far", type=far_list, default=(0.08,), help="comma-separated FARs for pD@FAR with --semafor (default 0.08)")
+                   help="also write <out>_semafor_report.csv (pD@FAR, bACC at the EER threshold, pAUC, Cllr; "
+                        "intervals with --ci) and <out>_semafor_ROC.pdf/.png (SemaFor plan)")
+    p.add_argument("--far", type=far_list, default=(0.08, 0.1),
+                   help="comma-separated FARs for pD@FAR with --semafor (default 0.08,0.1)")
+    p.add_argument("--llr-base", choices=("e", "10", "2"), default="e",
+                   help="base of the logarithm in the scores (LLRs), for Cllr with --semafor (default e)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
     p.set_defaults(task_name="detection", task_options=options)
@@ -74,7 +78,7 @@ def options(args) -> TaskRun:
     mode, queries = _query_options(args)
     scoring = DetectionOptions(far_stop=args.farStop, ci=args.ci, ci_level=args.ciLevel, opt_out=args.optOut,
                                query_mode=mode, queries=queries, semafor=args.semafor, semafor_fars=args.far,
-                               mediscore_compat=args.mediscore_compat)
+                               llr_base=args.llr_base, mediscore_compat=args.mediscore_compat)
     plot = PlotOptions(kind=args.plotType, title=args.plotTitle, subtitle=args.plotSubtitle, no_num=args.noNum,
                        multi_figs=args.multiFigs, d_level=args.dLevel, enabled=not args.noPlot)
     return TaskRun(Options(kind=args.task, ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,

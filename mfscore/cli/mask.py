@@ -44,6 +44,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--nspx", type=int, default=-1, help="system no-score pixel value (-1: none)")
     p.add_argument("-pppns", "--perProbePixelNoScore", action="store_true",
                    help="per-probe no-score pixel values (ProbeOptOutPixelValue / DonorOptOutPixelValue)")
+    p.add_argument("--extras-pixels", choices=("image", "scored"), default="image",
+                   help="pixels mfscore's extra metrics (IoU, F1, soft confusion, SemaFor localization) sum over: "
+                        "the whole image, as Bammey et al. define them (default), or MediScore's scored pixels "
+                        "outside its no-score zones")
     p.add_argument("-p", "--processors", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--precision", type=int, default=16, help="significant digits of reported numbers (default 16)")
     p.add_argument("--truncate", action="store_true", help="truncate instead of rounding at the precision")
@@ -84,7 +88,8 @@ def options(args) -> TaskRun:
         mediscore_compat=args.mediscore_compat)
     report = ReportOptions(task=task, precision=precision, truncate=args.truncate, opt_out=args.optOut,
                            display_scored_only=args.displayScoredOnly, queries=tuple(args.query or ()),
-                           partition=args.queryPartition, mediscore_compat=args.mediscore_compat)
+                           partition=args.queryPartition, mediscore_compat=args.mediscore_compat,
+                           extras_pixels=args.extras_pixels)
     return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
                            system=str(Path(args.sysDir) / args.inSys), scoring=scoring, report=report,
                            index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ())),

@@ -24,6 +24,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("-H", "--html-report", action="store_true", help="write report.html (implies -p)")
     p.add_argument("-T", "--thumbnail-cache-dir",
                    help="accepted and ignored: mfscore's figures are drawn without thumbnails")
+    p.add_argument("--mediscore-compat", action="store_true",
+                   help="reproduce MediScore: name reused journal node IDs from one table over all probes "
+                        "(see docs/compatibility.md)")
     p.set_defaults(task_name="provenance-graph", task_options=options)
 
 
@@ -33,5 +36,6 @@ def options(args) -> TaskRun:
 
     return TaskRun(Options(**input_options(args), direct=args.direct, undirected=args.undirected_graph,
                            warn_on_system_cycle=args.warn_on_system_cycle, plot_scored=args.plot_scored,
-                           thumbnail_note=args.thumbnail_cache_dir is not None),
+                           thumbnail_note=args.thumbnail_cache_dir is not None,
+                           mediscore_compat=args.mediscore_compat),
                    out_root=os.path.join(args.output_dir, ""))

@@ -33,6 +33,9 @@ def add_parser(subparsers) -> None:
                    help="skip the opt-out column, status and pixel-value checks")
     p.add_argument("--ignore_eof", action="store_true", help="video: out-of-range intervals are warnings")
     p.add_argument("--ignore_overlap", action="store_true", help="video: intersecting intervals are warnings")
+    p.add_argument("--hdf5-frame-base", type=int, choices=(0, 1), default=0,
+                   help="video: what HDF5 mask block names count from: 0, the MFC2019 plan's 0-indexed start frames "
+                        "(default), or 1, MediScore's (its ReadMe and mask generator)")
     p.add_argument("--output_revised_system", metavar="NAME",
                    help="write NAME next to the system CSV, with wrong-size-mask rows set to FailedValidation")
     p.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
@@ -78,7 +81,7 @@ def run(args) -> int:
         kind=args.valtype, name_check=args.nameCheck, ncid=args.ncid, plan=args.plan, reference=args.inRef,
         index_filter=args.indexFilter, neglect_mask=args.neglectMask, neglect_pixel=args.neglectPixel,
         ignore_eof=args.ignore_eof, ignore_overlap=args.ignore_overlap, revised_name=args.output_revised_system,
-        mediscore_compat=args.mediscore_compat, max_pixels=args.max_pixels)
+        mediscore_compat=args.mediscore_compat, max_pixels=args.max_pixels, hdf5_frame_base=args.hdf5_frame_base)
     validation = validate_submission(args.inSys, args.inIndex, options)
     if validation.revised is not None and revised_path is not None:
         _write_revised(validation, revised_path)

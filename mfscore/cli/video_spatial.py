@@ -50,6 +50,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--temporal_scoring_only", nargs="?", const="1", help="score only TemporalMCC")
     p.add_argument("--precision", type=int, default=16, help="significant digits of reported numbers (default 16)")
     p.add_argument("-procs", "--processors", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--hdf5-frame-base", type=int, choices=(0, 1), default=0,
+                   help="what HDF5 mask block names count from: 0, the MFC2019 plan's 0-indexed start frames "
+                        "(default), or 1, MediScore's (its ReadMe and mask generator)")
     p.add_argument("--max-elements", type=int, default=DEFAULT_MAX_VIDEO_ELEMENTS,
                    help=f"refuse masks declaring more pixels than this (default {DEFAULT_MAX_VIDEO_ELEMENTS:,})")
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
@@ -82,7 +85,8 @@ def _scoring(args):
         collar=args.collars, video_opt_out=args.video_opt_out, temporal_gt_only=bool(args.temporal_gt_only),
         temporal_only=bool(args.temporal_scoring_only), opt_out=args.optOut,
         per_probe_pixel_value=args.perProbePixelNoScore, truncate=args.truncate,
-        mediscore_compat=args.mediscore_compat, max_elements=args.max_elements)
+        mediscore_compat=args.mediscore_compat, max_elements=args.max_elements,
+        hdf5_frame_base=args.hdf5_frame_base)
 
 
 def options(args) -> TaskRun:

@@ -1,4 +1,5 @@
-"""Bootstrap confidence intervals for AUC, AUC@FAR and CDR@FAR (spec detection.md §6.6).
+"""Bootstrap confidence intervals for AUC, AUC@FAR and CDR@FAR (spec detection.md §6.6), and for
+the SemaFor metrics (``semafor_intervals``: pD@FAR, bACC@EER, pAUC; the same draws).
 
 MediScore draws 500 resamples of the scored rows with ``RandomState(77)`` and re-sorts each one.
 mfscore makes the same draws but sorts once: a resample is a vector of draw counts over the
@@ -20,6 +21,14 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_from_counts
+from mfscore.detection.semafor import (
+    PAUC_FAR,
+    PLAN_FARS,
+    eer_vertex,
+    partial_auc_interpolated,
+    pd_at_far,
+    roc_all_from_counts,
+)
 
 N_RESAMPLES = 500
 SEED = 77
@@ -86,3 +95,60 @@ def bootstrap_intervals(scores: np.ndarray, labels: np.ndarray, far_stop: float,
     reps = replicate_metrics(scores, labels, far_stop, n_resamples, seed)
     return BootstrapIntervals(*(_interval(reps[name], reps["both_classes"], ci_level, mediscore_compat)
                                 for name in ("auc", "partial_auc", "cdr")))
+
+
+def semafor_replicates(scores: np.ndarray, labels: np.ndarray, *, fars=PLAN_FARS, pauc_far: float = PAUC_FAR,
+                       threshold: float | None = None, n_resamples: int = N_RESAMPLES,
+                       seed: int = SEED) -> dict[str, np.ndarray]:
+    """Every SemaFor metric of every replicate, in draw order, under its report column name; NaN
+    where the replicate drew one class.
+
+    ``bACC@EER`` finds θ* again in each replicate (a competition), or, given ``threshold`` (a
+    bucket at its competition's θ*), stays at that threshold.
+    """
+    trials = SortedTrials.from_arrays(scores, labels)
+    names = [f"{kind}@FAR{f:g}" for f in fars for kind in ("pD", "pD_step")]
+    names += ["bACC@EER", f"pAUC@{pauc_far:g}", f"pAUC_norm@{pauc_far:g}"]
+    out = {name: np.full(n_resamples, np.nan) for name in names}
+    if trials.scores.size == 0:
+        return out
+    n_above = None if threshold is None else int(np.count_nonzero(trials.scores >= threshold))
+    undefined_threshold = threshold is not None and bool(np.isnan(threshold))
+    for i, counts in enumerate(resample_counts(trials.scores.size, n_resamples, seed)):
+        weights = counts[trials.order]
+        fps, tps, thr = trials.counts(weights)
+        n_t, n_nt = int(tps[-1]), int(fps[-1])
+        if n_t == 0 or n_nt == 0:
+            continue
+        roc, full = roc_from_counts(fps, tps, thr), roc_all_from_counts(fps, tps, thr)
+        for f in fars:
+            out[f"pD@FAR{f:g}"][i] = pd_at_far(roc, f, method="interpolate")
+            out[f"pD_step@FAR{f:g}"][i] = pd_at_far(full, f, method="step")
+        if n_above is None:
+            best = eer_vertex(fps, tps, n_t, n_nt)
+            tp, fp = int(tps[best]), int(fps[best])
+        else:
+            tp = int(weights[:n_above] @ trials.labels[:n_above])
+            fp = int(weights[:n_above].sum()) - tp
+        if not undefined_threshold:
+            pd, far = tp / n_t, fp / n_nt
+            out["bACC@EER"][i] = (pd + 1.0 - far) / 2.0  # plan §1.4: higher is better
+        out[f"pAUC@{pauc_far:g}"][i], out[f"pAUC_norm@{pauc_far:g}"][i] = partial_auc_interpolated(roc, pauc_far)
+    return out
+
+
+def semafor_intervals(scores: np.ndarray, labels: np.ndarray, ci_level: float, *, fars=PLAN_FARS,
+                      pauc_far: float = PAUC_FAR, threshold: float | None = None,
+                      n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, Interval]:
+    """Percentile intervals of the SemaFor metrics; single-class replicates are left out."""
+    reps = semafor_replicates(scores, labels, fars=fars, pauc_far=pauc_far, threshold=threshold,
+                              n_resamples=n_resamples, seed=seed)
+    out = {}
+    for name, values in reps.items():
+        ordered = np.sort(values[~np.isnan(values)])
+        if ordered.size == 0:
+            out[name] = Interval(float("nan"), float("nan"))
+            continue
+        lo, hi = quantile_positions(ci_level, ordered.size)
+        out[name] = Interval(float(ordered[lo]), float(ordered[min(hi, ordered.size - 1)]))
+    return out

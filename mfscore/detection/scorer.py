@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from mfscore.detection import semafor
 from mfscore.detection import subsets as subsets_mod
+from mfscore.detection.bootstrap import semafor_intervals
 from mfscore.detection.metrics import DetectionMetrics, detection_metrics
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
+from mfscore.errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -20,8 +25,16 @@ class DetectionOptions:
     query_mode: str | None = None          # None, "q", "qm" or "qp"
     queries: tuple[str, ...] = ()
     semafor: bool = False
-    semafor_fars: tuple[float, ...] = (0.08,)
+    semafor_fars: tuple[float, ...] = (0.08, 0.1)
+    llr_base: str = "e"                    # the base of the scores' logarithms, for Cllr: "e", "10" or "2"
     mediscore_compat: bool = False
+
+    def __post_init__(self):
+        if self.llr_base not in LLR_BASES:
+            raise OptionError(f"--llr-base must be one of {', '.join(LLR_BASES)}, not {self.llr_base!r}")
+
+
+LLR_BASES = {"e": 1.0, "10": math.log(10.0), "2": math.log(2.0)}  # base -> factor to natural-log LLRs
 
 
 @dataclass
@@ -29,7 +42,8 @@ class SubsetResult:
     subset: subsets_mod.Subset
     metrics: DetectionMetrics
     trr: float
-    semafor: dict = field(default_factory=dict)
+    semafor: dict = field(default_factory=dict)        # SemaFor column -> value, in report order
+    semafor_ci: dict = field(default_factory=dict)     # SemaFor column -> bootstrap Interval (--ci)
 
 
 def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[subsets_mod.Subset]:
@@ -43,21 +57,52 @@ def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: Det
                                      mediscore_compat=options.mediscore_compat)
 
 
-def score_subset(subset: subsets_mod.Subset, total_num: int, options: DetectionOptions) -> SubsetResult:
+def score_subset(subset: subsets_mod.Subset, total_num: int, options: DetectionOptions,
+                 competition_threshold: float | None = None) -> SubsetResult:
+    """Metrics of one subset; with ``competition_threshold`` (a ``-qp`` bucket) the SemaFor
+    rates at θ* are read at that threshold rather than at the subset's own θ*."""
     scores, labels = scores_and_labels(subset.rows)
     metrics = detection_metrics(scores, labels, far_stop=options.far_stop, ci=options.ci,
                                 ci_level=options.ci_level, mediscore_compat=options.mediscore_compat)
     result = SubsetResult(subset, metrics, trial_response_rate(metrics.n_trials, total_num))
     if options.semafor:
-        from mfscore.detection.calibration import cllr, min_cllr
-        from mfscore.detection.semafor import semafor_report
-
-        result.semafor = dict(semafor_report(scores, labels, fars=options.semafor_fars, pauc_far=0.1))
-        result.semafor["Cllr"] = cllr(scores, labels)
-        result.semafor["minCllr"] = min_cllr(scores, labels)
+        result.semafor = semafor_columns(scores, labels, options, competition_threshold)
+        if options.ci:
+            result.semafor_ci = semafor_intervals(scores, labels, options.ci_level, fars=options.semafor_fars,
+                                                  threshold=competition_threshold)
     return result
+
+
+def semafor_columns(scores: np.ndarray, labels: np.ndarray, options: DetectionOptions,
+                    competition_threshold: float | None) -> dict:
+    """The SemaFor report columns of one subset, in order (``THRESHOLD_SET`` says whose θ* it is)."""
+    from mfscore.detection.calibration import cllr, min_cllr
+
+    if competition_threshold is None:
+        values, threshold_set = semafor.semafor_report(scores, labels, fars=options.semafor_fars), "own"
+    else:
+        values = semafor.bucket_report(scores, labels, competition_threshold, fars=options.semafor_fars)
+        threshold_set = "all"
+    out = {}
+    for name, value in values.items():
+        if name == "THRESHOLD_EER":
+            out["THRESHOLD_SET"] = threshold_set
+        out[name] = value
+    out["LLR_BASE"] = options.llr_base
+    out["Cllr"] = cllr(scores * LLR_BASES[options.llr_base], labels)
+    out["minCllr"] = min_cllr(scores, labels)  # invariant to the (monotone) change of base
+    return out
+
+
+def competition_threshold(table: ScoredTable, options: DetectionOptions) -> float | None:
+    """θ* of all scored trials for ``-qp`` buckets (plan Analysis Plan, Methods (3)); None otherwise:
+    the whole set and each ``-q``/``-qm`` query are competitions with a θ* of their own."""
+    if not options.semafor or options.query_mode != "qp":
+        return None
+    return semafor.dynamic_eer_threshold(*scores_and_labels(table.trials)).threshold
 
 
 def score_detection(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[SubsetResult]:
     """Score every subset the options ask for."""
-    return [score_subset(s, table.total_num, options) for s in build_subsets(table, journal, options)]
+    threshold = competition_threshold(table, options)
+    return [score_subset(s, table.total_num, options, threshold) for s in build_subsets(table, journal, options)]

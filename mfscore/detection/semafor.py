@@ -10,7 +10,14 @@ Two ROCs are used:
 * ``roc_all_thresholds`` — one point per distinct score, for everything that picks a vertex
   (the step p(D) and the dynamic EER threshold): a dropped collinear point can be the best one.
 
-Undefined cases: with no targets or no non-targets the rates are NaN (counts stay exact).
+Thresholds (plan Appendix A and "Evaluation 3 Analysis Plan, Methods" (3)): a competition's θ* is
+the EER vertex of all its trials; a bucket of a competition (``bucket_report``) is scored at the
+competition's θ*, not at a θ* of its own, whose values are kept beside it under ``BUCKET_`` names.
+
+Which way is better: p(D), bACC and pAUC are higher-better; FAR and EER lower-better.
+
+Undefined cases: with no targets or no non-targets the rates are NaN (counts stay exact); with an
+undefined θ* (the competition lacks a class) every rate at θ* is NaN.
 """
 
 from __future__ import annotations
@@ -27,9 +34,16 @@ __all__ = [
     "pd_at_far",
     "confusion_at",
     "dynamic_eer_threshold",
+    "eer_vertex",
     "partial_auc_interpolated",
     "semafor_report",
+    "bucket_report",
+    "PLAN_FARS",
+    "PAUC_FAR",
 ]
+
+PLAN_FARS = (0.08, 0.1)  # plan §1.1 program target and §1.5 leaderboard secondary metric
+PAUC_FAR = 0.1           # plan §1.5: AUC for FAR <= 0.1
 
 
 @dataclass(frozen=True)
@@ -66,7 +80,11 @@ def _rate(num: int, den: int) -> float:
 def roc_all_thresholds(scores, labels) -> Roc:
     """ROC with one point per distinct score (no collinear dropping), origin as in ``roc_curve``."""
     s, y = _trials(scores, labels)
-    fps, tps, thr = SortedTrials.from_arrays(s, y).counts()
+    return roc_all_from_counts(*SortedTrials.from_arrays(s, y).counts())
+
+
+def roc_all_from_counts(fps: np.ndarray, tps: np.ndarray, thr: np.ndarray) -> Roc:
+    """``roc_all_thresholds`` from cumulative counts at descending distinct scores."""
     if tps.size == 0 or fps[0] != 0:
         fps, tps = np.r_[0, fps], np.r_[0, tps]
         thr = np.r_[thr[0] + 1 if thr.size else 1.0, thr]
@@ -121,13 +139,22 @@ def dynamic_eer_threshold(scores, labels) -> OperatingPoint:
     n_t = int(np.count_nonzero(y == 1))
     n_nt = y.size - n_t
     if n_t == 0 or n_nt == 0:
-        op = confusion_at(s, y, float("nan"))
-        nan = float("nan")
-        return OperatingPoint(nan, op.tp, op.fp, op.fn, op.tn, nan, nan, nan)
+        return _undefined_rates(confusion_at(s, y, float("nan")))
     fps, tps, thr = SortedTrials.from_arrays(s, y).counts()
-    gap = np.abs((n_t - tps) * n_nt - fps * n_t)  # |FNR - FAR| scaled by N_t·N_nt
-    best = int(np.lexsort((-tps, fps, gap))[0])  # primary key last: gap, then FP, then -TP
-    return confusion_at(s, y, float(thr[best]))
+    return confusion_at(s, y, float(thr[eer_vertex(fps, tps, n_t, n_nt)]))
+
+
+def eer_vertex(fps: np.ndarray, tps: np.ndarray, n_t: int, n_nt: int) -> int:
+    """Index of the θ* vertex among cumulative counts: least |FNR - FAR|, then least FP, then most TP."""
+    gap = np.abs((n_t - tps) * n_nt - fps * n_t)  # |FNR - FAR| scaled by N_t·N_nt, exact
+    tied = np.flatnonzero(gap == gap.min())
+    lowest_far = tied[fps[tied] == fps[tied].min()]
+    return int(lowest_far[np.argmax(tps[lowest_far])])
+
+
+def _undefined_rates(op: OperatingPoint) -> OperatingPoint:
+    nan = float("nan")
+    return OperatingPoint(nan, op.tp, op.fp, op.fn, op.tn, nan, nan, nan)
 
 
 # SemaFor eval 3 plan §1.5 (spec semafor_and_paper.md): partial AUC for FAR <= 0.1
@@ -152,8 +179,8 @@ def partial_auc_interpolated(roc: Roc, far_max: float = 0.1) -> tuple[float, flo
     return raw, raw / far_max
 
 
-def semafor_report(scores, labels, *, fars=(0.08,), pauc_far: float = 0.1) -> dict[str, float | int]:
-    """The SemaFor detection columns, in report order (a plain, insertion-ordered dict)."""
+def semafor_report(scores, labels, *, fars=PLAN_FARS, pauc_far: float = PAUC_FAR) -> dict[str, float | int]:
+    """The SemaFor detection columns of one competition (θ* of its own trials), in report order."""
     s, y = _trials(scores, labels)
     roc = roc_curve(s, y)
     full = roc_all_thresholds(s, y)
@@ -177,3 +204,21 @@ def semafor_report(scores, labels, *, fars=(0.08,), pauc_far: float = 0.1) -> di
     out["N_NONTARGET"] = int(np.count_nonzero(y == 0))
     return out
 
+
+# SemaFor eval 3 plan, Analysis Plan "Methods" (3): buckets scored at the competition's θ*
+def bucket_report(scores, labels, threshold: float, *, fars=PLAN_FARS,
+                  pauc_far: float = PAUC_FAR) -> dict[str, float | int]:
+    """A bucket's columns: p(D), FAR, bACC and counts at the competition's θ* ``threshold``; beside
+    them the bucket's own optimum (``BUCKET_*``). pD@FAR and pAUC read the bucket's own ROC."""
+    own = semafor_report(scores, labels, fars=fars, pauc_far=pauc_far)
+    at = confusion_at(scores, labels, threshold)
+    if np.isnan(threshold):
+        at = _undefined_rates(at)
+    out: dict[str, float | int] = {k: v for k, v in own.items() if k.startswith(("pD@FAR", "pD_step@FAR"))}
+    out["THRESHOLD_EER"] = float(threshold)
+    out["bACC@EER"], out["pD@EER"], out["FAR@EER"] = at.bacc, at.pd, at.far
+    out["TP@EER"], out["FP@EER"], out["FN@EER"], out["TN@EER"] = at.tp, at.fp, at.fn, at.tn
+    for name in ("EER", "THRESHOLD_EER", "bACC@EER", "pD@EER", "FAR@EER"):
+        out[f"BUCKET_{name}"] = own[name]
+    out.update((k, v) for k, v in own.items() if k.startswith(("pAUC", "N_")))
+    return out

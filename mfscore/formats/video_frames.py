@@ -5,9 +5,10 @@ is read in slabs of a few frames (whole HDF5 chunks, so a compressed chunk is de
 chunks are inflated on a thread, ahead of the frames being scored. Memory stays at a few frames
 whatever the video's length.
 
-Frames are numbered 1..frame_count; a block in group ``s`` holds frames s+1 .. s+n (group names are
-0-indexed, see ``video_masks``). Frames no block covers are yielded as ``None``: the caller knows
-what an uncovered frame means (all-zero reference, all-white system).
+Frames are numbered 1..frame_count; a block starting at 0-indexed frame ``s`` holds frames s+1 .. s+n
+(its group name is ``s`` plus the frame base, see ``video_masks``). Frames no block covers are
+yielded as ``None``: the caller knows what an uncovered frame means (all-zero reference, all-white
+system).
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ from mfscore.formats.video_masks import MaskBlock, VideoMaskError
 SLAB_BYTES = 1 << 20  # at most this much of one block is read at once
 READ_AHEAD_CHUNKS = 2  # compressed chunks inflating ahead of the one being scored
 _H5_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError, zlib.error)
-
-
-def _dataset_name(block: MaskBlock, single: bool) -> str:
-    return "masks/masks" if single else f"{block.start}/masks"
 
 
 def _slab_frames(dataset: h5py.Dataset) -> int:
@@ -79,9 +76,8 @@ def _deflate_slabs(dataset: h5py.Dataset, stop: int, pool: ThreadPoolExecutor) -
 def _slabs(path: str, blocks: list[MaskBlock], last_frame: int) -> Iterator[tuple[int, np.ndarray]]:
     """(first frame number, frames) for every block, up to ``last_frame``."""
     with h5py.File(path, "r") as f, ThreadPoolExecutor(max_workers=1) as pool:
-        single = "masks" in f and isinstance(f["masks"], h5py.Group)
         for block in blocks:
-            dataset = f[_dataset_name(block, single)]
+            dataset = f[f"{block.group}/masks"]
             stop = max(0, min(block.frames, last_frame - block.start))
             if _deflate_chunks_of_whole_frames(dataset):
                 for offset, frames in _deflate_slabs(dataset, stop, pool):

@@ -1,7 +1,9 @@
 """Mask metrics beyond MediScore's: IoU, F1, the soft confusion matrix, size-binned MCC histograms
 and SemaFor's IoU-threshold localization rates (semafor_and_paper.md §1.7, §2).
 
-Everything is read off a ``MaskRecord``'s histograms, so no image is read again.
+The paper sums over every pixel of the image; that is the default here. ``pixels="scored"`` sums
+over MediScore's scored pixels instead (outside its no-score zones). Everything is read off a
+``MaskRecord``'s histograms, so no image is read again.
 """
 
 from __future__ import annotations
@@ -13,14 +15,33 @@ import numpy as np
 import pandas as pd
 
 from mfscore.masks.mask_record import BINS, MaskRecord
-from mfscore.masks.threshold_metrics import confusion_at
+from mfscore.masks.threshold_metrics import confusion_at, mask_thresholds
 
 NAN = math.nan
+IMAGE, SCORED_PIXELS = "image", "scored"  # the pixels the paper's metrics are summed over
 SEMAFOR_IOU_THRESHOLDS = (0.0001, 0.1, 0.2, 0.4)
+DEFAULT_BINARIZATION = 127  # S <= 127, i.e. Y = 1 - S/255 >= 0.5, when the system gives no --sbin
 EXTRA_COLUMNS = ("OptimumIoU", "OptimumF1", "ActualIoU", "ActualF1", "SoftMCC", "SoftIoU", "SoftF1",
                  "ReferencePixels", "SqrtReferencePixels")
+SUMMARY_COLUMNS = ("Metric", "Mean", "StdDev", "Images", "Pixels")
+SUMMARIZED = ("OptimumIoU", "OptimumF1", "ActualIoU", "ActualF1", "SoftMCC", "SoftIoU", "SoftF1")
 HISTOGRAM_COLUMNS = ("SizeBinLow", "SizeBinHigh", "MCCBinLow", "MCCBinHigh", "Count", "Share")
-LOCALIZATION_COLUMNS = ("IoUThreshold", "pD", "FAR", "FNR", "TP", "FP", "FN", "Probes")
+LOCALIZATION_COLUMNS = ("IoUThreshold", "pD", "FAR", "FNR", "TP", "FP", "FN", "Probes", "SystemThreshold")
+# The paper's √(mask pixels) axis (0 to 1250, then an open "1250+" column) and MCC bins of 0.1:
+# fixed, so histograms of two systems or datasets share their columns. Each edge is the double
+# nearest k/10 (or an integer), so a value such as 0.3 falls in the bin the decimal says.
+SIZE_EDGES = np.arange(0, 1251, 125, dtype=np.float64)
+MCC_EDGES = np.arange(-10, 11) / 10
+
+
+def over(record: MaskRecord, pixels: str) -> MaskRecord:
+    """The record restricted to the pixels the paper's metrics use: the whole image (its
+    definition, §2.1) or MediScore's scored pixels (outside the no-score zones)."""
+    if pixels == IMAGE:
+        return record.whole_image()
+    if pixels != SCORED_PIXELS:
+        raise ValueError(f"pixels must be {IMAGE!r} or {SCORED_PIXELS!r}, got {pixels!r}")
+    return record
 
 
 # semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice)
@@ -39,7 +60,7 @@ def f1(tp: float, fp: float, fn: float) -> float:
 
 # semafor_and_paper.md §2.2 (Y = 1 − S/255)
 def soft_confusion(record: MaskRecord) -> tuple[float, float, float, float]:
-    """Soft (TP, TN, FP, FN) over the scored pixels, each an exact integer sum divided by 255."""
+    """Soft (TP, TN, FP, FN) over the record's pixels, each an exact integer sum divided by 255."""
     values = np.arange(BINS, dtype=np.int64)
     positive, negative = record.positive.astype(np.int64), record.negative.astype(np.int64)
     tp = int(positive @ (255 - values))
@@ -61,65 +82,78 @@ def soft_mcc(tp: float, tn: float, fp: float, fn: float) -> float:
     return (tp * tn - fp * fn) / denominator
 
 
-def _iou_f1_at(record: MaskRecord, threshold: float | None) -> tuple[float, float]:
-    if threshold is None or math.isnan(threshold) or record.pixel_n == 0:
-        return NAN, NAN
-    c = confusion_at(record, np.array([int(threshold)]))
-    tp, fp, fn = int(c.tp[0]), int(c.fp[0]), int(c.fn[0])
-    return iou(tp, fp, fn), f1(tp, fp, fn)
+def _iou_f1(record: MaskRecord, thresholds) -> tuple[np.ndarray, np.ndarray]:
+    c = confusion_at(record, np.asarray(thresholds, dtype=np.int64))
+    tp, fp, fn = (x.astype(np.float64) for x in (c.tp, c.fp, c.fn))
+    union, total = tp + fp + fn, 2 * tp + fp + fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(union == 0, 1.0, tp / union), np.where(total == 0, 1.0, 2 * tp / total)
 
 
 # semafor_and_paper.md §2.1, §2.2, §2.4
-def extra_cells(record: MaskRecord, optimum: float, actual: float | None) -> dict:
-    """IoU/F1 at the optimum and actual thresholds, soft MCC/IoU/F1 and the reference size.
+def extra_cells(record: MaskRecord, actual: float | None, pixels: str = IMAGE) -> dict:
+    """IoU/F1 at the best threshold and at the actual one, soft MCC/IoU/F1 and the reference size.
 
-    An unscored record gives NaN everywhere; a scored record with no scored pixel (no-score zones
-    cover it) gives NaN metrics but keeps its reference size.
+    Optimum is an oracle, like MediScore's OptimumMCC: the best value of each metric over the
+    mask's thresholds (higher is better). An unscored record gives NaN everywhere; a record with
+    no pixel to sum over (``pixels="scored"`` and zones covering the image) gives NaN metrics but
+    keeps its reference size.
     """
     if not record.scored:
         return dict.fromkeys(EXTRA_COLUMNS, NAN)
-    optimum_iou, optimum_f1 = _iou_f1_at(record, optimum)
-    actual_iou, actual_f1 = _iou_f1_at(record, actual)
-    if record.pixel_n:
-        tp, tn, fp, fn = soft_confusion(record)
-        soft = (soft_mcc(tp, tn, fp, fn), iou(tp, fp, fn), f1(tp, fp, fn))
-    else:
-        soft = (NAN, NAN, NAN)
-    return {
-        "OptimumIoU": optimum_iou, "OptimumF1": optimum_f1, "ActualIoU": actual_iou, "ActualF1": actual_f1,
-        "SoftMCC": soft[0], "SoftIoU": soft[1], "SoftF1": soft[2],
-        "ReferencePixels": record.region_pixels, "SqrtReferencePixels": math.sqrt(record.region_pixels),
-    }
+    cells = dict.fromkeys(EXTRA_COLUMNS, NAN)
+    cells["ReferencePixels"] = record.region_pixels
+    cells["SqrtReferencePixels"] = math.sqrt(record.region_pixels)
+    summed = over(record, pixels)
+    if summed.pixel_n == 0:
+        return cells
+    ious, f1s = _iou_f1(summed, mask_thresholds(summed))
+    cells["OptimumIoU"], cells["OptimumF1"] = float(ious.max()), float(f1s.max())
+    if actual is not None and not math.isnan(actual):
+        (actual_iou,), (actual_f1,) = _iou_f1(summed, [int(actual)])
+        cells["ActualIoU"], cells["ActualF1"] = float(actual_iou), float(actual_f1)
+    tp, tn, fp, fn = soft_confusion(summed)
+    cells["SoftMCC"], cells["SoftIoU"], cells["SoftF1"] = soft_mcc(tp, tn, fp, fn), iou(tp, fp, fn), f1(tp, fp, fn)
+    return cells
 
 
-# semafor_and_paper.md §2.4 (bin counts: the suggested choice)
-def mcc_size_histogram(sqrt_sizes: Sequence[float], mccs: Sequence[float], *, size_bins: int = 10,
-                       mcc_bins: int = 20, max_size: float | None = None) -> pd.DataFrame:
+# semafor_and_paper.md §2.4 (mean and standard deviation of the per-image scores)
+def extra_summary(table: pd.DataFrame, columns: Sequence[str], pixels: str) -> pd.DataFrame:
+    """Mean and population standard deviation of each per-image metric over the images that have it."""
+    rows = []
+    for column in columns:
+        values = pd.to_numeric(table[column], errors="coerce").dropna().to_numpy(dtype=np.float64)
+        rows.append({"Metric": column, "Mean": float(values.mean()) if values.size else NAN,
+                     "StdDev": float(values.std()) if values.size else NAN, "Images": int(values.size),
+                     "Pixels": pixels})
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+# semafor_and_paper.md §2.4 (axes of Tables 3 and 4; bin widths: the suggested choice)
+def mcc_size_histogram(sqrt_sizes: Sequence[float], mccs: Sequence[float]) -> pd.DataFrame:
     """Share of the masks of each √size column falling in each MCC bin, one row per cell.
 
-    Size bins are equal-width over [0, max_size] (default the largest size); larger sizes go in the
-    top bin, the paper's open "1250+" column. MCC bins split [−1, 1]; MCC = 1 is in the top bin.
-    Pairs with a NaN size or MCC are skipped. Columns with no mask have Share 0.
+    Columns are [0, 125), …, [1125, 1250) and [1250, ∞); MCC bins [−1, −0.9), …, [0.9, 1], a bin
+    holding its lower edge. Pairs with a NaN size or MCC are skipped; a column with no mask has
+    Share 0.
     """
     sizes = np.asarray(sqrt_sizes, dtype=np.float64)
     values = np.asarray(mccs, dtype=np.float64)
     keep = ~(np.isnan(sizes) | np.isnan(values))
     sizes, values = sizes[keep], values[keep]
-    top = float(max_size) if max_size is not None else (float(sizes.max()) if sizes.size else 0.0)
-    if top <= 0:
-        top = 1.0
-    size_edges = np.linspace(0.0, top, size_bins + 1)
-    mcc_edges = np.linspace(-1.0, 1.0, mcc_bins + 1)
-    counts, _, _ = np.histogram2d(np.clip(sizes, 0.0, top), np.clip(values, -1.0, 1.0),
-                                  bins=(size_edges, mcc_edges))
-    counts = counts.astype(np.int64)
+    n_size, n_mcc = SIZE_EDGES.size, MCC_EDGES.size - 1
+    column = np.searchsorted(SIZE_EDGES, sizes, side="right") - 1
+    row = np.clip(np.searchsorted(MCC_EDGES, values, side="right") - 1, 0, n_mcc - 1)
+    counts = np.zeros((n_size, n_mcc), np.int64)
+    np.add.at(counts, (column, row), 1)
     column_totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, column_totals, out=np.zeros(counts.shape), where=column_totals > 0)
-    i, j = np.meshgrid(np.arange(size_bins), np.arange(mcc_bins), indexing="ij")
+    size_high = np.r_[SIZE_EDGES[1:], np.inf]
+    i, j = np.meshgrid(np.arange(n_size), np.arange(n_mcc), indexing="ij")
     i, j = i.ravel(), j.ravel()
     return pd.DataFrame({
-        "SizeBinLow": size_edges[i], "SizeBinHigh": size_edges[i + 1],
-        "MCCBinLow": mcc_edges[j], "MCCBinHigh": mcc_edges[j + 1],
+        "SizeBinLow": SIZE_EDGES[i], "SizeBinHigh": size_high[i],
+        "MCCBinLow": MCC_EDGES[j], "MCCBinHigh": MCC_EDGES[j + 1],
         "Count": counts.ravel(), "Share": shares.ravel(),
     })
 
@@ -129,14 +163,24 @@ def _share(count: int, total: int) -> float:
 
 
 # semafor_and_paper.md §1.7
-def semafor_localization(ious: Sequence[float | None],
-                         thresholds: Sequence[float] = SEMAFOR_IOU_THRESHOLDS) -> pd.DataFrame:
-    """pD, FAR and FNR per IoU threshold over all probes (the three sum to 1).
+def localization_iou(record: MaskRecord, threshold: int, pixels: str = IMAGE) -> float | None:
+    """IoU of the system's localization (its mask binarised at its own ``threshold``) with the
+    reference region; None when the system gave no mask, the plan's "no localization provided"."""
+    if not record.system_given:
+        return None
+    (value,), _ = _iou_f1(over(record, pixels), [threshold])
+    return float(value)
 
-    None (or NaN) means no localization was provided: FN at every threshold. Otherwise IoU ≥ t is
-    a TP and IoU < t an FP. With no probe the rates are NaN.
+
+# semafor_and_paper.md §1.7
+def semafor_localization(ious: Sequence[float | None], system_threshold: int,
+                         thresholds: Sequence[float] = SEMAFOR_IOU_THRESHOLDS) -> pd.DataFrame:
+    """pD, FAR and FNR per IoU threshold over all probes (the three sum to 1; higher pD is better).
+
+    None means no localization was provided: FN at every threshold. Otherwise IoU ≥ t is a TP and
+    IoU < t an FP, whatever the mask looks like. With no probe the rates are NaN.
     """
-    provided = np.array([v for v in ious if v is not None and not math.isnan(v)], dtype=np.float64)
+    provided = np.array([v for v in ious if v is not None], dtype=np.float64)
     probes = len(ious)
     fn = probes - provided.size
     rows = []
@@ -144,6 +188,6 @@ def semafor_localization(ious: Sequence[float | None],
         tp = int(np.count_nonzero(provided >= t))
         fp = int(provided.size - tp)
         rows.append({"IoUThreshold": float(t), "pD": _share(tp, probes), "FAR": _share(fp, probes),
-                     "FNR": _share(fn, probes),
-                     "TP": tp, "FP": fp, "FN": fn, "Probes": probes})
+                     "FNR": _share(fn, probes), "TP": tp, "FP": fp, "FN": fn, "Probes": probes,
+                     "SystemThreshold": int(system_threshold)})
     return pd.DataFrame(rows, columns=list(LOCALIZATION_COLUMNS))

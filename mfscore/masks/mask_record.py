@@ -3,12 +3,14 @@
 A scorer reads a reference and a system mask once and keeps, over the scored pixels (weight 1),
 the 256-bin histograms of system values on reference-positive and reference-negative pixels.
 Every threshold's confusion matrix, GWL1, the soft confusion matrix and the ROC follow exactly
-from these (DESIGN.md, "The central idea"). Counts are int64 end to end.
+from these (DESIGN.md, "The central idea"). The same two histograms over every pixel of the image
+serve the metrics defined without no-score zones (Bammey et al., spec semafor_and_paper.md §2.1).
+Counts are int64 end to end.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -34,6 +36,9 @@ class MaskRecord:
     region_pixels: int = 0
     missing_bitplanes: tuple[int, ...] = ()
     message: str = ""
+    image_positive: np.ndarray | None = None  # as positive/negative, over every pixel of the image
+    image_negative: np.ndarray | None = None
+    system_given: bool = True  # False: no system mask file, scored as all white (mask.md §4.4)
 
     @property
     def scored(self) -> bool:
@@ -42,6 +47,12 @@ class MaskRecord:
     @property
     def pixel_n(self) -> int:
         return int(self.positive.sum() + self.negative.sum())
+
+    def whole_image(self) -> "MaskRecord":
+        """This record with the whole image's histograms in place of the scored pixels'."""
+        if self.image_positive is None or self.image_negative is None:
+            raise ValueError("this record carries no whole-image histograms")
+        return replace(self, positive=self.image_positive, negative=self.image_negative)
 
     def to_dict(self) -> dict:
         """Plain JSON-able form (the wire and the aggregator's state use it)."""
@@ -56,6 +67,9 @@ class MaskRecord:
             "region_pixels": self.region_pixels,
             "missing_bitplanes": list(self.missing_bitplanes),
             "message": self.message,
+            "image_positive": None if self.image_positive is None else self.image_positive.tolist(),
+            "image_negative": None if self.image_negative is None else self.image_negative.tolist(),
+            "system_given": self.system_given,
         }
 
     @classmethod
@@ -73,7 +87,14 @@ class MaskRecord:
             region_pixels=int(data["region_pixels"]),
             missing_bitplanes=tuple(data["missing_bitplanes"]),
             message=data["message"],
+            image_positive=_counts(data["image_positive"]),
+            image_negative=_counts(data["image_negative"]),
+            system_given=bool(data["system_given"]),
         )
+
+
+def _counts(values: list | None) -> np.ndarray | None:
+    return None if values is None else np.asarray(values, dtype=np.int64)
 
 
 # Pixels per cv2.calcHist call: its float32 bins are exact only up to 2**24 counts.
@@ -101,7 +122,7 @@ _LANES = 4
 
 def histogram_record(region: np.ndarray, weight: np.ndarray, system: np.ndarray, *,
                      pixel_bns: int, pixel_sns: int, pixel_pns: int,
-                     missing_bitplanes: tuple[int, ...] = ()) -> MaskRecord:
+                     missing_bitplanes: tuple[int, ...] = (), system_given: bool = True) -> MaskRecord:
     """The record of one mask: ``region`` is the reference-positive map, ``weight`` the scored map.
 
     One histogram pass over ``value | (region + 2·weight + 4·lane) << 8`` gives all three histograms.
@@ -116,4 +137,5 @@ def histogram_record(region: np.ndarray, weight: np.ndarray, system: np.ndarray,
         status=SCORED, positive=counts[3], negative=counts[2], present=counts.sum(axis=0) > 0,
         pixel_bns=pixel_bns, pixel_sns=pixel_sns, pixel_pns=pixel_pns,
         region_pixels=int(np.count_nonzero(region)), missing_bitplanes=missing_bitplanes,
+        image_positive=counts[1] + counts[3], image_negative=counts[0] + counts[2], system_given=system_given,
     )

@@ -103,4 +103,4 @@ def score_mask(job: MaskJob) -> MaskRecord:
         region = selection.all_regions  # mask.md §5.2 side effect, kept under --mediscore-compat
     return histogram_record(region, zones.weight, system, pixel_bns=counts["PixelBNS"],
                             pixel_sns=counts["PixelSNS"], pixel_pns=counts["PixelPNS"],
-                            missing_bitplanes=selection.missing_bitplanes)
+                            missing_bitplanes=selection.missing_bitplanes, system_given=bool(job.system_path))

@@ -9,7 +9,7 @@ the surviving links are reference nodes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -128,8 +128,19 @@ def direct_graph(edges: Iterable[Edge], probe) -> set[Edge]:
 
 
 def node_keys(node_rows: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """§3.2 step 6: JournalNodeID → WorldFileName over every probe's node-file rows, the last row winning."""
+    """§3.2 step 6: JournalNodeID → WorldFileName over the given node-file rows, the last row winning."""
     return dict(node_rows)
+
+
+def grouped_merge_order(join_keys: Sequence[Hashable]) -> list[int]:
+    """Positions of a left table's rows in the order pandas before 2.2 (MediScore's) returns them from
+    an inner merge on ``join_keys`` whose right side has each key once: grouped by key, the groups in
+    order of each key's first row, table order within a group (rows 1-3 keyed w1, w2, w1 come as 1, 3, 2).
+    """
+    first = {}
+    for position, key in enumerate(join_keys):
+        first.setdefault(key, position)
+    return sorted(range(len(join_keys)), key=lambda position: first[join_keys[position]])
 
 
 def reference_graph(ids: list[str], edges: Iterable[Edge], *, world_ids: set[str], probe_ids: set[str],

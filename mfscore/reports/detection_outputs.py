@@ -49,9 +49,54 @@ def write_reports(results: list[SubsetResult], stage: StagedOutputs, options: De
 
 
 def write_semafor_report(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions) -> None:
-    """Metrics of the SemaFor plan, one row per subset, in a file of their own."""
-    rows = [{"QUERY": r.subset.label or "all", "TRR": r.trr, **r.semafor} for r in results]
-    write_report(rows, stage.path("_semafor_report.csv"))
+    """Metrics of the SemaFor plan, one row per subset, in a file of their own (docs/detection.md)."""
+    write_report([semafor_row(r, options) for r in results], stage.path("_semafor_report.csv"))
+
+
+def semafor_row(r: SubsetResult, options: DetectionOptions) -> dict:
+    """One report row: the subset's SemaFor values, each followed by its interval with ``--ci``."""
+    row = {"QUERY": r.subset.label or "all", "TRR": r.trr}
+    if r.semafor_ci:
+        row["CI_LEVEL"] = options.ci_level
+    for name, value in r.semafor.items():
+        row[name] = value
+        if name in r.semafor_ci:
+            row[f"{name}_CI_LOWER"] = r.semafor_ci[name].lower
+            row[f"{name}_CI_UPPER"] = r.semafor_ci[name].upper
+    return row
+
+
+def semafor_panels(results: list[SubsetResult], fars) -> list[plots.SemaforPanel]:
+    """What the SemaFor ROC marks for each subset: θ* and the pD@FAR points, the report's own values."""
+    panels = []
+    for r in results:
+        v, roc = r.semafor, r.metrics.roc
+        fpr, tpr = (roc.fpr, roc.tpr) if roc is not None else (np.zeros(0), np.zeros(0))
+        whose = "θ* of all trials" if v.get("THRESHOLD_SET") == "all" else "θ*"
+        eer = plots.OperatingMark(v["FAR@EER"], v["pD@EER"],
+                                  f"{whose} = {v['THRESHOLD_EER']:.4g}: pD {v['pD@EER']:.3f}, "
+                                  f"FAR {v['FAR@EER']:.3f}, bACC {v['bACC@EER']:.3f}")
+        at_far = tuple(plots.OperatingMark(f, v[f"pD@FAR{f:g}"], f"pD@FAR{f:g} = {v[f'pD@FAR{f:g}']:.3f}")
+                       for f in fars)
+        panels.append(plots.SemaforPanel(r.subset.label or "all trials", fpr, tpr, eer, at_far,
+                                         note=_no_curve(r.metrics.n_target, r.metrics.n_nontarget)))
+    return panels
+
+
+def _no_curve(n_target: int, n_nontarget: int) -> str:
+    missing = [what for what, n in (("targets", n_target), ("non-targets", n_nontarget)) if n == 0]
+    return f"no curve (no {' and no '.join(missing)})" if missing else ""
+
+
+def write_semafor_plot(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions,
+                       plot: PlotOptions) -> None:
+    """``<out>_semafor_ROC.pdf`` and ``.png``: every subset in one figure, one panel each."""
+    if not plot.enabled:
+        return
+    stem = stage.path("_semafor_ROC.pdf").with_suffix("")
+    stage.path("_semafor_ROC.png")
+    plots.plot_semafor_roc(semafor_panels(results, options.semafor_fars), stem,
+                           title=f"{plot.title}: SemaFor operating points")
 
 
 def write_metadata(table: ScoredTable, journal, results: list[SubsetResult], stage: StagedOutputs,

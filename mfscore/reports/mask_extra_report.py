@@ -15,16 +15,15 @@ import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mfscore.formats.tables import write_table  # noqa: E402
-from mfscore.masks.extra_metrics import EXTRA_COLUMNS, extra_cells  # noqa: E402
+from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SIZE_EDGES, extra_cells  # noqa: E402
 from mfscore.masks.mask_record import MaskRecord  # noqa: E402
 from mfscore.reports.plots import DPI, FIG_SIZE, save_figure  # noqa: E402
 
 _PREFIXES = {"probe": ("p", "ProbeScored"), "donor": ("d", "DonorScored")}
 
 
-def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], optimum: dict[str, list[float]],
-                actual: float | None) -> pd.DataFrame:
+def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], actual: float | None,
+                pixels: str = IMAGE) -> pd.DataFrame:
     """One row per trial: the key columns, then ``extra_cells`` per role and the Scored flags.
 
     With only a "probe" role (manipulation) the cells are unprefixed and the flag is ``Scored``;
@@ -35,10 +34,10 @@ def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], optimum:
     metrics, flags = {}, {}
     for role in names:
         prefix, flag = _PREFIXES[role] if splice else ("", "Scored")
-        records, thresholds = roles[role], optimum[role]
-        if len(records) != len(keys) or len(thresholds) != len(keys):
-            raise ValueError(f"{role}: {len(records)} records and {len(thresholds)} thresholds for {len(keys)} trials")
-        cells = [extra_cells(r, t, actual) for r, t in zip(records, thresholds)]
+        records = roles[role]
+        if len(records) != len(keys):
+            raise ValueError(f"{role}: {len(records)} records for {len(keys)} trials")
+        cells = [extra_cells(r, actual, pixels) for r in records]
         for column in EXTRA_COLUMNS:
             metrics[f"{prefix}{column}"] = [c[column] for c in cells]
         flags[flag] = ["Y" if r.scored else "N" for r in records]
@@ -47,39 +46,29 @@ def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], optimum:
 
 
 def mcc_histogram_plot(histogram: pd.DataFrame, path_without_suffix: str | Path, title: str) -> list[Path]:
-    """Heat map of an ``mcc_size_histogram`` table; writes ``.pdf`` and ``.png``, returns both paths."""
-    size_edges = np.unique(np.concatenate([histogram["SizeBinLow"], histogram["SizeBinHigh"]]))
+    """Heat map of an ``mcc_size_histogram`` table; writes ``.pdf`` and ``.png``, returns both paths.
+
+    The open last size column is drawn as wide as the others and labelled "1250+".
+    """
+    size_lows = np.unique(histogram["SizeBinLow"].to_numpy(dtype=float))
     mcc_edges = np.unique(np.concatenate([histogram["MCCBinLow"], histogram["MCCBinHigh"]]))
     grid = histogram.pivot_table(index="MCCBinLow", columns="SizeBinLow", values="Share", aggfunc="sum")
-    grid = grid.reindex(index=mcc_edges[:-1], columns=size_edges[:-1], fill_value=0.0)
+    grid = grid.reindex(index=mcc_edges[:-1], columns=size_lows, fill_value=0.0)
+    width = SIZE_EDGES[1] - SIZE_EDGES[0]
+    drawn_edges = np.r_[size_lows, size_lows[-1] + width]
 
     stem = Path(path_without_suffix)
     paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
     fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI, layout="constrained")
     try:
-        mesh = ax.pcolormesh(size_edges, mcc_edges, grid.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=1.0)
+        mesh = ax.pcolormesh(drawn_edges, mcc_edges, grid.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=1.0)
         fig.colorbar(mesh, ax=ax, label="Share of masks in the size column")
+        ticks = size_lows[::2]
+        ax.set_xticks(ticks, [f"{t:g}+" if t == size_lows[-1] else f"{t:g}" for t in ticks])
         ax.set_xlabel("√(reference pixels)")
-        ax.set_ylabel("MCC")
+        ax.set_ylabel("soft MCC (weighted confusion matrix)")
         ax.set_title(title)
         save_figure(fig, paths)
     finally:
         plt.close(fig)
     return paths
-
-
-def write_mask_extras(stem: str | Path, table: pd.DataFrame, *, histogram: pd.DataFrame | None = None,
-                      localization: pd.DataFrame | None = None, title: str = "MCC by mask size") -> list[Path]:
-    """Write ``<stem>_extras_perimage.csv`` and, when given, the histogram (table and heat map)
-    and the SemaFor localization table; returns the paths written."""
-    stem = str(stem)
-    written = [Path(f"{stem}_extras_perimage.csv")]
-    write_table(table, written[0])
-    if histogram is not None:
-        written.append(Path(f"{stem}_mcc_size_histogram.csv"))
-        write_table(histogram, written[-1])
-        written += mcc_histogram_plot(histogram, f"{stem}_mcc_size_histogram", title)
-    if localization is not None:
-        written.append(Path(f"{stem}_semafor_localization.csv"))
-        write_table(localization, written[-1])
-    return written

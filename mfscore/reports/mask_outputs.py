@@ -9,13 +9,20 @@ import pandas as pd
 from mfscore import query
 from mfscore.detection.subsets import query_frame
 from mfscore.formats.tables import write_table
-from mfscore.masks.extra_metrics import mcc_size_histogram, semafor_localization
+from mfscore.masks.extra_metrics import (
+    DEFAULT_BINARIZATION,
+    IMAGE,
+    SUMMARIZED,
+    extra_summary,
+    localization_iou,
+    mcc_size_histogram,
+    over,
+    semafor_localization,
+)
 from mfscore.masks.scorer import QueryRun
-from mfscore.masks.threshold_metrics import confusion_at
 from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
 from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
-from mfscore.reports.mask_report import (averaged_columns, averaged_row, format_frame, perimage_frame,
-                                         round_metrics)
+from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
 from mfscore.reports.staged_outputs import StagedOutputs
 
 FULL = "Full"
@@ -31,6 +38,7 @@ class ReportOptions:
     queries: tuple[str, ...] = ()          # -q
     partition: str | None = None           # -qp
     mediscore_compat: bool = False
+    extras_pixels: str = IMAGE             # --extras-pixels: what the paper's metrics sum over
 
 
 @dataclass
@@ -104,46 +112,42 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
     perimage = round_metrics(perimage, options.precision, truncate=options.truncate)
     write_table(format_frame(perimage), stage.path("_mask_scores_perimage.csv", subdir))
     write_table(run.journal, stage.path("_journalResults.csv", subdir))
-    write_extras(run, raw, stage, options, subdir)
+    write_extras(run, stage, options, subdir)
     return notes
 
 
-def _localized(record, threshold: float) -> bool:
-    """Whether the mask binarised at ``threshold`` marks any scored pixel as manipulated."""
-    c = confusion_at(record, [int(threshold)])
-    return bool(c.tp[0] + c.fp[0])
-
-
-def write_extras(run: QueryRun, perimage: pd.DataFrame, stage: StagedOutputs, options: ReportOptions,
-                 subdir: str = "") -> None:
+def write_extras(run: QueryRun, stage: StagedOutputs, options: ReportOptions, subdir: str = "") -> None:
     """mfscore's metrics beyond MediScore, in files of their own (semafor_and_paper.md §1.7, §2).
 
-    ``_mask_extra.csv``: IoU/F1 at the optimum and actual thresholds, soft MCC/IoU/F1 per mask;
-    ``_mask_extra_mcc_by_size[_<role>]``: MCC histogram by √(reference pixels), table and heat map;
-    ``_mask_extra_semafor[_<role>].csv``: pD/FAR/FNR at IoU thresholds, the system's localization
-    being its mask at the actual threshold (``--sbin``), else at the optimum threshold.
+    ``_mask_extra.csv``: IoU/F1 (best and actual threshold), soft MCC/IoU/F1 per mask;
+    ``_mask_extra_summary.csv``: their mean and standard deviation (the paper's Tables 1–2);
+    ``_mask_extra_mcc_by_size[_<role>]``: soft MCC by √(reference pixels), table and heat map;
+    ``_mask_extra_semafor[_<role>].csv``: pD/FAR/FNR at IoU thresholds of the system's own
+    binarisation (``--sbin``, else the documented default).
     """
     keys = run.trials[trial_keys(options.task)]
     prefixes = {"probe": "p", "donor": "d"} if options.task == SPLICE else {"probe": ""}
     roles = {role: run.roles[role].records for role, _, _ in mask_roles(options.task)}
-    optimum = {role: [float(v) for v in perimage[f"{prefixes[role]}OptimumThreshold"]] for role in roles}
     actual = run.roles["probe"].actual_threshold
-    table = extra_table(keys, roles, optimum, actual)
+    pixels = options.extras_pixels
+    table = extra_table(keys, roles, actual, pixels)
     write_table(format_frame(round_metrics(table, options.precision, truncate=options.truncate)),
                 stage.path("_mask_extra.csv", subdir))
-    iou_column = "ActualIoU" if actual is not None else "OptimumIoU"
+    summarized = [f"{prefixes[role]}{column}" for role in roles for column in SUMMARIZED]
+    write_table(format_frame(round_metrics(extra_summary(table, summarized, pixels), options.precision,
+                                           truncate=options.truncate)),
+                stage.path("_mask_extra_summary.csv", subdir))
+    binarization = int(actual) if actual is not None else DEFAULT_BINARIZATION
     for role, records in roles.items():
         suffix = f"_{role}" if options.task == SPLICE else ""
-        prefix = prefixes[role]
-        usable = [r.scored and r.pixel_n > 0 for r in records]
-        kept = [(r, t) for r, t, u in zip(records, optimum[role], usable) if u]
-        ious = [float(v) if _localized(r, t if actual is None else actual) else None
-                for (r, t), v in zip(kept, table.loc[usable, f"{prefix}{iou_column}"])]
-        write_table(semafor_localization(ious), stage.path(f"_mask_extra_semafor{suffix}.csv", subdir))
-        mccs = [float(m) for m in perimage.loc[usable, f"{prefix}OptimumMCC"]]
-        histogram = mcc_size_histogram([r.region_pixels ** 0.5 for r, _ in kept], mccs)
+        usable = [r.scored and over(r, pixels).pixel_n > 0 for r in records]
+        ious = [localization_iou(r, binarization, pixels) for r, u in zip(records, usable) if u]
+        write_table(semafor_localization(ious, binarization), stage.path(f"_mask_extra_semafor{suffix}.csv", subdir))
+        column = table[f"{prefixes[role]}SoftMCC"][usable]
+        histogram = mcc_size_histogram([r.region_pixels ** 0.5 for r, u in zip(records, usable) if u],
+                                       column.to_numpy(dtype=float))
         name = f"_mask_extra_mcc_by_size{suffix}"
         write_table(histogram, stage.path(f"{name}.csv", subdir))
-        title = "Optimum MCC by reference mask size" + (f" ({role})" if suffix else "")
+        title = "Soft MCC by reference mask size" + (f" ({role})" if suffix else "")
         stage.path(f"{name}.pdf", subdir)
         mcc_histogram_plot(histogram, stage.path(f"{name}.png", subdir).with_suffix(""), title)

@@ -1,4 +1,5 @@
-"""ROC and DET plots of detection curves (spec detection.md §10), written as PDF and PNG.
+"""ROC and DET plots of detection curves (spec detection.md §10), and the SemaFor ROC with its
+marked operating points (``plot_semafor_roc``), written as PDF and PNG.
 
 Rendering uses the non-interactive Agg backend, so no display is ever needed. Every figure is
 closed after saving, and each file is written under a temporary name in its final directory and
@@ -249,6 +250,112 @@ def _legend_entry(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missi
     if not no_num:
         parts.append(_counts(curve))
     return f"{label} ({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------------------------
+# SemaFor ROC: θ* and pD@FAR marked (plan Appendix A, Figures 31 and 32)
+
+_THIN_CELLS = 1000
+_FAR_COLOURS = ["tab:green", "tab:purple", "tab:orange", "tab:brown"]
+_FAR_MARKERS = ["s", "^", "D", "v"]
+
+
+@dataclass(frozen=True)
+class OperatingMark:
+    """A marked ROC point (rates in [0, 1]) and its legend text."""
+
+    far: float
+    pd: float
+    text: str
+
+
+@dataclass(frozen=True)
+class SemaforPanel:
+    """One subset's ROC with its θ* vertex and its pD@FAR points (``far`` is also the guide's x)."""
+
+    title: str
+    fpr: np.ndarray
+    tpr: np.ndarray
+    eer: OperatingMark
+    at_far: tuple[OperatingMark, ...]
+    note: str = ""   # why there is no curve, if there is none
+
+
+def thin_curve(x: np.ndarray, y: np.ndarray, cells: int = _THIN_CELLS) -> tuple[np.ndarray, np.ndarray]:
+    """The points of a monotone curve needed to draw it at 1/``cells`` resolution.
+
+    A point is kept when its grid cell differs from a neighbour's (and the two ends), so every
+    dropped point lies in the cell of the drawn segment that replaces it; at most ~4·cells points.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.size <= 4 * cells + 2:
+        return x, y
+    cell = np.floor(x * cells) * (cells + 1) + np.floor(y * cells)
+    change = np.diff(cell) != 0
+    keep = np.r_[True, change] | np.r_[change, True]
+    keep[0] = keep[-1] = True
+    return x[keep], y[keep]
+
+
+def draw_semafor_roc(panels: list[SemaforPanel], *, title: str = "SemaFor ROC"):
+    """A figure with one ROC panel per subset, θ* and each pD@FAR marked; the caller closes it.
+
+    Artists carry gids: ``roc`` (the curve), ``eer`` (θ*), ``pd@far<f>`` and ``far_guide<f>``.
+    """
+    if not panels:
+        raise ValueError("no panel to plot")
+    ncols = 1 if len(panels) == 1 else (2 if len(panels) <= 4 else 3)
+    nrows = math.ceil(len(panels) / ncols)
+    size = FIG_SIZE if len(panels) == 1 else (4.6 * ncols, 4.4 * nrows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, dpi=DPI, layout="constrained", squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        _draw_semafor_panel(ax, panel)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=13, fontweight="bold")
+    return fig
+
+
+def plot_semafor_roc(panels: list[SemaforPanel], stem: str | Path, *, title: str = "SemaFor ROC") -> list[Path]:
+    """Draw once, write ``<stem>.pdf`` and ``<stem>.png``; returns the two paths."""
+    paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
+    with matplotlib.rc_context({"font.size": 9, "axes.titlesize": 9, "legend.framealpha": 0.9}):
+        fig = draw_semafor_roc(panels, title=title)
+        try:
+            save_figure(fig, paths)
+        finally:
+            plt.close(fig)
+    return paths
+
+
+def _draw_semafor_panel(ax, panel: SemaforPanel) -> None:
+    ax.set_xlim(-0.01, 1.01)
+    ax.set_ylim(-0.01, 1.01)
+    ax.set_aspect("equal")
+    ax.set_xlabel("FAR")
+    ax.set_ylabel("p(D)")
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, zorder=1)
+    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(panel.title if len(panel.title) <= _MAX_LABEL else panel.title[: _MAX_LABEL - 1] + "…")
+    fpr, tpr = np.asarray(panel.fpr, dtype=np.float64), np.asarray(panel.tpr, dtype=np.float64)
+    if panel.note or fpr.size == 0 or np.isnan(fpr).any() or np.isnan(tpr).any():
+        ax.text(0.5, 0.5, panel.note or "no curve", ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.plot(*thin_curve(fpr, tpr), color="tab:blue", linewidth=1.6, label="ROC", gid="roc", zorder=2)
+    for i, mark in enumerate(panel.at_far):
+        ax.axvline(mark.far, color="0.45", linestyle=":", linewidth=1.0, gid=f"far_guide{mark.far:g}", zorder=1)
+        if math.isfinite(mark.pd):
+            ax.plot([mark.far], [mark.pd], linestyle="none", marker=_FAR_MARKERS[i % 4], markersize=7,
+                    color=_FAR_COLOURS[i % 4], markeredgecolor="black", markeredgewidth=0.5,
+                    label=mark.text, gid=f"pd@far{mark.far:g}", zorder=4)
+    eer = panel.eer
+    if math.isfinite(eer.far) and math.isfinite(eer.pd):
+        ax.plot([eer.far], [eer.pd], linestyle="none", marker="o", markersize=9, color="crimson",
+                markeredgecolor="black", markeredgewidth=0.6, label=eer.text, gid="eer", zorder=5)
+        ax.annotate("θ*", (eer.far, eer.pd), xytext=(8, -12), textcoords="offset points", color="crimson",
+                    fontsize=10, fontweight="bold")
+    ax.legend(loc="lower right", fontsize=7.5, handlelength=1.5, borderaxespad=0.5)
 
 
 # --------------------------------------------------------------------------------------------

@@ -133,6 +133,7 @@ class Detection(Task):
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)
+            outputs.write_semafor_plot(results, stage, options.scoring, options.plot)
         outputs.write_metadata(table, state.journal, results, stage, options.scoring, out_meta=options.out_meta,
                                out_sub_meta=options.out_sub_meta)
         if options.dump:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import pandas as pd
 
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
@@ -19,6 +22,7 @@ from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
     check_acyclic,
+    grouped_merge_order,
     journal_links,
     node_keys,
     reference_graph,
@@ -49,13 +53,15 @@ from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
 @dataclass(frozen=True)
 class Options(provenance.Options):
     """A graph-building run: the shared inputs and flags, how to score (``-d -u -c``), what to draw
-    (``-p``), and whether ``-T`` was given (accepted, noted, ignored)."""
+    (``-p``), whether ``-T`` was given (accepted, noted, ignored), and whether reference nodes are named
+    as MediScore names them (``--mediscore-compat``, see ``node_keys_by_probe``)."""
 
     direct: bool = False
     undirected: bool = False
     warn_on_system_cycle: bool = False
     plot_scored: bool = False
     thumbnail_note: bool = False
+    mediscore_compat: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,14 +108,35 @@ class GraphTrial:
     said: tuple[str, ...] = ()
 
 
-def _probe_node_ids(inputs: ProvenanceInputs) -> tuple[dict[str, set], dict[str, set]]:
-    """Per probe: the JournalNodeIDs of its world nodes (node file ⋈ world on WorldFileID, §3.2 step 4)
-    and of its own node (the node-file row whose WorldFileID is the probe's)."""
+def world_nodes(nodes: pd.DataFrame, world: pd.DataFrame) -> pd.DataFrame:
+    """§3.2 step 4: node file ⋈ world on WorldFileID only, in node-file order."""
+    return nodes.merge(world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
+
+
+def _probe_node_ids(inputs: ProvenanceInputs, world: pd.DataFrame) -> tuple[dict[str, set], dict[str, set]]:
+    """Per probe: the JournalNodeIDs of its world nodes (``world``, §3.2 step 4) and of its own node
+    (the node-file row whose WorldFileID is the probe's)."""
     nodes = inputs.nodes
-    world = nodes.merge(inputs.world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
     own = nodes[nodes["WorldFileID"] == nodes[PROBE]]
     return (world.groupby(PROBE)["JournalNodeID"].agg(set).to_dict(),
             own.groupby(PROBE)["JournalNodeID"].agg(set).to_dict())
+
+
+def node_keys_by_probe(world: pd.DataFrame, *, mediscore_compat: bool) -> Callable[[str], dict[str, str]]:
+    """Per probe, JournalNodeID → WorldFileName for naming its reference nodes (§3.2 step 6).
+
+    By default a probe's nodes are named by its own world rows, the last in node-file order: journals
+    reuse node ids, and one table for all probes names a probe's node after another journal's image.
+    ``mediscore_compat`` restores MediScore's one table: every probe's ``world`` rows in the order
+    pandas before 2.2 returned that merge (grouped by WorldFileID), the last row winning.
+    """
+    if mediscore_compat:
+        grouped = world.iloc[grouped_merge_order(world["WorldFileID"].tolist())]
+        shared = node_keys(zip(grouped["JournalNodeID"], grouped["WorldFileName"]))
+        return lambda probe: shared
+    per_probe = {probe: node_keys(zip(rows["JournalNodeID"], rows["WorldFileName"]))
+                 for probe, rows in world.groupby(PROBE, sort=False)}
+    return lambda probe: per_probe.get(probe, {})
 
 
 def _journal(inputs: ProvenanceInputs, name: str) -> tuple[list[str], set]:
@@ -143,8 +170,9 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         check_trial_disparity(inputs, skip=options.skip_trial_disparity_check, one_to_one=True)
         trials = trial_table(inputs)
         stdout = [f"Warning, {warning}" for warning in inputs.warnings] + [f"Scoring {len(trials)} trials .."]
-        keys = node_keys(zip(inputs.nodes["JournalNodeID"], inputs.nodes["WorldFileName"]))
-        world_ids, probe_ids = _probe_node_ids(inputs)
+        world = world_nodes(inputs.nodes, inputs.world)
+        keys = node_keys_by_probe(world, mediscore_compat=options.mediscore_compat)
+        world_ids, probe_ids = _probe_node_ids(inputs, world)
 
         def work_of(ordinal: int, trial: dict, journal: tuple[list[str], set] | None) -> GraphJob:
             probe, output = trial[PROBE], trial[OUTPUT]
@@ -153,7 +181,7 @@ class ProvenanceGraph(provenance.ProvenanceTask):
                 ids, edges = journal
                 reference = reference_graph(ids, edges, world_ids=world_ids.get(probe, set()),
                                             probe_ids=probe_ids.get(probe, set()),
-                                            probe_name=trial["ProvenanceProbeFileName"], keys=keys,
+                                            probe_name=trial["ProvenanceProbeFileName"], keys=keys(probe),
                                             direct=options.direct)
             return GraphJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                             reference, options.direct, options.undirected, options.warn_on_system_cycle,

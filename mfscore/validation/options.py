@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_PIXELS, DEFAULT_MAX_TABLE_BYTES, DEFAULT_MAX_VIDEO_ELEMENTS
 
 VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
@@ -29,6 +30,11 @@ class ValidatorOptions:
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES
     max_video_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
+    hdf5_frame_base: int = 0           # video: HDF5 block names count from 0 (MFC2019 plan) or 1 (MediScore)
+
+    def __post_init__(self):
+        if self.hdf5_frame_base not in (0, 1):  # options also arrive decoded from the wire
+            raise OptionError(f"--hdf5-frame-base {self.hdf5_frame_base}: block names count from 0 or 1")
 
     @property
     def scores_in_unit_interval(self) -> bool:

@@ -19,8 +19,8 @@ from mfscore.validation.findings import ValidationReport
 from mfscore.validation.mask_files import WRONG_SIZE, check_png_mask, is_blank
 from mfscore.validation.options import ValidatorOptions
 from mfscore.validation.row_checks import (
-    SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores, check_statuses,
-    target_rows, trial_keys,
+    PROBE_SCORES, SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores,
+    check_statuses, target_rows, trial_keys,
 )
 from mfscore.validation.submission_table import SubmissionTable
 from mfscore.validation.video_checks import check_interval_column, check_video_mask
@@ -121,7 +121,7 @@ def validate_probe_submission(report: ValidationReport, table: SubmissionTable, 
     check_duplicates(report, table, keys)
     check_row_count(report, table, len(index))
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval,
-                 allow_non_finite=options.mediscore_compat, owner="probes")
+                 allow_non_finite=options.mediscore_compat, message=PROBE_SCORES)
     in_index = check_index_coverage(report, table, keys, index_keys, noun="Probe",
                                     report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, task.key, also=task.target_also)
@@ -194,4 +194,5 @@ def _check_video_rows(report: ValidationReport, table: SubmissionTable, keys: pd
                              file=table.path, line=line)
                 continue
             check_video_mask(report, path, probe=key, width=int(probe["ProbeWidth"]), height=int(probe["ProbeHeight"]),
-                             frame_count=frames, max_elements=options.max_video_elements, file=table.path, line=line)
+                             frame_count=frames, max_elements=options.max_video_elements,
+                             frame_base=options.hdf5_frame_base, file=table.path, line=line)

@@ -60,17 +60,24 @@ def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.
                      file=table.path, line=table.line(position))
 
 
+# MediScore's words (validator.md §6a): the SSD validator's "The Confidence Scores for probes ...", the
+# DSD validator's "The Confidence Score for probe-donor pair ..." ("not a real number", §5). mfscore adds
+# the value, one finding per row.
+PROBE_SCORES = "The Confidence Scores for probes must be real numbers: {key} has {value!r}."
+PAIR_SCORE = "The Confidence Score for probe-donor pair {key} is not a real number: {value!r}."
+
+
 def check_scores(report: ValidationReport, table: SubmissionTable, keys: pd.Series, *, unit_interval: bool,
-                 allow_non_finite: bool, owner: str) -> None:
-    """Every ConfidenceScore a real number (finite unless ``allow_non_finite``), in [0, 1] if asked."""
+                 allow_non_finite: bool, message: str) -> None:
+    """Every ConfidenceScore a real number (finite unless ``allow_non_finite``), in [0, 1] if asked;
+    ``message`` (PROBE_SCORES or PAIR_SCORE) reports one that is not."""
     text = table.rows[SCORE].str.strip()
     numbers = pd.to_numeric(text.where(text != "", "x"), errors="coerce").to_numpy(dtype=float)
     literal_nan = text.str.lower().isin({"nan", "+nan", "-nan"}).to_numpy()
     not_numeric = np.isnan(numbers) & ~literal_nan
     not_finite = ~not_numeric & ~np.isfinite(numbers)
     for position in np.flatnonzero(not_numeric | (not_finite & ~allow_non_finite)):
-        report.error("score.not_numeric", f"The Confidence Scores for {owner} must be real numbers: "
-                     f"{keys.iat[position]} has {table.rows[SCORE].iat[position]!r}.",
+        report.error("score.not_numeric", message.format(key=keys.iat[position], value=table.rows[SCORE].iat[position]),
                      file=table.path, line=table.line(position))
     if unit_interval:
         with np.errstate(invalid="ignore"):

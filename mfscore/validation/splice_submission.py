@@ -12,8 +12,8 @@ from mfscore.validation.mask_files import WRONG_SIZE, check_png_mask, is_blank
 from mfscore.validation.options import ValidatorOptions
 from mfscore.validation.probe_submission import FAILED, IS_OPT_OUT, PROBE_STATUS
 from mfscore.validation.row_checks import (
-    SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores, check_statuses,
-    target_rows, trial_keys,
+    PAIR_SCORE, SCORE, check_duplicates, check_index_coverage, check_pixel_values, check_row_count, check_scores,
+    check_statuses, target_rows, trial_keys,
 )
 from mfscore.validation.submission_table import SubmissionTable
 
@@ -65,7 +65,7 @@ def validate_splice_submission(report: ValidationReport, table: SubmissionTable,
     index_keys = trial_keys(index, KEY)
     check_duplicates(report, table, keys)
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval, allow_non_finite=False,
-                 owner="probe-donor pairs")
+                 message=PAIR_SCORE)
     in_index = check_index_coverage(report, table, keys, index_keys, noun="The probe-donor pair",
                                     report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, KEY)

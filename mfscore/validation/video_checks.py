@@ -21,7 +21,7 @@ from mfscore.formats.intervals import (
     parse_interval_list,
     point_inside_pairs,
 )
-from mfscore.formats.video_masks import VideoMaskError, read_video_mask_layout
+from mfscore.formats.video_masks import VideoMaskError, VideoMaskFramesError, frame_base_hint, read_video_mask_layout
 from mfscore.validation.findings import Severity, ValidationReport
 
 MAX_PAIR_FINDINGS = 100
@@ -83,16 +83,29 @@ def check_interval_column(report: ValidationReport, text: str, *, column: str, p
                      "are listed.", **where)
 
 
+def _hint(path: str, frame_base: int, frame_count: int | None, max_elements: int) -> str:
+    """The clause "; its blocks fit if numbered from …" when the other block numbering fits (video.md §B.2), else ""."""
+    hint = frame_base_hint(path, frame_base=frame_base, frame_count=frame_count, max_elements=max_elements)
+    return f"; {hint}" if hint else ""
+
+
 def check_video_mask(report: ValidationReport, path: str, *, probe: str, width: int, height: int,
-                     frame_count: int | None, max_elements: int, file: str, line: int) -> None:
-    """Report what is wrong with the HDF5 mask at ``path`` (already confined), reading its metadata only."""
+                     frame_count: int | None, max_elements: int, file: str, line: int, frame_base: int = 0) -> None:
+    """Report what is wrong with the HDF5 mask at ``path`` (already confined), reading its metadata only.
+
+    ``frame_base`` is what block names count from; a mask that fits only the other numbering says so.
+    """
     where = {"file": file, "line": line}
     if not path.lower().endswith((".hdf5", ".h5")):
         report.error("video_mask.extension", f"Mask {path} for probe {probe} is not an HDF5 file "
                      "(.hdf5 or .h5).", **where)
         return
     try:
-        blocks = read_video_mask_layout(path, max_elements=max_elements)
+        blocks = read_video_mask_layout(path, max_elements=max_elements, frame_base=frame_base)
+    except VideoMaskFramesError as exc:
+        report.error("video_mask.frames", exc.sentence() + _hint(path, frame_base, frame_count, max_elements) + ".",
+                     **where)
+        return
     except VideoMaskError as exc:
         report.error("video_mask.unreadable", exc.sentence() + ".", **where)
         return
@@ -105,4 +118,5 @@ def check_video_mask(report: ValidationReport, path: str, *, probe: str, width: 
     stop = max((b.stop for b in blocks), default=0)
     if frame_count is not None and stop > frame_count:
         report.error("video_mask.frames", f"Mask {path} for probe {probe} has frames up to 0-indexed frame {stop - 1}, "
-                     f"but the video has {frame_count} frames.", **where)
+                     f"but the video has {frame_count} frames{_hint(path, frame_base, frame_count, max_elements)}.",
+                     **where)

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mfscore.errors import InputFileError
+from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.images import confined_path
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import file_line, read_table
-from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS
+from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS, FRAME_BASES
 from mfscore.masks.journal_selection import QuerySelection, operations_by_probe, trial_operations
 from mfscore.video.frame_tally import FrameRules
 from mfscore.video.video_scoring import VideoJob
@@ -43,6 +43,11 @@ class VideoOptions:
     truncate: bool = False
     mediscore_compat: bool = False
     max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
+    hdf5_frame_base: int = 0  # what HDF5 block names count from: 0 the MFC2019 plan, 1 MediScore (§B.2)
+
+    def __post_init__(self):
+        if self.hdf5_frame_base not in FRAME_BASES:  # options also arrive decoded from the wire
+            raise OptionError(f"--hdf5-frame-base {self.hdf5_frame_base}: block names count from 0 or 1")
 
 
 @dataclass
@@ -153,5 +158,6 @@ def plan_video_jobs(trials: VideoTrials, selection: QuerySelection, journal: pd.
             temporal_gt_only=options.temporal_gt_only,
             spatial=not options.temporal_only and status not in SKIPS_SPATIAL,
             temporal=status not in SKIPS_TEMPORAL, truncate=options.truncate,
-            mediscore_compat=options.mediscore_compat, max_elements=options.max_elements))
+            mediscore_compat=options.mediscore_compat, max_elements=options.max_elements,
+            hdf5_frame_base=options.hdf5_frame_base))
     return jobs

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from mfscore.formats.video_frames import video_frames
-from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS, MaskBlock, VideoMaskError, read_video_mask_layout
+from mfscore.formats.video_masks import (
+    DEFAULT_MAX_VIDEO_ELEMENTS,
+    MaskBlock,
+    VideoMaskError,
+    VideoMaskFramesError,
+    frame_base_hint,
+    read_video_mask_layout,
+)
 from mfscore.masks.mask_record import BINS, SCORED, UNREADABLE, MaskRecord
 from mfscore.masks.run_metrics import average_aucs
 from mfscore.video.frame_tally import FrameRules, tally_frame, white_frame
@@ -42,10 +49,28 @@ class VideoJob:
     truncate: bool = False            # --truncate: system frames past the video's end are dropped
     mediscore_compat: bool = False
     max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
+    hdf5_frame_base: int = 0          # --hdf5-frame-base: what block names count from (§B.2)
+
+
+def _with_hint(job: VideoJob, path: str, frame_count: int | None, *, layers: bool = False) -> str:
+    """The clause ", but its blocks fit if numbered from …" when the mask fits the other numbering (§B.2), else ""."""
+    hint = frame_base_hint(path, frame_base=job.hdf5_frame_base, frame_count=frame_count,
+                           max_elements=job.max_elements, layers=layers)
+    return f", but {hint}" if hint else ""
+
+
+def _read_blocks(job: VideoJob, path: str, frame_count: int | None, *, layers: bool) -> list[MaskBlock]:
+    """The mask's blocks; a block before the first frame is refused with the frame-base hint if it applies."""
+    try:
+        return read_video_mask_layout(path, max_elements=job.max_elements, layers=layers,
+                                      frame_base=job.hdf5_frame_base)
+    except VideoMaskFramesError as exc:
+        raise VideoMaskFramesError(exc.message + _with_hint(job, path, frame_count, layers=layers),
+                                   path=path) from None
 
 
 def _reference_blocks(job: VideoJob) -> tuple[list[MaskBlock], int, tuple[int, int] | None]:
-    blocks = read_video_mask_layout(job.reference_path, max_elements=job.max_elements, layers=True)
+    blocks = _read_blocks(job, job.reference_path, job.frame_count, layers=True)
     frame_count = job.frame_count or max((b.stop for b in blocks), default=0)
     if frame_count <= 0:
         raise VideoMaskError("the reference mask has no frame and the index gives no FrameCount",
@@ -57,7 +82,8 @@ def _reference_blocks(job: VideoJob) -> tuple[list[MaskBlock], int, tuple[int, i
     past = [b for b in blocks if b.stop > frame_count]
     if past:
         raise VideoMaskError(f"the reference block starting at frame {past[0].start + 1} runs past the video's "
-                             f"{frame_count} frames", path=job.reference_path)
+                             f"{frame_count} frames" + _with_hint(job, job.reference_path, frame_count, layers=True),
+                             path=job.reference_path)
     return blocks, frame_count, sizes.pop() if sizes else job.frame_size
 
 
@@ -66,7 +92,7 @@ def _system_blocks(job: VideoJob, frame_count: int, size: tuple[int, int]) -> tu
     if not job.system_path:
         return [], ""
     try:
-        blocks = read_video_mask_layout(job.system_path, max_elements=job.max_elements)
+        blocks = _read_blocks(job, job.system_path, frame_count, layers=False)
     except VideoMaskError as exc:
         return [], f"{exc.sentence()}; scored as an all-white (empty) mask"
     wrong = [b for b in blocks if (b.height, b.width) != size]
@@ -75,8 +101,9 @@ def _system_blocks(job: VideoJob, frame_count: int, size: tuple[int, int]) -> tu
                     f"{size[1]}x{size[0]}; scored as an all-white (empty) mask")
     past = [b for b in blocks if b.stop > frame_count]
     if past and not (job.truncate or job.mediscore_compat):
+        hint = _with_hint(job, job.system_path, frame_count) or " (--truncate drops such frames)"
         return [], (f"{job.system_path}: the block starting at frame {past[0].start + 1} runs past the video's "
-                    f"{frame_count} frames (--truncate drops such frames); scored as an all-white (empty) mask")
+                    f"{frame_count} frames{hint}; scored as an all-white (empty) mask")
     return [b for b in blocks if b.start < frame_count], ""
 
 

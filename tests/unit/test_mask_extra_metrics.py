@@ -1,8 +1,11 @@
-"""IoU, F1, soft confusion, size-binned MCC histograms and SemaFor localization rates."""
+"""IoU, F1, soft confusion, size-binned MCC histograms and SemaFor localization rates, each checked
+against an independent computation from its document: plain numpy pixel sums and scikit-learn's
+jaccard, F1 and MCC (semafor_and_paper.md §1.7, §2)."""
 
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -10,14 +13,25 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.metrics import f1_score, jaccard_score, matthews_corrcoef
 
-from mfscore.formats.tables import read_table
 from mfscore.masks.extra_metrics import (
-    EXTRA_COLUMNS, extra_cells, f1, iou, mcc_size_histogram, semafor_localization, soft_confusion, soft_mcc,
+    EXTRA_COLUMNS,
+    IMAGE,
+    SCORED_PIXELS,
+    extra_cells,
+    extra_summary,
+    f1,
+    iou,
+    localization_iou,
+    mcc_size_histogram,
+    over,
+    semafor_localization,
+    soft_confusion,
+    soft_mcc,
 )
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
-from mfscore.masks.threshold_metrics import confusion_at, exact_mcc, optimum_threshold
-from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot, write_mask_extras
+from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -35,20 +49,32 @@ def _masks(seed: int, shape=(23, 31), levels: int | None = None, binary: bool = 
     return region, weight, system
 
 
-def _record(region, weight, system) -> MaskRecord:
-    return histogram_record(region, weight, system, pixel_bns=0, pixel_sns=0, pixel_pns=0)
+def _record(region, weight, system, system_given=True) -> MaskRecord:
+    return histogram_record(region, weight, system, pixel_bns=0, pixel_sns=0, pixel_pns=0, system_given=system_given)
 
 
-def _pixel_soft(region, weight, system):
-    y = 1.0 - system.astype(np.float64) / 255.0
-    pos, neg = region & weight, ~region & weight
-    return (float(y[pos].sum()), float((1 - y)[neg].sum()), float(y[neg].sum()), float((1 - y)[pos].sum()))
+def _summed(region, weight, system, pixels):
+    """The pixels a choice sums over, as flat (truth, system value) arrays."""
+    keep = np.ones_like(weight) if pixels == IMAGE else weight
+    return region[keep], system[keep].astype(np.int64)
 
 
-def _pixel_hard(region, weight, system, threshold):
-    pred = system.astype(np.int64) <= threshold
-    pos, neg = region & weight, ~region & weight
-    return (int((pred & pos).sum()), int((~pred & neg).sum()), int((pred & neg).sum()), int((~pred & pos).sum()))
+def _sklearn_soft(truth, system):
+    """Soft metrics from scikit-learn: each pixel is a positive prediction of weight Y = 1 − S/255
+    and a negative one of weight 1 − Y (semafor_and_paper.md §2.2)."""
+    y = 1.0 - system / 255.0
+    labels = np.r_[truth, truth].astype(int)
+    predicted = np.r_[np.ones(truth.size, int), np.zeros(truth.size, int)]
+    weights = np.r_[y, 1.0 - y]
+    return (matthews_corrcoef(labels, predicted, sample_weight=weights),
+            jaccard_score(labels, predicted, sample_weight=weights, zero_division=1.0),
+            f1_score(labels, predicted, sample_weight=weights, zero_division=1.0))
+
+
+def _sklearn_hard(truth, system, threshold):
+    predicted = (system <= threshold).astype(int)
+    return (jaccard_score(truth.astype(int), predicted, zero_division=1.0),
+            f1_score(truth.astype(int), predicted, zero_division=1.0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,153 +109,212 @@ def test_soft_mcc_degenerate():
 
 
 # --------------------------------------------------------------------------------------------
-# soft confusion
+# soft confusion and the pixels it sums over
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("pixels", [IMAGE, SCORED_PIXELS])
+@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("levels", [None, 2, 7])
-def test_soft_confusion_matches_pixel_sums(seed, levels):
+def test_soft_confusion_matches_pixel_sums(seed, levels, pixels):
     region, weight, system = _masks(seed, levels=levels)
-    tp, tn, fp, fn = soft_confusion(_record(region, weight, system))
-    for got, want in zip((tp, tn, fp, fn), _pixel_soft(region, weight, system)):
-        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
-    assert tp + tn + fp + fn == pytest.approx(int(weight.sum()), rel=1e-12)
+    truth, values = _summed(region, weight, system, pixels)
+    y = 1.0 - values / 255.0
+    want = (y[truth].sum(), (1 - y)[~truth].sum(), y[~truth].sum(), (1 - y)[truth].sum())
+    got = soft_confusion(over(_record(region, weight, system), pixels))
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, rel=1e-12, abs=1e-9)
+    assert sum(got) == pytest.approx(truth.size, rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 40))
-def test_soft_confusion_random_shapes(seed, rows, cols):
+def test_whole_image_histograms_count_every_pixel(seed, rows, cols):
     region, weight, system = _masks(seed, shape=(rows, cols))
-    soft = soft_confusion(_record(region, weight, system))
-    for got, want in zip(soft, _pixel_soft(region, weight, system)):
-        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
-    assert sum(soft) == pytest.approx(int(weight.sum()), rel=1e-12, abs=1e-12)
+    whole = over(_record(region, weight, system), IMAGE)
+    assert whole.positive.tolist() == np.bincount(system[region], minlength=256).tolist()
+    assert whole.negative.tolist() == np.bincount(system[~region], minlength=256).tolist()
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_soft_equals_hard_on_binary_mask(seed):
-    region, weight, system = _masks(seed, binary=True)
-    record = _record(region, weight, system)
-    c = confusion_at(record, np.array([254]))
-    tp, tn, fp, fn = (int(x[0]) for x in (c.tp, c.tn, c.fp, c.fn))
-    soft = soft_confusion(record)
-    assert soft == (tp, tn, fp, fn)
-    cells = extra_cells(record, optimum_threshold(record), 254)
-    assert cells["SoftMCC"] == pytest.approx(exact_mcc(tp, tn, fp, fn), rel=1e-12, abs=1e-15)
-    assert cells["SoftIoU"] == iou(tp, fp, fn) == cells["ActualIoU"]
-    assert cells["SoftF1"] == f1(tp, fp, fn) == cells["ActualF1"]
+def test_whole_image_histograms_survive_the_wire():
+    record = _record(*_masks(3), system_given=False)
+    again = MaskRecord.from_dict(record.to_dict())
+    assert again.image_positive.tolist() == record.image_positive.tolist()
+    assert again.image_negative.tolist() == record.image_negative.tolist()
+    assert again.system_given is False
+    with pytest.raises(ValueError, match="whole-image"):
+        over(MaskRecord(status="scored"), IMAGE)
+    with pytest.raises(ValueError, match="pixels must be"):
+        over(record, "zones")
 
 
 # --------------------------------------------------------------------------------------------
-# extra_cells
+# extra_cells against scikit-learn (tolerance 1e-12: float sums in a different order)
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("pixels", [IMAGE, SCORED_PIXELS])
+@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("levels", [None, 3])
-def test_optimum_and_actual_iou_f1_match_pixel_loop(seed, levels):
+def test_extra_cells_match_sklearn(seed, levels, pixels):
     region, weight, system = _masks(seed, levels=levels)
-    record = _record(region, weight, system)
-    theta = optimum_threshold(record)
-    cells = extra_cells(record, theta, 128)
-    tp, _, fp, fn = _pixel_hard(region, weight, system, theta)
-    assert cells["OptimumIoU"] == iou(tp, fp, fn)
-    assert cells["OptimumF1"] == f1(tp, fp, fn)
-    tp, _, fp, fn = _pixel_hard(region, weight, system, 128)
-    assert cells["ActualIoU"] == iou(tp, fp, fn)
-    assert cells["ActualF1"] == f1(tp, fp, fn)
+    cells = extra_cells(_record(region, weight, system), 128, pixels)
+    truth, values = _summed(region, weight, system, pixels)
+    per_threshold = [_sklearn_hard(truth, values, t) for t in [-1, *np.unique(system)]]
+    assert cells["OptimumIoU"] == pytest.approx(max(i for i, _ in per_threshold), abs=1e-12)
+    assert cells["OptimumF1"] == pytest.approx(max(f for _, f in per_threshold), abs=1e-12)
+    actual_iou, actual_f1 = _sklearn_hard(truth, values, 128)
+    assert cells["ActualIoU"] == pytest.approx(actual_iou, abs=1e-12)
+    assert cells["ActualF1"] == pytest.approx(actual_f1, abs=1e-12)
+    soft = _sklearn_soft(truth, values)
+    assert (cells["SoftMCC"], cells["SoftIoU"], cells["SoftF1"]) == pytest.approx(soft, abs=1e-12)
     assert cells["ReferencePixels"] == int(region.sum())
     assert cells["SqrtReferencePixels"] == pytest.approx(math.sqrt(region.sum()))
     assert list(cells) == list(EXTRA_COLUMNS)
 
 
-def test_extra_cells_missing_thresholds_and_unscored():
-    region, weight, system = _masks(1)
-    record = _record(region, weight, system)
-    cells = extra_cells(record, math.nan, None)
-    assert all(math.isnan(cells[k]) for k in ("OptimumIoU", "OptimumF1", "ActualIoU", "ActualF1"))
-    assert not math.isnan(cells["SoftMCC"])
+@pytest.mark.parametrize("seed", range(10))
+def test_soft_equals_hard_on_binary_mask(seed):
+    region, weight, system = _masks(seed, binary=True)
+    cells = extra_cells(_record(region, weight, system), 254)
+    assert cells["SoftIoU"] == pytest.approx(cells["ActualIoU"], abs=1e-15)
+    assert cells["SoftF1"] == pytest.approx(cells["ActualF1"], abs=1e-15)
+    predicted = (system <= 254).ravel().astype(int)
+    assert cells["SoftMCC"] == pytest.approx(matthews_corrcoef(region.ravel().astype(int), predicted), abs=1e-12)
+
+
+def test_extra_cells_without_actual_threshold_and_unscored():
+    record = _record(*_masks(1))
+    cells = extra_cells(record, None)
+    assert math.isnan(cells["ActualIoU"]) and math.isnan(cells["ActualF1"])
+    assert not math.isnan(cells["OptimumIoU"]) and not math.isnan(cells["SoftMCC"])
     for status in (NOT_SCOREABLE, UNREADABLE):
-        cells = extra_cells(MaskRecord(status=status), 3.0, 3.0)
+        cells = extra_cells(MaskRecord(status=status), 3.0)
         assert all(math.isnan(v) for v in cells.values())
 
 
-def test_extra_cells_no_scored_pixel():
+def test_zones_covering_the_image_empty_only_the_scored_choice():
     region, _, system = _masks(2)
     record = _record(region, np.zeros_like(region), system)
-    cells = extra_cells(record, optimum_threshold(record), 10)
-    assert all(math.isnan(cells[k]) for k in EXTRA_COLUMNS[:7])
-    assert cells["ReferencePixels"] == int(region.sum())
+    scored = extra_cells(record, 10, SCORED_PIXELS)
+    assert all(math.isnan(scored[k]) for k in EXTRA_COLUMNS[:7])
+    assert scored["ReferencePixels"] == int(region.sum())
+    whole = extra_cells(record, 10, IMAGE)
+    assert whole["ActualIoU"] == pytest.approx(_sklearn_hard(region.ravel(), system.ravel().astype(int), 10)[0])
+
+
+def test_extra_summary_mean_and_population_std():
+    table = pd.DataFrame({"SoftMCC": [0.5, 1.0, np.nan, 0.0], "SoftIoU": [np.nan] * 4})
+    summary = extra_summary(table, ["SoftMCC", "SoftIoU"], IMAGE).set_index("Metric")
+    assert summary.loc["SoftMCC", "Mean"] == pytest.approx(0.5)
+    assert summary.loc["SoftMCC", "StdDev"] == pytest.approx(math.sqrt((0 + 0.25 + 0.25) / 3))
+    assert summary.loc["SoftMCC", "Images"] == 3
+    assert summary.loc["SoftIoU", "Images"] == 0 and math.isnan(summary.loc["SoftIoU", "Mean"])
+    assert set(summary["Pixels"]) == {IMAGE}
 
 
 # --------------------------------------------------------------------------------------------
-# mcc_size_histogram
+# mcc_size_histogram: fixed √size columns, exact decimal MCC bins
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_mcc_histogram_columns_and_totals(seed):
+def _decimal_bin(value: float, edges_tenths: range) -> int:
+    """Independent binning: the decimal the float was written as, against k/10 exactly."""
+    d = Decimal(repr(value))
+    return max(k for k in edges_tenths if Decimal(k) / 10 <= d)
+
+
+def test_mcc_bins_are_exact_decimals():
+    values = [0.3, 0.6, 0.7, 0.9, -0.3, -0.4, 0.1, -0.9, 0.0, 1.0, -1.0, 0.29999999999999993]
+    hist = mcc_size_histogram([10.0] * len(values), values)
+    hit = hist[hist["Count"] > 0]
+    expected = {}
+    for v in values:
+        low = min(_decimal_bin(v, range(-10, 11)), 9)  # MCC = 1 closes the top bin
+        expected[low] = expected.get(low, 0) + 1
+    got = {round(low * 10): int(c) for low, c in zip(hit["MCCBinLow"], hit["Count"])}
+    assert got == expected
+    assert got[3] == 1 and got[2] == 1  # 0.3 is in [0.3, 0.4); the float just below it is not
+    assert set(hist["MCCBinLow"]) == {k / 10 for k in range(-10, 10)}
+
+
+def test_size_columns_are_fixed_and_open_at_1250():
+    sizes = [0.0, 124.999, 125.0, 1249.99, 1250.0, 5000.0]
+    hist = mcc_size_histogram(sizes, [0.5] * len(sizes))
+    other = mcc_size_histogram([3.0], [0.1])
+    assert hist["SizeBinLow"].tolist() == other["SizeBinLow"].tolist()
+    lows = sorted(set(hist["SizeBinLow"]))
+    assert lows == [125.0 * k for k in range(11)]
+    assert hist.loc[hist["SizeBinLow"] == 1250.0, "SizeBinHigh"].unique().tolist() == [math.inf]
+    counts = hist.groupby("SizeBinLow")["Count"].sum()
+    assert counts[0.0] == 2 and counts[125.0] == 1 and counts[1125.0] == 1 and counts[1250.0] == 2
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mcc_histogram_shares_against_a_loop(seed):
     rng = np.random.default_rng(seed)
-    n = 200
-    sizes = rng.uniform(0, 1300, n)
-    mccs = rng.uniform(-1, 1, n)
-    mccs[rng.random(n) < 0.1] = np.nan
-    mccs[:3] = [1.0, -1.0, 1.0]
-    sizes[:2] = [0.0, 1300.0]
+    sizes = rng.uniform(0, 1500, 300)
+    mccs = np.round(rng.uniform(-1, 1, 300), 1)  # many values exactly on an edge
+    mccs[rng.random(300) < 0.1] = np.nan
     hist = mcc_size_histogram(sizes, mccs)
-    assert list(hist.columns) == ["SizeBinLow", "SizeBinHigh", "MCCBinLow", "MCCBinHigh", "Count", "Share"]
-    assert len(hist) == 10 * 20
-    assert hist["Count"].sum() == int(np.count_nonzero(~np.isnan(mccs)))
-    per_column = hist.groupby("SizeBinLow").agg(count=("Count", "sum"), share=("Share", "sum"))
-    assert np.allclose(per_column.loc[per_column["count"] > 0, "share"], 1.0)
-    assert (per_column.loc[per_column["count"] == 0, "share"] == 0).all()
-    assert np.allclose(hist["MCCBinHigh"] - hist["MCCBinLow"], 0.1)
-    assert hist["SizeBinHigh"].max() == pytest.approx(sizes[~np.isnan(mccs)].max())
-
-
-def test_mcc_histogram_end_bins():
-    hist = mcc_size_histogram([5.0, 5.0, 95.0, 500.0], [1.0, -1.0, 0.05, 0.3], max_size=100.0)
-    top = hist[(hist["MCCBinHigh"] == 1.0) & (hist["SizeBinLow"] == 0.0)]
-    bottom = hist[(hist["MCCBinLow"] == -1.0) & (hist["SizeBinLow"] == 0.0)]
-    assert top["Count"].item() == 1 and top["Share"].item() == 0.5
-    assert bottom["Count"].item() == 1 and bottom["Share"].item() == 0.5
-    last = hist[hist["SizeBinHigh"] == 100.0]
-    assert last["Count"].sum() == 2                            # 95 and the clipped 500
-    assert last["Share"].sum() == pytest.approx(1.0)
-    assert hist["Count"].sum() == 4
+    assert len(hist) == 11 * 20
+    for (low, mcc_low), cell in hist.set_index(["SizeBinLow", "MCCBinLow"]).iterrows():
+        in_column = [m for s, m in zip(sizes, mccs) if not np.isnan(m) and (low <= s < low + 125 or (low == 1250 and s >= 1250))]
+        count = sum(1 for m in in_column if min(_decimal_bin(float(m), range(-10, 11)), 9) == round(mcc_low * 10))
+        assert cell["Count"] == count
+        assert cell["Share"] == pytest.approx(count / len(in_column) if in_column else 0.0, abs=1e-15)
 
 
 def test_mcc_histogram_empty():
     hist = mcc_size_histogram([], [])
-    assert len(hist) == 200 and hist["Count"].sum() == 0 and hist["Share"].sum() == 0
+    assert len(hist) == 220 and hist["Count"].sum() == 0 and hist["Share"].sum() == 0
+
+
+def test_histogram_plot_writes_png_and_pdf(tmp_path):
+    rng = np.random.default_rng(0)
+    hist = mcc_size_histogram(rng.uniform(0, 1400, 80), rng.uniform(-1, 1, 80))
+    paths = mcc_histogram_plot(hist, tmp_path / "sub" / "mcc_hist", "Test")
+    assert [p.name for p in paths] == ["mcc_hist.pdf", "mcc_hist.png"]
+    assert paths[0].read_bytes()[:5] == b"%PDF-"
+    assert paths[1].read_bytes()[:8] == PNG_SIGNATURE
 
 
 # --------------------------------------------------------------------------------------------
-# semafor_localization
+# SemaFor localization (plan §1.7): TP if IoU >= t, FP if IoU < t, FN only without a localization
 
 
 def test_semafor_localization_hand_example():
-    table = semafor_localization([0.05, 0.15, 0.5, None]).set_index("IoUThreshold")
-    expected = {0.0001: (3, 0, 1), 0.1: (2, 1, 1), 0.2: (1, 2, 1), 0.4: (1, 2, 1)}
+    table = semafor_localization([0.05, 0.15, 0.5, None, 0.0], 127).set_index("IoUThreshold")
+    expected = {0.0001: (3, 1, 1), 0.1: (2, 2, 1), 0.2: (1, 3, 1), 0.4: (1, 3, 1)}
     for t, (tp, fp, fn) in expected.items():
         row = table.loc[t]
-        assert (row["TP"], row["FP"], row["FN"], row["Probes"]) == (tp, fp, fn, 4)
-        assert (row["pD"], row["FAR"], row["FNR"]) == (tp / 4, fp / 4, fn / 4)
+        assert (row["TP"], row["FP"], row["FN"], row["Probes"], row["SystemThreshold"]) == (tp, fp, fn, 5, 127)
+        assert (row["pD"], row["FAR"], row["FNR"]) == (tp / 5, fp / 5, fn / 5)
 
 
-@pytest.mark.parametrize("seed", range(10))
+def test_a_mask_is_a_localization_whatever_it_marks():
+    region = np.zeros((10, 12), bool)
+    region[2:6, 3:8] = True
+    inverted = np.where(region, 255, 0).astype(np.uint8)
+    black = np.zeros((10, 12), np.uint8)
+    white = np.full((10, 12), 255, np.uint8)
+    ones = np.ones_like(region)
+    assert localization_iou(_record(region, ones, inverted), 127) == 0.0
+    assert localization_iou(_record(region, ones, black), 127) == pytest.approx(20 / 120)
+    assert localization_iou(_record(region, ones, white), 127) == 0.0
+    assert localization_iou(_record(region, ones, white, system_given=False), 127) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_semafor_localization_properties(seed):
     rng = np.random.default_rng(seed)
     ious = [None if rng.random() < 0.2 else float(v) for v in rng.random(50) ** 2]
-    table = semafor_localization(ious)
-    assert list(table.columns) == ["IoUThreshold", "pD", "FAR", "FNR", "TP", "FP", "FN", "Probes"]
+    table = semafor_localization(ious, 200)
     assert np.allclose(table["pD"] + table["FAR"] + table["FNR"], 1.0)
     assert table["FNR"].nunique() == 1
-    assert (np.diff(table["pD"]) <= 0).all()
-    assert (np.diff(table["FAR"]) >= 0).all()
+    assert (np.diff(table["pD"]) <= 0).all() and (np.diff(table["FAR"]) >= 0).all()
     assert (table["TP"] + table["FP"] + table["FN"] == 50).all()
 
 
 def test_semafor_localization_no_probe():
-    table = semafor_localization([])
+    table = semafor_localization([], 127)
     assert table[["pD", "FAR", "FNR"]].isna().all().all()
 
 
@@ -239,42 +324,17 @@ def test_semafor_localization_no_probe():
 
 def test_extra_table_manipulation_and_splice():
     records = [_record(*_masks(s)) for s in range(3)] + [MaskRecord(status=UNREADABLE)]
-    thresholds = [optimum_threshold(r) if r.scored else math.nan for r in records]
     keys = pd.DataFrame({"ProbeFileID": ["a", "b", "c", "d"]})
-    table = extra_table(keys, {"probe": records}, {"probe": thresholds}, None)
+    table = extra_table(keys, {"probe": records}, None)
     assert list(table.columns) == ["ProbeFileID", *EXTRA_COLUMNS, "Scored"]
     assert list(table["Scored"]) == ["Y", "Y", "Y", "N"]
-    assert table.loc[0, "OptimumIoU"] == extra_cells(records[0], thresholds[0], None)["OptimumIoU"]
+    assert table.loc[0, "OptimumIoU"] == extra_cells(records[0], None)["OptimumIoU"]
 
     keys["DonorFileID"] = ["w", "x", "y", "z"]
     donors = records[::-1]
-    table = extra_table(keys, {"probe": records, "donor": donors},
-                        {"probe": thresholds, "donor": thresholds[::-1]}, 200)
+    table = extra_table(keys, {"probe": records, "donor": donors}, 200, SCORED_PIXELS)
     assert list(table.columns) == (["ProbeFileID", "DonorFileID"] + [f"p{c}" for c in EXTRA_COLUMNS]
                                    + [f"d{c}" for c in EXTRA_COLUMNS] + ["ProbeScored", "DonorScored"])
     assert list(table["DonorScored"]) == ["N", "Y", "Y", "Y"]
-    assert table.loc[1, "dSoftMCC"] == extra_cells(donors[1], thresholds[2], 200)["SoftMCC"]
-    assert table.loc[2, "pActualF1"] == extra_cells(records[2], thresholds[2], 200)["ActualF1"]
-
-
-def test_histogram_plot_writes_png_and_pdf(tmp_path):
-    rng = np.random.default_rng(0)
-    hist = mcc_size_histogram(rng.uniform(0, 1000, 80), rng.uniform(-1, 1, 80))
-    paths = mcc_histogram_plot(hist, tmp_path / "sub" / "mcc_hist", "Test")
-    assert [p.name for p in paths] == ["mcc_hist.pdf", "mcc_hist.png"]
-    assert paths[0].read_bytes()[:5] == b"%PDF-"
-    assert paths[1].read_bytes()[:8] == PNG_SIGNATURE
-
-
-def test_write_mask_extras(tmp_path):
-    records = [_record(*_masks(s)) for s in range(4)]
-    thresholds = [optimum_threshold(r) for r in records]
-    table = extra_table(pd.DataFrame({"ProbeFileID": list("abcd")}), {"probe": records}, {"probe": thresholds}, None)
-    hist = mcc_size_histogram(table["SqrtReferencePixels"], table["SoftMCC"])
-    loc = semafor_localization(list(table["OptimumIoU"]))
-    paths = write_mask_extras(tmp_path / "run", table, histogram=hist, localization=loc)
-    assert all(p.exists() for p in paths)
-    back = read_table(paths[0])
-    assert list(back.columns) == list(table.columns)
-    assert np.allclose(back["SoftMCC"], table["SoftMCC"])
-    assert "|" in paths[0].read_text().splitlines()[0]
+    assert table.loc[1, "dSoftMCC"] == extra_cells(donors[1], 200, SCORED_PIXELS)["SoftMCC"]
+    assert table.loc[2, "pActualF1"] == extra_cells(records[2], 200, SCORED_PIXELS)["ActualF1"]
