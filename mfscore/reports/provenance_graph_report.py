@@ -116,7 +116,8 @@ def write_figure(record: GraphRecord, path: Path) -> None:
     else:
         position = nx.spring_layout(graph, seed=0)
     size = max(4.0, min(20.0, 1.2 * graph.number_of_nodes() ** 0.5 + 3))
-    fig, ax = plt.subplots(figsize=(size, size), dpi=100, layout="constrained")
+    fig, ax = plt.subplots(figsize=(size, size), dpi=100)
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.96)  # no constrained layout: one draw, not two
     try:
         nx.draw_networkx(graph, position, ax=ax, node_size=300, font_size=7, arrows=True,
                          node_color=[graph.nodes[n].get("colour", COLOURS[MISSING]) for n in graph.nodes],

@@ -71,6 +71,14 @@ def _sklearn_soft(truth, system):
             f1_score(labels, predicted, sample_weight=weights, zero_division=1.0))
 
 
+def _numpy_hard(truth, system, threshold):
+    """IoU and F1 of ``system <= threshold`` by plain pixel counts (1 when both sides are empty)."""
+    predicted = system <= threshold
+    tp, fp, fn = (predicted & truth).sum(), (predicted & ~truth).sum(), (~predicted & truth).sum()
+    union = tp + fp + fn
+    return (tp / union, 2 * tp / (union + tp)) if union else (1.0, 1.0)
+
+
 def _sklearn_hard(truth, system, threshold):
     predicted = (system <= threshold).astype(int)
     return (jaccard_score(truth.astype(int), predicted, zero_division=1.0),
@@ -158,7 +166,7 @@ def test_extra_cells_match_sklearn(seed, levels, pixels):
     region, weight, system = _masks(seed, levels=levels)
     cells = extra_cells(_record(region, weight, system), 128, pixels)
     truth, values = _summed(region, weight, system, pixels)
-    per_threshold = [_sklearn_hard(truth, values, t) for t in [-1, *np.unique(system)]]
+    per_threshold = [_numpy_hard(truth, values, t) for t in [-1, *np.unique(system)]]
     assert cells["OptimumIoU"] == pytest.approx(max(i for i, _ in per_threshold), abs=1e-12)
     assert cells["OptimumF1"] == pytest.approx(max(f for _, f in per_threshold), abs=1e-12)
     actual_iou, actual_f1 = _sklearn_hard(truth, values, 128)
@@ -189,6 +197,13 @@ def test_extra_cells_without_actual_threshold_and_unscored():
     for status in (NOT_SCOREABLE, UNREADABLE):
         cells = extra_cells(MaskRecord(status=status), 3.0)
         assert all(math.isnan(v) for v in cells.values())
+
+
+def test_numpy_reference_agrees_with_sklearn():
+    region, weight, system = _masks(0, levels=5)
+    truth, values = _summed(region, weight, system, IMAGE)
+    for t in [-1, *np.unique(system)]:
+        assert _numpy_hard(truth, values, t) == pytest.approx(_sklearn_hard(truth, values, t), abs=1e-15)
 
 
 def test_zones_covering_the_image_empty_only_the_scored_choice():
