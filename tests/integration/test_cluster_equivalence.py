@@ -54,7 +54,7 @@ def test_detection_reports_are_identical(variant, detection_data, local_cluster,
 
 
 MASK_VARIANTS = {
-    "plain": ["--sbin", "128"],
+    "plain": ["--sbin", "128", "--extras-pixels", "scored"],
     "selective-queries": ["-qm", "Purpose==['add']", "Purpose==['clone','splice']", "--sbin", "100"],
     "bitplanes": ["--jpeg2000", "--eks", "5", "--dks", "9", "--precision", "6", "-qm", "Purpose==['add','remove']"],
     "partitions-and-opt-out": ["-qp", "Purpose==['add','clone']", "--optOut", "--nspx", "0", "--mediscore-compat"],
