@@ -16,7 +16,6 @@ from mfscore.reports import plots
 from mfscore.reports.detection_report import format_value, metric_cells, write_report
 from mfscore.reports.staged_outputs import StagedOutputs
 
-MAX_PLOT_POINTS = 4000
 
 
 @dataclass(frozen=True)
@@ -123,19 +122,10 @@ def write_roc_dumps(results: list[SubsetResult], stage: StagedOutputs) -> None:
         write_table(frame.map(format_value), stage.path(f"_query_{i}_roc.csv"))
 
 
-def _thin(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """At most MAX_PLOT_POINTS points of a curve, first and last kept (for drawing only)."""
-    if x.size <= MAX_PLOT_POINTS:
-        return x, y
-    pick = np.unique(np.linspace(0, x.size - 1, MAX_PLOT_POINTS).astype(np.intp))
-    return x[pick], y[pick]
-
-
 def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> plots.Curve:
     m = r.metrics
     fpr, tpr = (m.roc.fpr, m.roc.tpr) if m.roc is not None else (np.array([np.nan]), np.array([np.nan]))
     d = dprime(fpr, tpr, plot.d_level)
-    fpr, tpr = _thin(fpr, tpr)
     ci = (m.intervals.auc.lower, m.intervals.auc.upper) if m.intervals else None
     return plots.Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
                        n_target=m.n_target, n_nontarget=m.n_nontarget,

@@ -146,7 +146,7 @@ def _setup_det_axes(ax) -> None:
     labels = [f"{t:g}" for t in _DET_TICKS]
     ax.set_xticks(ticks, labels)
     ax.set_yticks(ticks, labels)
-    lim = float(ndtri(1.0 - _CLIP)) + 0.1  # every clipped point stays inside the frame
+    lim = _det_limit()
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     ax.set_xlabel("False Alarm Rate [%]")
@@ -158,11 +158,21 @@ def _setup_det_axes(ax) -> None:
 
 
 def _coordinates(curve: Curve, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """The curve in the axes' coordinates, thinned to what the axes can show (``thin_curve`` on the
+    frame scaled to the unit square, so a DET keeps its detail at low rates)."""
     fpr = np.asarray(curve.fpr, dtype=np.float64)
     tpr = np.asarray(curve.tpr, dtype=np.float64)
     if kind == "roc":
-        return fpr * 100.0, tpr * 100.0
-    return _probit(fpr), _probit(1.0 - tpr)
+        x, y = thin_curve(fpr, tpr)
+        return x * 100.0, y * 100.0
+    lim = _det_limit()
+    x, y = thin_curve((_probit(fpr) + lim) / (2 * lim), (_probit(1.0 - tpr) + lim) / (2 * lim))
+    return x * (2 * lim) - lim, y * (2 * lim) - lim
+
+
+def _det_limit() -> float:
+    """Half the width of a DET frame in probit units: every clipped point stays inside it."""
+    return float(ndtri(1.0 - _CLIP)) + 0.1
 
 
 def _probit(rate: np.ndarray) -> np.ndarray:

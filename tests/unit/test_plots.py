@@ -260,3 +260,31 @@ def test_missing_class_text():
                                 no_num=False, opt_out=False, missing="no targets")
     assert "no curve (no targets)" in entry
     assert math.isnan(no_t.auc)
+
+
+def _curve_of(fpr: np.ndarray, tpr: np.ndarray) -> Curve:
+    return Curve(label="", fpr=fpr, tpr=tpr, auc=0.5, eer=0.5, n_target=1, n_nontarget=1)
+
+
+def _within_one_cell(full: np.ndarray, drawn: np.ndarray, width: float) -> bool:
+    """Every point of the full curve lies within one grid cell of a drawn point (the frame is ``width`` wide)."""
+    cell = width / plots._THIN_CELLS
+    tree = np.abs(full[:, None, :] - drawn[None, :, :]).max(axis=2).min(axis=1)
+    return bool((tree <= 2 * cell).all())
+
+
+@pytest.mark.parametrize("kind", ["roc", "det"])
+def test_drawn_curves_are_thinned_in_the_axes_own_coordinates(kind):
+    rng = np.random.default_rng(4)
+    roc = roc_curve(np.r_[rng.normal(1, 1, 20000), rng.normal(0, 1, 20000)], np.r_[np.ones(20000), np.zeros(20000)])
+    x, y = plots._coordinates(_curve_of(roc.fpr, roc.tpr), kind)
+    assert x.size <= 4 * plots._THIN_CELLS + 2 < roc.fpr.size
+    if kind == "roc":
+        full, width = np.c_[roc.fpr, roc.tpr] * 100, 100.0
+    else:
+        full = np.c_[ndtri(np.clip(roc.fpr, 1e-5, 1 - 1e-5)), ndtri(np.clip(1 - roc.tpr, 1e-5, 1 - 1e-5))]
+        width = 2 * plots._det_limit()
+    sample = full[:: max(1, len(full) // 3000)]
+    assert _within_one_cell(sample, np.c_[x, y], width)
+    if kind == "det":  # the low false-alarm end, one cell wide on a linear axis, keeps its corners
+        assert np.count_nonzero(x < ndtri(1e-3)) > 20  # thinning by index every k-th point keeps 10
