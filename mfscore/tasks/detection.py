@@ -133,12 +133,18 @@ class Detection(Task):
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)
-            outputs.write_semafor_plot(results, stage, options.scoring, options.plot)
+            if options.plot.enabled:
+                from mfscore.reports.detection_plots import write_semafor_plot
+
+                write_semafor_plot(results, stage, options.scoring, options.plot)
         outputs.write_metadata(table, state.journal, results, stage, options.scoring, out_meta=options.out_meta,
                                out_sub_meta=options.out_sub_meta)
         if options.dump:
             outputs.write_roc_dumps(results, stage)
-        outputs.write_plots(results, stage, options.scoring, options.plot)
+        if options.plot.enabled:
+            from mfscore.reports.detection_plots import write_plots
+
+            write_plots(results, stage, options.scoring, options.plot)
         stderr = [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
                   for r in results if r.metrics.n_trials == 0]
         stdout = summary(results, options.scoring) + [f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"]

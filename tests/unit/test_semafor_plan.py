@@ -38,7 +38,8 @@ from mfscore.detection.scorer import DetectionOptions, score_subset
 from mfscore.detection.semafor import bucket_report, semafor_report
 from mfscore.detection.subsets import Subset
 from mfscore.reports import plots
-from mfscore.reports.detection_outputs import semafor_panels, semafor_row
+from mfscore.reports.detection_outputs import semafor_row
+from mfscore.reports.detection_plots import semafor_panels
 from mfscore.reports.detection_report import format_value
 from mfscore.sample_data.detection import generate_detection_dataset
 

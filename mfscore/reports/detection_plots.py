@@ -1,0 +1,78 @@
+"""The figures of a detection run: MediScore's ROC/DET plots and the SemaFor ROC (spec detection.md §10).
+
+Kept apart from the tables so that a run without figures (``--noPlot``) never imports matplotlib.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mfscore.detection.dprime import dprime
+from mfscore.detection.scorer import DetectionOptions, SubsetResult
+from mfscore.reports import plots
+from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.reports.staged_outputs import StagedOutputs
+
+
+def _mode_prefix(options: DetectionOptions) -> str:
+    return "_all" if options.query_mode is None else f"_{options.query_mode}_query"
+
+
+def semafor_panels(results: list[SubsetResult], fars) -> list[plots.SemaforPanel]:
+    """What the SemaFor ROC marks for each subset: θ* and the pD@FAR points, the report's own values."""
+    panels = []
+    for r in results:
+        v, roc = r.semafor, r.metrics.roc
+        fpr, tpr = (roc.fpr, roc.tpr) if roc is not None else (np.zeros(0), np.zeros(0))
+        whose = "θ* of all trials" if v.get("THRESHOLD_SET") == "all" else "θ*"
+        eer = plots.OperatingMark(v["FAR@EER"], v["pD@EER"],
+                                  f"{whose} = {v['THRESHOLD_EER']:.4g}: pD {v['pD@EER']:.3f}, "
+                                  f"FAR {v['FAR@EER']:.3f}, bACC {v['bACC@EER']:.3f}")
+        at_far = tuple(plots.OperatingMark(f, v[f"pD@FAR{f:g}"], f"pD@FAR{f:g} = {v[f'pD@FAR{f:g}']:.3f}")
+                       for f in fars)
+        panels.append(plots.SemaforPanel(r.subset.label or "all trials", fpr, tpr, eer, at_far,
+                                         note=_no_curve(r.metrics.n_target, r.metrics.n_nontarget)))
+    return panels
+
+
+def _no_curve(n_target: int, n_nontarget: int) -> str:
+    missing = [what for what, n in (("targets", n_target), ("non-targets", n_nontarget)) if n == 0]
+    return f"no curve (no {' and no '.join(missing)})" if missing else ""
+
+
+def write_semafor_plot(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions,
+                       plot: PlotOptions) -> None:
+    """``<out>_semafor_ROC.pdf`` and ``.png``: every subset in one figure, one panel each."""
+    stem = stage.path("_semafor_ROC.pdf").with_suffix("")
+    stage.path("_semafor_ROC.png")
+    plots.plot_semafor_roc(semafor_panels(results, options.semafor_fars), stem,
+                           title=f"{plot.title}: SemaFor operating points")
+
+
+def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> plots.Curve:
+    m = r.metrics
+    fpr, tpr = (m.roc.fpr, m.roc.tpr) if m.roc is not None else (np.array([np.nan]), np.array([np.nan]))
+    d = dprime(fpr, tpr, plot.d_level)
+    ci = (m.intervals.auc.lower, m.intervals.auc.upper) if m.intervals else None
+    return plots.Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
+                       n_target=m.n_target, n_nontarget=m.n_nontarget,
+                       trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
+
+
+def write_plots(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions, plot: PlotOptions) -> None:
+    """MediScore's ROC or DET figure: all subsets in one, or one each with ``--multiFigs``."""
+    kind = plot.kind.upper()
+    curves = [_curve(r, options, plot) for r in results]
+    common = dict(kind=plot.kind, title=plot.title, subtitle=plot.subtitle, no_num=plot.no_num, opt_out=options.opt_out)
+    if plot.multi_figs:
+        for i, c in enumerate(curves):
+            _plot(stage, f"{_mode_prefix(options)}_{i}_{kind}", [c], common)
+    else:
+        _plot(stage, f"{_mode_prefix(options)}_{kind}", curves, common)
+
+
+def _plot(stage: StagedOutputs, suffix: str, curves: list, common: dict) -> None:
+    """One figure, written by ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
+    stem = stage.path(suffix + ".pdf").with_suffix("")
+    stage.path(suffix + ".png")
+    plots.plot_curves(curves, stem, **common)
