@@ -15,7 +15,7 @@ leaves such replicates out and takes the quantile positions among the others;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
@@ -45,6 +45,16 @@ class BootstrapIntervals:
     auc: Interval
     partial_auc: Interval
     cdr: Interval
+    semafor: dict[str, Interval] = field(default_factory=dict)  # SemaFor column -> interval
+
+
+@dataclass(frozen=True)
+class SemaforDraws:
+    """Which SemaFor metrics the replicates also compute (``threshold``: a bucket's fixed θ*)."""
+
+    fars: tuple[float, ...] = PLAN_FARS
+    pauc_far: float = PAUC_FAR
+    threshold: float | None = None
 
 
 def _round_half_up(x: float, digits: int) -> float:
@@ -65,19 +75,66 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED):
         yield np.bincount(rng.randint(0, n, size=n), minlength=n)
 
 
+def _replicates(scores: np.ndarray, labels: np.ndarray, far_stop: float | None, semafor: SemaforDraws | None,
+                n_resamples: int, seed: int) -> tuple[dict[str, list], dict[str, np.ndarray]]:
+    """One pass over the replicates: MediScore's metrics (with ``far_stop``) and the SemaFor ones
+    (with ``semafor``) of each, in draw order, so the draws and cumulative counts are made once."""
+    trials = SortedTrials.from_arrays(scores, labels)
+    mediscore = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
+    names = [] if semafor is None else [f"{kind}@FAR{f:g}" for f in semafor.fars for kind in ("pD", "pD_step")]
+    if semafor is not None:
+        names += ["bACC@EER", f"pAUC@{semafor.pauc_far:g}", f"pAUC_norm@{semafor.pauc_far:g}"]
+    plan = {name: np.full(n_resamples, np.nan) for name in names}
+    if trials.scores.size == 0:
+        return mediscore, plan
+    fixed = semafor is not None and semafor.threshold is not None
+    n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
+    for i, counts in enumerate(resample_counts(trials.scores.size, n_resamples, seed)):
+        weights = counts[trials.order]
+        fps, tps, thr = trials.counts(weights)
+        roc = roc_from_counts(fps, tps, thr)
+        if far_stop is not None:
+            mediscore["auc"].append(auc(roc))
+            mediscore["partial_auc"].append(partial_auc(roc, far_stop))
+            mediscore["cdr"].append(cdr_at_far(roc, far_stop))
+            mediscore["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
+        if semafor is not None:
+            _semafor_replicate(plan, i, trials, weights, (fps, tps, thr), roc, semafor, n_above)
+    return mediscore, plan
+
+
+def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials, weights: np.ndarray,
+                       counts: tuple, roc, semafor: SemaforDraws, n_above: int | None) -> None:
+    """Replicate ``i`` of each SemaFor metric; left NaN when it drew one class.
+
+    ``bACC@EER`` finds θ* again (a competition), or stays at ``semafor.threshold`` (a bucket), above
+    which lie the first ``n_above`` sorted trials.
+    """
+    fps, tps, thr = counts
+    n_t, n_nt = int(tps[-1]), int(fps[-1])
+    if n_t == 0 or n_nt == 0:
+        return
+    full = roc_all_from_counts(fps, tps, thr)
+    for f in semafor.fars:
+        out[f"pD@FAR{f:g}"][i] = pd_at_far(roc, f, method="interpolate")
+        out[f"pD_step@FAR{f:g}"][i] = pd_at_far(full, f, method="step")
+    if semafor.threshold is None:
+        best = eer_vertex(fps, tps, n_t, n_nt)
+        tp, fp = int(tps[best]), int(fps[best])
+    else:
+        tp = int(weights[:n_above] @ trials.labels[:n_above])
+        fp = int(weights[:n_above].sum()) - tp
+    if semafor.threshold is None or not np.isnan(semafor.threshold):
+        out["bACC@EER"][i] = (tp / n_t + 1.0 - fp / n_nt) / 2.0  # plan §1.4: higher is better
+    pauc = f"pAUC@{semafor.pauc_far:g}"
+    out[pauc][i], out[f"pAUC_norm@{semafor.pauc_far:g}"][i] = partial_auc_interpolated(roc, semafor.pauc_far)
+
+
 def replicate_metrics(scores: np.ndarray, labels: np.ndarray, far_stop: float,
                       n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, list]:
     """AUC, AUC@FAR and CDR@FAR of every replicate in draw order (MediScore's integer ``0`` kept),
     and whether the replicate drew both classes."""
-    trials = SortedTrials.from_arrays(scores, labels)
-    out = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
-    for counts in resample_counts(len(scores), n_resamples, seed):
-        roc = roc_from_counts(*trials.counts(counts[trials.order]))
-        out["auc"].append(auc(roc))
-        out["partial_auc"].append(partial_auc(roc, far_stop))
-        out["cdr"].append(cdr_at_far(roc, far_stop))
-        out["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
-    return out
+    return _replicates(scores, labels, far_stop, None, n_resamples, seed)[0]
 
 
 def _interval(values: list, both_classes: list, ci_level: float, mediscore_compat: bool) -> Interval:
@@ -89,66 +146,32 @@ def _interval(values: list, both_classes: list, ci_level: float, mediscore_compa
 
 
 def bootstrap_intervals(scores: np.ndarray, labels: np.ndarray, far_stop: float, ci_level: float, *,
-                        n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                        mediscore_compat: bool = False) -> BootstrapIntervals:
-    """Percentile intervals of the three metrics over bootstrap replicates of the rows."""
-    reps = replicate_metrics(scores, labels, far_stop, n_resamples, seed)
+                        n_resamples: int = N_RESAMPLES, seed: int = SEED, mediscore_compat: bool = False,
+                        semafor: SemaforDraws | None = None) -> BootstrapIntervals:
+    """Percentile intervals of the three metrics over bootstrap replicates of the rows, and of the
+    SemaFor metrics from the same replicates when ``semafor`` says which."""
+    reps, plan = _replicates(scores, labels, far_stop, semafor, n_resamples, seed)
     return BootstrapIntervals(*(_interval(reps[name], reps["both_classes"], ci_level, mediscore_compat)
-                                for name in ("auc", "partial_auc", "cdr")))
+                                for name in ("auc", "partial_auc", "cdr")),
+                              semafor=_semafor_intervals(plan, ci_level))
 
 
 def semafor_replicates(scores: np.ndarray, labels: np.ndarray, *, fars=PLAN_FARS, pauc_far: float = PAUC_FAR,
                        threshold: float | None = None, n_resamples: int = N_RESAMPLES,
                        seed: int = SEED) -> dict[str, np.ndarray]:
     """Every SemaFor metric of every replicate, in draw order, under its report column name; NaN
-    where the replicate drew one class.
-
-    ``bACC@EER`` finds θ* again in each replicate (a competition), or, given ``threshold`` (a
-    bucket at its competition's θ*), stays at that threshold.
-    """
-    trials = SortedTrials.from_arrays(scores, labels)
-    names = [f"{kind}@FAR{f:g}" for f in fars for kind in ("pD", "pD_step")]
-    names += ["bACC@EER", f"pAUC@{pauc_far:g}", f"pAUC_norm@{pauc_far:g}"]
-    out = {name: np.full(n_resamples, np.nan) for name in names}
-    if trials.scores.size == 0:
-        return out
-    n_above = None if threshold is None else int(np.count_nonzero(trials.scores >= threshold))
-    undefined_threshold = threshold is not None and bool(np.isnan(threshold))
-    for i, counts in enumerate(resample_counts(trials.scores.size, n_resamples, seed)):
-        weights = counts[trials.order]
-        fps, tps, thr = trials.counts(weights)
-        n_t, n_nt = int(tps[-1]), int(fps[-1])
-        if n_t == 0 or n_nt == 0:
-            continue
-        roc, full = roc_from_counts(fps, tps, thr), roc_all_from_counts(fps, tps, thr)
-        for f in fars:
-            out[f"pD@FAR{f:g}"][i] = pd_at_far(roc, f, method="interpolate")
-            out[f"pD_step@FAR{f:g}"][i] = pd_at_far(full, f, method="step")
-        if n_above is None:
-            best = eer_vertex(fps, tps, n_t, n_nt)
-            tp, fp = int(tps[best]), int(fps[best])
-        else:
-            tp = int(weights[:n_above] @ trials.labels[:n_above])
-            fp = int(weights[:n_above].sum()) - tp
-        if not undefined_threshold:
-            pd, far = tp / n_t, fp / n_nt
-            out["bACC@EER"][i] = (pd + 1.0 - far) / 2.0  # plan §1.4: higher is better
-        out[f"pAUC@{pauc_far:g}"][i], out[f"pAUC_norm@{pauc_far:g}"][i] = partial_auc_interpolated(roc, pauc_far)
-    return out
+    where the replicate drew one class."""
+    return _replicates(scores, labels, None, SemaforDraws(tuple(fars), pauc_far, threshold), n_resamples, seed)[1]
 
 
 def semafor_intervals(scores: np.ndarray, labels: np.ndarray, ci_level: float, *, fars=PLAN_FARS,
                       pauc_far: float = PAUC_FAR, threshold: float | None = None,
                       n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, Interval]:
     """Percentile intervals of the SemaFor metrics; single-class replicates are left out."""
-    reps = semafor_replicates(scores, labels, fars=fars, pauc_far=pauc_far, threshold=threshold,
-                              n_resamples=n_resamples, seed=seed)
-    out = {}
-    for name, values in reps.items():
-        ordered = np.sort(values[~np.isnan(values)])
-        if ordered.size == 0:
-            out[name] = Interval(float("nan"), float("nan"))
-            continue
-        lo, hi = quantile_positions(ci_level, ordered.size)
-        out[name] = Interval(float(ordered[lo]), float(ordered[min(hi, ordered.size - 1)]))
-    return out
+    return _semafor_intervals(semafor_replicates(scores, labels, fars=fars, pauc_far=pauc_far, threshold=threshold,
+                                                 n_resamples=n_resamples, seed=seed), ci_level)
+
+
+def _semafor_intervals(replicates: dict[str, np.ndarray], ci_level: float) -> dict[str, Interval]:
+    return {name: _interval(values.tolist(), (~np.isnan(values)).tolist(), ci_level, mediscore_compat=False)
+            for name, values in replicates.items()}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mfscore.detection.bootstrap import BootstrapIntervals, bootstrap_intervals
+from mfscore.detection.bootstrap import BootstrapIntervals, SemaforDraws, bootstrap_intervals
 from mfscore.detection.roc import Roc, auc, cdr_at_far, eer, partial_auc, roc_curve
 
 
@@ -32,8 +32,10 @@ class DetectionMetrics:
 
 
 def detection_metrics(scores: np.ndarray, labels: np.ndarray, *, far_stop: float = 0.1,
-                      ci: bool = False, ci_level: float = 0.9, mediscore_compat: bool = False) -> DetectionMetrics:
-    """AUC, EER, AUC@FAR, CDR@FAR and, with ``ci``, their bootstrap intervals."""
+                      ci: bool = False, ci_level: float = 0.9, mediscore_compat: bool = False,
+                      semafor: SemaforDraws | None = None) -> DetectionMetrics:
+    """AUC, EER, AUC@FAR, CDR@FAR and, with ``ci``, their bootstrap intervals (and, from the same
+    replicates, those of the SemaFor metrics ``semafor`` names)."""
     scores = np.asarray(scores, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.int64)
     n_target = int(labels.sum())
@@ -42,7 +44,7 @@ def detection_metrics(scores: np.ndarray, labels: np.ndarray, *, far_stop: float
         nan = float("nan")
         return DetectionMetrics(0, 0, None, nan, nan, nan, nan, None)
     roc = roc_curve(scores, labels)
-    intervals = (bootstrap_intervals(scores, labels, far_stop, ci_level, mediscore_compat=mediscore_compat)
-                 if ci else None)
+    intervals = (bootstrap_intervals(scores, labels, far_stop, ci_level, mediscore_compat=mediscore_compat,
+                                     semafor=semafor) if ci else None)
     return DetectionMetrics(n_target, n_nontarget, roc, auc(roc), eer(roc),
                             partial_auc(roc, far_stop), cdr_at_far(roc, far_stop), intervals)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from mfscore.detection import semafor
 from mfscore.detection import subsets as subsets_mod
-from mfscore.detection.bootstrap import semafor_intervals
+from mfscore.detection.bootstrap import SemaforDraws, semafor_intervals
 from mfscore.detection.metrics import DetectionMetrics, detection_metrics
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
 from mfscore.errors import OptionError
@@ -62,14 +62,15 @@ def score_subset(subset: subsets_mod.Subset, total_num: int, options: DetectionO
     """Metrics of one subset; with ``competition_threshold`` (a ``-qp`` bucket) the SemaFor
     rates at θ* are read at that threshold rather than at the subset's own θ*."""
     scores, labels = scores_and_labels(subset.rows)
-    metrics = detection_metrics(scores, labels, far_stop=options.far_stop, ci=options.ci,
-                                ci_level=options.ci_level, mediscore_compat=options.mediscore_compat)
+    draws = SemaforDraws(options.semafor_fars, threshold=competition_threshold) if options.semafor else None
+    metrics = detection_metrics(scores, labels, far_stop=options.far_stop, ci=options.ci, ci_level=options.ci_level,
+                                mediscore_compat=options.mediscore_compat, semafor=draws)
     result = SubsetResult(subset, metrics, trial_response_rate(metrics.n_trials, total_num))
     if options.semafor:
         result.semafor = semafor_columns(scores, labels, options, competition_threshold)
-        if options.ci:
-            result.semafor_ci = semafor_intervals(scores, labels, options.ci_level, fars=options.semafor_fars,
-                                                  threshold=competition_threshold)
+        if options.ci:  # an empty subset has no replicates: its intervals are empty, column by column
+            result.semafor_ci = (metrics.intervals.semafor if metrics.intervals is not None else
+                                 semafor_intervals(scores, labels, options.ci_level, fars=options.semafor_fars))
     return result
 
 

@@ -44,18 +44,24 @@ def over(record: MaskRecord, pixels: str) -> MaskRecord:
     return record
 
 
-# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice)
-def iou(tp: float, fp: float, fn: float) -> float:
-    """TP / (TP + FP + FN); 1.0 when truth and prediction are both empty."""
-    union = tp + fp + fn
-    return 1.0 if union == 0 else tp / union
+# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice); higher is better
+def iou(tp, fp, fn):
+    """TP / (TP + FP + FN), elementwise on arrays; 1.0 where truth and prediction are both empty."""
+    return _share_or_one(tp, tp + fp + fn)
 
 
-# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice)
-def f1(tp: float, fp: float, fn: float) -> float:
-    """TP / (TP + ½(FP + FN)); 1.0 when truth and prediction are both empty."""
-    total = 2 * tp + fp + fn
-    return 1.0 if total == 0 else 2 * tp / total
+# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice); higher is better
+def f1(tp, fp, fn):
+    """TP / (TP + ½(FP + FN)), elementwise on arrays; 1.0 where truth and prediction are both empty."""
+    return _share_or_one(2 * tp, 2 * tp + fp + fn)
+
+
+def _share_or_one(part, whole):
+    """part / whole, 1.0 where whole is 0; a float for scalars."""
+    part, whole = np.asarray(part, dtype=np.float64), np.asarray(whole, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = np.where(whole == 0, 1.0, part / whole)
+    return float(value) if value.ndim == 0 else value
 
 
 # semafor_and_paper.md §2.2 (Y = 1 − S/255)
@@ -84,10 +90,7 @@ def soft_mcc(tp: float, tn: float, fp: float, fn: float) -> float:
 
 def _iou_f1(record: MaskRecord, thresholds) -> tuple[np.ndarray, np.ndarray]:
     c = confusion_at(record, np.asarray(thresholds, dtype=np.int64))
-    tp, fp, fn = (x.astype(np.float64) for x in (c.tp, c.fp, c.fn))
-    union, total = tp + fp + fn, 2 * tp + fp + fn
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(union == 0, 1.0, tp / union), np.where(total == 0, 1.0, 2 * tp / total)
+    return iou(c.tp, c.fp, c.fn), f1(c.tp, c.fp, c.fn)
 
 
 # semafor_and_paper.md §2.1, §2.2, §2.4
@@ -99,9 +102,9 @@ def extra_cells(record: MaskRecord, actual: float | None, pixels: str = IMAGE) -
     no pixel to sum over (``pixels="scored"`` and zones covering the image) gives NaN metrics but
     keeps its reference size.
     """
-    if not record.scored:
-        return dict.fromkeys(EXTRA_COLUMNS, NAN)
     cells = dict.fromkeys(EXTRA_COLUMNS, NAN)
+    if not record.scored:
+        return cells
     cells["ReferencePixels"] = record.region_pixels
     cells["SqrtReferencePixels"] = math.sqrt(record.region_pixels)
     summed = over(record, pixels)
