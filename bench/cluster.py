@@ -1,30 +1,43 @@
 """Distributed scoring benchmark, run by hand: ``python bench/cluster.py [N_PROBES]`` (or ``make bench``).
 
-Not a test: it generates N (default 500) 1024×768 mask probes, scores them with the embedded CLI
-(``mfscore mask``, one process), then through ``mfscore local-cluster`` (real nats-server, real S3
-server, every service a process) with 1 and then 2 mask-scorer workers, and prints:
+Not a test: it generates N (default 500) 1024×768 mask probes, runs the embedded ``mfscore mask`` as a
+whole command in a subprocess, then ``mfscore submit`` (in process) on ``mfscore local-cluster`` (real
+nats-server, real S3 server (moto), every service a process) with 1 and then 2 mask-scorer workers,
+and prints:
 
-1. the embedded time per probe;
-2. the cluster's time per probe, counted from SubmitRun to the run's end on the aggregator
-   (validation, planning, fetching masks from S3, scoring, folding, reports), and the whole
-   ``mfscore submit`` wall time including the upload; each as a ratio to embedded (target ≤ 1.2×);
-3. the 2-worker / 1-worker throughput ratio (target ≥ 1.7× on 2 cores);
-4. the CPU seconds each process of the cluster spent on the run (Linux /proc), which shows what
-   shares the machine's cores with the scorers (the S3 server above all).
+1. CPU seconds per probe (user + system, all threads): the embedded command's (``getrusage`` of the
+   child), and each cluster run's from Linux /proc per process, grouped into mfscore's own processes
+   (every service and the ``submit`` client), the object store (moto_server) and NATS (nats-server);
+   mfscore's as a ratio to embedded (goal ≤ 1.15×), the object store's and NATS's on their own;
+2. throughput server side (SubmitRun to the run's end on the aggregator) in probes per second for 1
+   and 2 workers and their ratio, each next to the object store's CPU seconds in the same window (the
+   S3 server shares the cores with the scorers) and over the whole submit;
+3. wall times: the embedded command, and the whole ``submit`` including the upload;
+4. S3 requests per probe by kind, counted from the S3 server's request log over the whole submit: PUT
+   object, GET of a mask, a table or a report, HEAD object (stat), LIST, bucket requests. Reads should
+   be one GET per mask object (2 per probe: reference and system) and no stat.
 
 Every cluster run's files are checked byte for byte against the embedded run's.
 """
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 import platform
+import re
+import resource
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import grpc
 
@@ -36,48 +49,222 @@ from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 WIDTH, HEIGHT = 1024, 768
+CLIENT = "submit (client)"
+GROUPS = {"moto_server": "object store", "nats-server": "NATS"}
+REQUEST = re.compile(r'"(?:\x1b\[[\d;]*m)?([A-Z]+) (/\S*) HTTP/')
 
 
-def quiet(argv: list[str]) -> tuple[int, float]:
+@dataclass
+class ClusterRun:
+    workers: int
+    wall: float
+    server: float
+    cpu: dict[str, float]          # per process, whole submit
+    window: dict[str, float]       # per process, SubmitRun to the run's end
+    requests: Counter
+    objects: Counter               # distinct objects each kind of request named
+
+
+def group(name: str) -> str:
+    return GROUPS.get(name, "mfscore")
+
+
+def grouped(cpu: dict[str, float]) -> Counter:
+    totals = Counter()
+    for name, seconds in cpu.items():
+        totals[group(name)] += seconds
+    return totals
+
+
+def quiet(argv: list[str]) -> float:
     started = time.perf_counter()
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
         status = main(argv)
     if status != 0:
         raise SystemExit(f"mfscore {' '.join(argv[:2])} failed: {err.getvalue()}")
-    return status, time.perf_counter() - started
+    return time.perf_counter() - started
+
+
+def embedded_run(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of every thread) of ``mfscore <argv>`` as a whole command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "mfscore", *argv], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"mfscore {argv[0]} failed: {done.stderr}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def warm_client() -> None:
+    """Import what ``mfscore submit`` imports as it runs, so that no run's client CPU counts imports (the
+    first run's would; the services import theirs at start)."""
+    from mfscore import tasks
+    from mfscore.run import local  # noqa: F401
+    from mfscore.services.commands import report, submit  # noqa: F401
+    from mfscore.services.common import grpc_server, object_store  # noqa: F401
+
+    tasks.get("mask")
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (0 where /proc is absent)."""
+    """User + system CPU seconds of a process and its waited-for children so far (0 where /proc is absent)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes]) -> tuple[float, float]:
-    """(server-side seconds from submission to reports, whole submit wall seconds) with ``workers`` mask scorers."""
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuSampler:
+    """CPU seconds of each process, and of this one less the sampling thread (the ``submit`` client),
+    sampled against the wall clock while the block runs."""
+
+    def __init__(self, pids: dict[str, int], interval: float = 0.05):
+        self.pids = pids
+        self.interval = interval
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._sampling = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self.samples.append(self._sample())
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(self._sample())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.samples.append(self._sample())
+            self._sampling = time.thread_time()
+
+    def _sample(self) -> tuple[float, dict[str, float]]:
+        cpu = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        cpu[CLIENT] = own_cpu_seconds() - self._sampling
+        return time.time(), cpu
+
+    def at(self, when: float) -> dict[str, float]:
+        """Each process's CPU seconds at wall time ``when``, interpolated between samples."""
+        times = [t for t, _ in self.samples]
+        i = min(max(bisect.bisect(times, when), 1), len(times) - 1)
+        (t0, a), (t1, b) = self.samples[i - 1], self.samples[i]
+        share = min(max((when - t0) / (t1 - t0), 0.0), 1.0) if t1 > t0 else 1.0
+        return {name: a[name] + share * (b[name] - a[name]) for name in a}
+
+    def spent(self, start: float | None = None, end: float | None = None) -> dict[str, float]:
+        first = self.samples[0][1] if start is None else self.at(start)
+        last = self.samples[-1][1] if end is None else self.at(end)
+        return {name: last[name] - first[name] for name in first}
+
+
+def request_kind(method: str, key: str, query: str) -> str:
+    if not key:
+        return "LIST" if method == "GET" else f"{method} bucket"
+    if query:
+        return f"{method} object ?{query.split('=', 1)[0]}"
+    if method == "GET":
+        what = "report" if "/inputs/" not in key else "table" if key.lower().endswith(".csv") else "mask"
+        return f"GET {what}"
+    return {"HEAD": "HEAD object (stat)", "PUT": "PUT object"}.get(method, f"{method} object")
+
+
+def s3_requests(log: str, bucket: str) -> tuple[Counter, Counter]:
+    """(requests by kind, distinct objects by kind) in the S3 server's request log."""
+    kinds, keys = Counter(), {}
+    for method, target in REQUEST.findall(log):
+        path, _, query = target.partition("?")
+        key = unquote(path.removeprefix(f"/{bucket}").lstrip("/"))
+        kind = request_kind(method, key, query)
+        kinds[kind] += 1
+        keys.setdefault(kind, set()).add(key)
+    return kinds, Counter({kind: len(named) for kind, named in keys.items()})
+
+
+def last_run(path: Path) -> runs_pb2.RunStatus:
+    config = local_cluster.ClusterConfig.read(path)
+    with grpc.insecure_channel(config.aggregator_address) as channel:
+        return services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest()).runs[-1]
+
+
+def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes]) -> ClusterRun:
+    """One ``mfscore submit`` on a fresh local cluster with ``workers`` mask scorers."""
     path = root / f"cluster-{workers}" / "cluster.json"
     config = local_cluster.up(path, mask_scorers=workers)
     try:
         out = root / f"cluster-{workers}-out"
-        before = {p["name"]: cpu_seconds(p["pid"]) for p in config.processes}
-        client = os.times()
-        _, wall = quiet(["submit", "--cluster", str(path), "mask", *arguments, "-oR", str(out / "x")])
-        spent = {name: cpu_seconds(p["pid"]) - before[name] for name, p in ((p["name"], p) for p in config.processes)}
-        spent["submit (client)"] = sum(os.times()[:2]) - sum(client[:2])
-        print(f"CPU seconds with {workers} worker(s), {wall:.2f} s wall: "
-              + ", ".join(f"{name} {seconds:.2f}" for name, seconds in spent.items() if seconds >= 0.05))
+        log = Path(next(p["log"] for p in config.processes if p["name"] == "moto_server"))
+        offset = log.stat().st_size
+        with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:
+            wall = quiet(["submit", "--cluster", str(path), "mask", *arguments, "-oR", str(out / "x")])
+        with log.open("rb") as f:
+            f.seek(offset)
+            requests, objects = s3_requests(f.read().decode(errors="replace"), config.bucket)
         if files_under(out) != expected:
             raise SystemExit(f"the {workers}-worker cluster's reports differ from the embedded CLI's")
-        config = local_cluster.ClusterConfig.read(path)
-        with grpc.insecure_channel(config.aggregator_address) as channel:
-            run = services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest()).runs[-1]
-        server = (run.finished_at.ToNanoseconds() - run.submitted_at.ToNanoseconds()) / 1e9
-        return server, wall
+        run = last_run(path)
+        submitted, finished = run.submitted_at.ToNanoseconds() / 1e9, run.finished_at.ToNanoseconds() / 1e9
+        result = ClusterRun(workers, wall, finished - submitted, cpu.spent(), cpu.spent(submitted, finished),
+                            requests, objects)
+        print_processes(result)
+        return result
     finally:
         local_cluster.down(path)
+
+
+def print_processes(run: ClusterRun) -> None:
+    print(f"CPU seconds with {run.workers} worker(s), {run.wall:.2f} s wall: "
+          + ", ".join(f"{name} {seconds:.2f}" for name, seconds in run.cpu.items() if seconds >= 0.05))
+
+
+def print_cpu(embedded_cpu: float, runs: list[ClusterRun]) -> None:
+    per = 1000.0 / N_PROBES
+    print(f"\nCPU per probe (user + system, all threads){'':6}" + "".join(f"{r.workers:>9} worker(s)" for r in runs))
+    print(f"{'embedded mfscore mask (whole command)':48}{embedded_cpu * per:16.1f} ms")
+    groups = [grouped(r.cpu) for r in runs]
+    print(f"{'cluster: mfscore processes (services, submit)':48}" + "".join(f"{g['mfscore'] * per:16.1f} ms" for g in groups))
+    print(f"{'  / embedded (goal <= 1.15x)':48}" + "".join(f"{g['mfscore'] / embedded_cpu:18.2f}x" for g in groups))
+    for name in ("object store", "NATS"):
+        print(f"{'cluster: ' + name:48}" + "".join(f"{g[name] * per:16.1f} ms" for g in groups))
+
+
+def print_throughput(embedded_wall: float, one: ClusterRun, two: ClusterRun) -> None:
+    print("\nThroughput server side (SubmitRun to the run's end)")
+    for run in (one, two):
+        store = grouped(run.window)["object store"]
+        print(f"  {run.workers} worker(s): {N_PROBES / run.server:6.1f} probes/s ({run.server:.2f} s, "
+              f"{run.server / embedded_wall:.2f}x the embedded wall); object store CPU "
+              f"{store:.2f} s in that window, {grouped(run.cpu)['object store']:.2f} s over the whole submit")
+    print(f"  2 workers / 1 worker: {one.server / two.server:.2f}x")
+    print(f"Wall: embedded {embedded_wall:.2f} s; whole submit with upload {one.wall:.2f} s (1 worker), "
+          f"{two.wall:.2f} s (2 workers)")
+
+
+def request_cell(run: ClusterRun, kind: str) -> str:
+    objects = str(run.objects[kind]) if kind.startswith("GET ") else ""
+    return f"{run.requests[kind] / N_PROBES:11.2f}{run.requests[kind]:10d}{objects:>10}"
+
+
+def print_requests(runs: list[ClusterRun]) -> None:
+    print("\nS3 requests (S3 server log, whole submit)" + "".join(f"{r.workers:>21} worker(s)" for r in runs))
+    print(f"{'':41}" + f"{'per probe':>11}{'requests':>10}{'objects':>10}" * len(runs))
+    for kind in sorted(set().union(*(r.requests for r in runs))):
+        print((f"  {kind:39}" + "".join(request_cell(r, kind) for r in runs)).rstrip())
+    for run in runs:
+        gets, masks, stats = run.requests["GET mask"], run.objects["GET mask"], run.requests["HEAD object (stat)"]
+        verdict = "one GET per mask object" if gets == masks else "some masks read more than once"
+        print(f"  {run.workers} worker(s): {gets} GETs of {masks} mask objects ({masks / N_PROBES:.2f} per probe), "
+              f"{verdict}; {stats} HEAD/stat")
 
 
 def main_bench() -> None:
@@ -90,21 +277,14 @@ def main_bench() -> None:
         print(f"generated the data in {time.perf_counter() - started:.1f} s")
         arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
                      "--sysDir", str(data.directory), "-s", data.system, "--sbin", "128"]
-        _, embedded = quiet(["mask", *arguments, "-oR", str(root / "embedded" / "x")])
+        embedded_wall, embedded_cpu = embedded_run(["mask", *arguments, "-oR", str(root / "embedded" / "x")])
+        print(f"embedded mfscore mask: {embedded_wall:.2f} s wall, {embedded_cpu:.2f} s CPU")
         expected = files_under(root / "embedded")
-        one_server, one_wall = cluster_run(root, arguments, 1, expected)
-        two_server, two_wall = cluster_run(root, arguments, 2, expected)
-
-    per = 1000.0 / N_PROBES
-    print(f"{'':34}{'total':>9}{'per probe':>12}{'vs embedded':>13}")
-    print(f"{'embedded mfscore mask (1 process)':34}{embedded:8.2f}s{embedded * per:10.1f}ms{1.0:12.2f}x")
-    for label, seconds in (("cluster, 1 worker (server side)", one_server), ("cluster, 1 worker (submit wall)", one_wall),
-                           ("cluster, 2 workers (server side)", two_server), ("cluster, 2 workers (submit wall)", two_wall)):
-        print(f"{label:34}{seconds:8.2f}s{seconds * per:10.1f}ms{seconds / embedded:12.2f}x")
-    print(f"overhead of the 1-worker cluster: {one_server / embedded:.2f}x server side (target <= 1.2x), "
-          f"{one_wall / embedded:.2f}x with upload")
-    print(f"2-worker / 1-worker throughput: {one_server / two_server:.2f}x server side (target >= 1.7x), "
-          f"{one_wall / two_wall:.2f}x with upload")
+        warm_client()
+        runs = [cluster_run(root, arguments, workers, expected) for workers in (1, 2)]
+    print_cpu(embedded_cpu, runs)
+    print_throughput(embedded_wall, *runs)
+    print_requests(runs)
     print("every cluster run's report files are byte-identical to the embedded run's")
 
 
