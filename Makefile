@@ -25,6 +25,7 @@ conformance: setup
 	$(BIN)/python -m pytest -q tests/conformance -s
 
 bench: setup
+	$(BIN)/python bench/commands.py
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/detection.py
 	$(BIN)/python bench/masks.py

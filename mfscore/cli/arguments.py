@@ -10,12 +10,13 @@ from mfscore.masks import KERNEL_SHAPES
 
 @dataclass(frozen=True)
 class TaskRun:
-    """A command's flags as a run of its task: the options, where the reports go, how many processes score,
-    and whether to close with MediScore's ``-v`` line (``done in N s; Ending``)."""
+    """A command's flags as a run of its task: the options, where the reports go, how many processes score
+    (None: the runner's default, see ``score_plan``), and whether to close with MediScore's ``-v`` line
+    (``done in N s; Ending``)."""
 
     options: object
     out_root: str
-    processes: int = 1
+    processes: int | None = None
     verbose: bool = False
 
 

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
           "--output_revised_system", "revised-system.csv"], expect=1)
     mask_io = ["--refDir", str(masks.directory), "-r", masks.reference, "-x", masks.index,
                "-s", str(masks.directory / masks.system)]
-    _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "-p", "2", "--precision", "6"])
+    _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "--precision", "6"])
     _run(["mask", *mask_io, "-oR", str(reports / "masks_by_purpose" / "demo"), "--jpeg2000", "--precision", "6",
           "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
 

@@ -54,7 +54,7 @@ def add_parser(subparsers) -> None:
                    help="base of the logarithm in the scores (LLRs), for Cllr with --semafor (default e)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(task_name="detection", task_options=options)
+    p.set_defaults(task_name="detection", task_options=options, draws=lambda args: not args.noPlot)
 
 
 def _query_options(args) -> tuple[str | None, tuple[str, ...]]:

@@ -48,7 +48,8 @@ def add_parser(subparsers) -> None:
                    help="pixels mfscore's extra metrics (IoU, F1, soft confusion, SemaFor localization) sum over: "
                         "the whole image, as Bammey et al. define them (default), or MediScore's scored pixels "
                         "outside its no-score zones")
-    p.add_argument("-p", "--processors", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("-p", "--processors", type=int,
+                   help="worker processes (default: one process, scoring on a thread per CPU)")
     p.add_argument("--precision", type=int, default=16, help="significant digits of reported numbers (default 16)")
     p.add_argument("--truncate", action="store_true", help="truncate instead of rounding at the precision")
     p.add_argument("--optOut", action="store_true", help="leave opted-out trials out")
@@ -63,7 +64,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(task_name="mask", task_options=options)
+    p.set_defaults(task_name="mask", task_options=options, draws=lambda args: True)
 
 
 def options(args) -> TaskRun:
@@ -77,7 +78,7 @@ def options(args) -> TaskRun:
     if precision < 1:
         print("mfscore: warning: --precision below 1; using 16", file=sys.stderr)
         precision = 16
-    if args.processors < 1:
+    if args.processors is not None and args.processors < 1:
         raise OptionError(f"-p {args.processors}: the number of processes must be at least 1")
     task = args.task
     ntdks = args.ntdks if task == MANIPULATION else 0

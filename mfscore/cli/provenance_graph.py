@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: name reused journal node IDs from one table over all probes "
                         "(see docs/compatibility.md)")
-    p.set_defaults(task_name="provenance-graph", task_options=options)
+    p.set_defaults(task_name="provenance-graph", task_options=options, draws=lambda args: args.plot_scored or args.html_report)
 
 
 def options(args) -> TaskRun:

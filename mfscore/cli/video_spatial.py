@@ -49,7 +49,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--temporal_gt_only", nargs="?", const="1", help="score pixels only in frames with a reference region")
     p.add_argument("--temporal_scoring_only", nargs="?", const="1", help="score only TemporalMCC")
     p.add_argument("--precision", type=int, default=16, help="significant digits of reported numbers (default 16)")
-    p.add_argument("-procs", "--processors", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("-procs", "--processors", type=int,
+                   help="worker processes (default: one process, scoring on a thread per CPU)")
     p.add_argument("--hdf5-frame-base", type=int, choices=(0, 1), default=0,
                    help="what HDF5 mask block names count from: 0, the MFC2019 plan's 0-indexed start frames "
                         "(default), or 1, MediScore's (its ReadMe and mask generator)")
@@ -75,7 +76,7 @@ def _scoring(args):
         raise OptionError(f"-c {args.collars}: the collar half-width must be a positive number of frames")
     if args.max_elements < 1:
         raise OptionError(f"--max-elements {args.max_elements}: the pixel limit must be positive")
-    if args.processors < 1:
+    if args.processors is not None and args.processors < 1:
         raise OptionError(f"-procs {args.processors}: the number of processes must be at least 1")
     if not -1 <= args.nspx <= 255:
         raise OptionError(f"--nspx {args.nspx}: a no-score pixel value is in [0, 255] (or -1 for none)")

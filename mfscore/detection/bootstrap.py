@@ -15,6 +15,8 @@ leaves such replicates out and takes the quantile positions among the others;
 
 from __future__ import annotations
 
+import queue
+import threading
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -68,11 +70,39 @@ def quantile_positions(ci_level: float, n: int) -> tuple[int, int]:
     return int(lower * n), int(upper * n)
 
 
-def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED):
-    """Draw counts of each row (table order) for each replicate: MediScore's ``rng.choice(rows, n)``."""
+def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, order: np.ndarray | None = None):
+    """Draw counts of each row (table order, or ``order``'s) for each replicate: MediScore's
+    ``rng.choice(rows, n)``.
+
+    The draws and counts, as long as all the rest of a replicate together, are made on a second
+    thread, a few replicates ahead (numpy releases the GIL while it draws and gathers).
+    """
     rng = np.random.RandomState(seed)
-    for _ in range(n_resamples):
-        yield np.bincount(rng.randint(0, n, size=n), minlength=n)
+    ahead: queue.Queue = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def draw() -> None:
+        for _ in range(n_resamples):
+            drawn = np.bincount(rng.randint(0, n, size=n), minlength=n)
+            if order is not None:
+                drawn = drawn[order]
+            while True:
+                if stop.is_set():
+                    return
+                try:
+                    ahead.put(drawn, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    drawer = threading.Thread(target=draw, name="bootstrap-draws", daemon=True)
+    drawer.start()
+    try:
+        for _ in range(n_resamples):
+            yield ahead.get()
+    finally:
+        stop.set()
+        drawer.join()
 
 
 def _replicates(scores: np.ndarray, labels: np.ndarray, far_stop: float | None, semafor: SemaforDraws | None,
@@ -89,8 +119,7 @@ def _replicates(scores: np.ndarray, labels: np.ndarray, far_stop: float | None, 
         return mediscore, plan
     fixed = semafor is not None and semafor.threshold is not None
     n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
-    for i, counts in enumerate(resample_counts(trials.scores.size, n_resamples, seed)):
-        weights = counts[trials.order]
+    for i, weights in enumerate(resample_counts(trials.scores.size, n_resamples, seed, trials.order)):
         fps, tps, thr = trials.counts(weights)
         roc = roc_from_counts(fps, tps, thr)
         if far_stop is not None:

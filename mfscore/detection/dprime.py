@@ -6,7 +6,8 @@ Used only to mark a point on the ROC plot; it is never written to the report CSV
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtri
+
+from mfscore.detection.probit import probit
 
 _CLIP = 1e-5
 
@@ -18,7 +19,7 @@ def dprime(roc_fpr, roc_tpr, d_level: float = 0.0) -> tuple[float, float, float]
     considered; on ties the first point in curve order wins. NaN rates (a class is missing) give
     ``None``.
     """
-    # spec detection.md §6.7: d = ndtri(clip(TPR)) - ndtri(clip(FPR)), clip to [1e-5, 1-1e-5], max over the dLevel band
+    # spec detection.md §6.7: d = probit(clip(TPR)) - probit(clip(FPR)), clip to [1e-5, 1-1e-5], max over the dLevel band
     fpr = np.asarray(roc_fpr, dtype=np.float64).ravel()
     tpr = np.asarray(roc_tpr, dtype=np.float64).ravel()
     if fpr.shape != tpr.shape:
@@ -30,6 +31,6 @@ def dprime(roc_fpr, roc_tpr, d_level: float = 0.0) -> tuple[float, float, float]
     if not keep.any():
         return None
     f, t = fpr[keep], tpr[keep]
-    d = ndtri(np.clip(t, _CLIP, 1.0 - _CLIP)) - ndtri(np.clip(f, _CLIP, 1.0 - _CLIP))
+    d = probit(np.clip(t, _CLIP, 1.0 - _CLIP)) - probit(np.clip(f, _CLIP, 1.0 - _CLIP))
     j = int(np.argmax(d))
     return float(d[j]), float(f[j]), float(t[j])

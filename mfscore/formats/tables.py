@@ -8,8 +8,11 @@ where there is one, the line.
 
 from __future__ import annotations
 
+import csv
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -106,3 +109,37 @@ def _read(path: Path, **kwargs) -> pd.DataFrame:
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Write a report table as MediScore does: ``|``-separated, header, no index, NaN empty."""
     frame.to_csv(path, sep=SEPARATOR, index=False, na_rep="")
+
+
+class TextTable(NamedTuple):
+    """A report table whose cells are already text (a large mapping table: building a DataFrame of it
+    and writing that takes several times as long as the text)."""
+
+    columns: Sequence[str]
+    rows: Sequence[Sequence[str]]
+
+    def column(self, name: str) -> list[str]:
+        position = list(self.columns).index(name)
+        return [row[position] for row in self.rows]
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(list(self.rows), columns=list(self.columns), dtype=object)
+
+
+def write_text_table(table: TextTable, path: str | Path) -> None:
+    """Write ``table`` byte for byte as ``write_table`` writes the same cells.
+
+    pandas writes through the csv module with minimal quoting, which changes a cell only when it holds
+    the separator, a quote or a line break; when no cell does, the lines are joined directly.
+    """
+    lines = [SEPARATOR.join(table.columns), *map(SEPARATOR.join, table.rows)]
+    text = "\n".join(lines) + "\n"
+    plain = ('"' not in text and "\r" not in text and text.count("\n") == len(lines)
+             and text.count(SEPARATOR) == len(lines) * (len(table.columns) - 1))
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        if plain:
+            file.write(text)
+        else:
+            writer = csv.writer(file, delimiter=SEPARATOR, lineterminator="\n")
+            writer.writerow(table.columns)
+            writer.writerows(table.rows)

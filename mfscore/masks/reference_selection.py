@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 WHITE = (255, 255, 255)
@@ -35,12 +36,12 @@ def parse_colour(text: str) -> tuple[int, int, int] | None:
 
 
 def _rgb_codes(bgr: np.ndarray) -> np.ndarray:
-    bgr = bgr.astype(np.int32)
-    return (bgr[..., 2] << 16) | (bgr[..., 1] << 8) | bgr[..., 0]
+    """One 32-bit code per pixel (an opaque BGRA pixel read as little-endian), equal iff the colours are."""
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2BGRA).view("<u4")[..., 0]
 
 
-def _code(rgb: tuple[int, int, int]) -> int:
-    return (rgb[0] << 16) | (rgb[1] << 8) | rgb[2]
+def _code(rgb: tuple[int, int, int]) -> np.uint32:
+    return np.uint32((255 << 24) | (rgb[0] << 16) | (rgb[1] << 8) | rgb[2])
 
 
 def colour_selection(bgr: np.ndarray, selected: list[tuple[int, int, int]], *,
@@ -49,7 +50,9 @@ def colour_selection(bgr: np.ndarray, selected: list[tuple[int, int, int]], *,
     # mask.md §4.2
     codes = _rgb_codes(bgr)
     marked = codes != _code(WHITE)
-    region = np.isin(codes, [_code(c) for c in selected]) if selected else np.zeros(codes.shape, bool)
+    region = np.zeros(codes.shape, bool)
+    for colour in set(selected):
+        region |= codes == _code(colour)
     distractors = marked & ~region if with_distractors else np.zeros(codes.shape, bool)
     return Selection(region, distractors, marked)
 

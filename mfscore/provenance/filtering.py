@@ -9,12 +9,12 @@ from records alone and records scored anywhere merge into the result of scoring 
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from mfscore.errors import OptionError
+from mfscore.provenance.world_files import world_file_id
 
 RANKS = (50, 100, 200, 300)  # provenance.md §2.3: fixed, not configurable
 NODE_TYPES = ("donor", "base", "final", "interim")
@@ -103,15 +103,6 @@ class FalseAlarmHit(NamedTuple):
     confidence: int | float
 
 
-class MappingRow(NamedTuple):
-    """One row of ``node_mapping.csv`` without the trial columns; ``confidence`` is None for Missing."""
-    rank: int
-    world_file_id: str
-    confidence: int | float | None
-    mapping: str
-    node_type: str
-
-
 def count_at_rank(top: list[tuple[str, int | float]], reference: list[tuple[str, str]]) -> RankCounts:
     """Correct: reference rows whose file is among ``top``; Missing: the others; FalseAlarm: ``top`` nodes
     whose file is no reference file (§2.3). A file listed twice by the system counts once."""
@@ -120,11 +111,6 @@ def count_at_rank(top: list[tuple[str, int | float]], reference: list[tuple[str,
     correct = sum(file in top_files for file, _ in reference)
     false_alarm = sum(file not in ref_files for file, _ in top)
     return RankCounts(correct, len(reference) - correct, false_alarm)
-
-
-def world_file_id(path: str) -> str:
-    """The basename of ``path`` without its extension (§2.4 ``WorldFileID``)."""
-    return os.path.splitext(os.path.basename(path))[0]
 
 
 def node_recall(correct: int, num_ref_nodes: int) -> float:
@@ -137,7 +123,7 @@ class FilteringRecord:
     """Everything the filtering report needs from one trial; ``ordinal`` is its row in the trial table.
 
     The ``All`` mapping at every rank is kept once, as where each reference file was found and which
-    top-ranked system nodes are false alarms; ``mapping_at`` expands it for a rank.
+    top-ranked system nodes are false alarms; the report expands it for each rank.
     """
     ordinal: int
     journal_name: str
@@ -147,15 +133,6 @@ class FilteringRecord:
     counts: tuple[TypeCounts, ...]  # All first, then the --nodetype types in order
     hits: tuple[ReferenceHit, ...]
     false_alarms: tuple[FalseAlarmHit, ...]
-
-    def mapping_at(self, rank: int) -> list[MappingRow]:
-        """The ``All`` rows at ``rank``: Correct rows carry the confidence of the best-ranked system node
-        with their file, FalseAlarm rows have no node type, Missing rows no confidence."""
-        rows = [MappingRow(rank, h.world_file_id, h.confidence, CORRECT, h.node_type)
-                if h.position is not None and h.position < rank
-                else MappingRow(rank, h.world_file_id, None, MISSING, h.node_type) for h in self.hits]
-        return rows + [MappingRow(rank, f.world_file_id, f.confidence, FALSE_ALARM, "")
-                       for f in self.false_alarms if f.position < rank]
 
     def to_dict(self) -> dict:
         return {"ordinal": self.ordinal, "journal_name": self.journal_name, "probe_id": self.probe_id,

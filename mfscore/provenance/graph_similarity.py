@@ -8,11 +8,11 @@ anywhere merge into exactly the report of scoring everything at once (DESIGN.md,
 from __future__ import annotations
 
 import math
-import posixpath
 from dataclasses import asdict, dataclass
 
 from mfscore.provenance.graph_reference import ReferenceGraph
 from mfscore.provenance.graph_system import Confidence, SystemGraph
+from mfscore.provenance.world_files import world_file_id
 
 CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"
 
@@ -43,11 +43,6 @@ def sim_nlo(v_r: int, v_s: int, v_rs: int, e_r: int, e_s: int, e_rs: int) -> flo
 def node_recall(v_r: int, v_rs: int) -> float:
     # provenance.md §3.5: NodeRecall = |N ∩ N'| / |N|
     return _divide(v_rs, v_r)
-
-
-def world_file_id(key: str) -> str:
-    """§3.6: a node key's base name without its extension (``world/fake26.png`` → ``fake26``)."""
-    return posixpath.splitext(posixpath.basename(key))[0]
 
 
 def _confidence_order(confidence) -> tuple:
@@ -84,7 +79,8 @@ def map_links(reference: frozenset[tuple[str, str]], system: dict, matched: dict
     rows = [(link, system[matched[link]], CORRECT) for link in reference if link in matched]
     rows += [(link, None, MISSING) for link in reference if link not in matched]
     rows += [(link, c, FALSE_ALARM) for link, c in system.items() if link not in used]
-    rows = [(world_file_id(a), world_file_id(b), c, m, a, b) for (a, b), c, m in rows]
+    name = {key: world_file_id(key) for key in {key for link in (*reference, *system) for key in link}}
+    rows = [(name[a], name[b], c, m, a, b) for (a, b), c, m in rows]
     rows.sort(key=lambda r: (_confidence_order(r[2]), r[3], r[0], r[1], r[4], r[5]))
     return [r[:4] for r in rows]
 

@@ -1,6 +1,7 @@
 """The figures of a detection run: MediScore's ROC/DET plots and the SemaFor ROC (spec detection.md §10).
 
-Kept apart from the tables so that a run without figures (``--noPlot``) never imports matplotlib.
+Kept apart from the tables; this module builds what the figures show, and ``figure_process`` has
+``plots`` draw it (in its worker when one runs), so a run imports matplotlib only where it draws.
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import numpy as np
 
 from mfscore.detection.dprime import dprime
 from mfscore.detection.scorer import DetectionOptions, SubsetResult
-from mfscore.reports import plots
+from mfscore.reports import figure_process
 from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.reports.figure_data import Curve, OperatingMark, SemaforPanel
 from mfscore.reports.staged_outputs import StagedOutputs
 
 
@@ -18,19 +20,19 @@ def _mode_prefix(options: DetectionOptions) -> str:
     return "_all" if options.query_mode is None else f"_{options.query_mode}_query"
 
 
-def semafor_panels(results: list[SubsetResult], fars) -> list[plots.SemaforPanel]:
+def semafor_panels(results: list[SubsetResult], fars) -> list[SemaforPanel]:
     """What the SemaFor ROC marks for each subset: θ* and the pD@FAR points, the report's own values."""
     panels = []
     for r in results:
         v, roc = r.semafor, r.metrics.roc
         fpr, tpr = (roc.fpr, roc.tpr) if roc is not None else (np.zeros(0), np.zeros(0))
         whose = "θ* of all trials" if v.get("THRESHOLD_SET") == "all" else "θ*"
-        eer = plots.OperatingMark(v["FAR@EER"], v["pD@EER"],
+        eer = OperatingMark(v["FAR@EER"], v["pD@EER"],
                                   f"{whose} = {v['THRESHOLD_EER']:.4g}: pD {v['pD@EER']:.3f}, "
                                   f"FAR {v['FAR@EER']:.3f}, bACC {v['bACC@EER']:.3f}")
-        at_far = tuple(plots.OperatingMark(f, v[f"pD@FAR{f:g}"], f"pD@FAR{f:g} = {v[f'pD@FAR{f:g}']:.3f}")
+        at_far = tuple(OperatingMark(f, v[f"pD@FAR{f:g}"], f"pD@FAR{f:g} = {v[f'pD@FAR{f:g}']:.3f}")
                        for f in fars)
-        panels.append(plots.SemaforPanel(r.subset.label or "all trials", fpr, tpr, eer, at_far,
+        panels.append(SemaforPanel(r.subset.label or "all trials", fpr, tpr, eer, at_far,
                                          note=_no_curve(r.metrics.n_target, r.metrics.n_nontarget)))
     return panels
 
@@ -45,16 +47,16 @@ def write_semafor_plot(results: list[SubsetResult], stage: StagedOutputs, option
     """``<out>_semafor_ROC.pdf`` and ``.png``: every subset in one figure, one panel each."""
     stem = stage.path("_semafor_ROC.pdf").with_suffix("")
     stage.path("_semafor_ROC.png")
-    plots.plot_semafor_roc(semafor_panels(results, options.semafor_fars), stem,
-                           title=f"{plot.title}: SemaFor operating points")
+    figure_process.draw("mfscore.reports.plots:plot_semafor_roc", semafor_panels(results, options.semafor_fars), stem,
+                        title=f"{plot.title}: SemaFor operating points")
 
 
-def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> plots.Curve:
+def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> Curve:
     m = r.metrics
     fpr, tpr = (m.roc.fpr, m.roc.tpr) if m.roc is not None else (np.array([np.nan]), np.array([np.nan]))
     d = dprime(fpr, tpr, plot.d_level)
     ci = (m.intervals.auc.lower, m.intervals.auc.upper) if m.intervals else None
-    return plots.Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
+    return Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
                        n_target=m.n_target, n_nontarget=m.n_nontarget,
                        trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
 
@@ -75,4 +77,4 @@ def _plot(stage: StagedOutputs, suffix: str, curves: list, common: dict) -> None
     """One figure, written by ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
     stem = stage.path(suffix + ".pdf").with_suffix("")
     stage.path(suffix + ".png")
-    plots.plot_curves(curves, stem, **common)
+    figure_process.draw("mfscore.reports.plots:plot_curves", curves, stem, **common)

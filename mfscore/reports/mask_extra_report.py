@@ -7,17 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SIZE_EDGES, extra_cells  # noqa: E402
-from mfscore.masks.mask_record import MaskRecord  # noqa: E402
-from mfscore.reports.plots import DPI, FIG_SIZE, save_figure  # noqa: E402
+from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SIZE_EDGES, extra_cells
+from mfscore.masks.mask_record import MaskRecord
 
 _PREFIXES = {"probe": ("p", "ProbeScored"), "donor": ("d", "DonorScored")}
 
@@ -45,11 +39,15 @@ def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], actual: 
     return pd.concat([keys, body], axis=1)
 
 
-def mcc_histogram_plot(histogram: pd.DataFrame, path_without_suffix: str | Path, title: str) -> list[Path]:
-    """Heat map of an ``mcc_size_histogram`` table; writes ``.pdf`` and ``.png``, returns both paths.
+def mcc_histogram_plot(histogram: pd.DataFrame, path: str | Path, title: str) -> Path:
+    """Heat map of an ``mcc_size_histogram`` table, written as one PNG at ``path`` (a grid of cells: a
+    raster serves, and a second rendering as PDF would cost a run more than the rest of its report).
 
-    The open last size column is drawn as wide as the others and labelled "1250+".
+    The open last size column is drawn as wide as the others and labelled "1250+". Matplotlib is
+    imported here, when a run draws, not when the module is.
     """
+    from mfscore.reports.plots import DPI, FIG_SIZE, plt, save_figure
+
     size_lows = np.unique(histogram["SizeBinLow"].to_numpy(dtype=float))
     mcc_edges = np.unique(np.concatenate([histogram["MCCBinLow"], histogram["MCCBinHigh"]]))
     grid = histogram.pivot_table(index="MCCBinLow", columns="SizeBinLow", values="Share", aggfunc="sum")
@@ -57,9 +55,9 @@ def mcc_histogram_plot(histogram: pd.DataFrame, path_without_suffix: str | Path,
     width = SIZE_EDGES[1] - SIZE_EDGES[0]
     drawn_edges = np.r_[size_lows, size_lows[-1] + width]
 
-    stem = Path(path_without_suffix)
-    paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
-    fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI, layout="constrained")
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI)
+    fig.subplots_adjust(left=0.11, right=0.97, bottom=0.09, top=0.94)  # fixed: a solved layout costs more than the drawing
     try:
         mesh = ax.pcolormesh(drawn_edges, mcc_edges, grid.to_numpy(dtype=float), cmap="viridis", vmin=0.0, vmax=1.0)
         fig.colorbar(mesh, ax=ax, label="Share of masks in the size column")
@@ -68,7 +66,7 @@ def mcc_histogram_plot(histogram: pd.DataFrame, path_without_suffix: str | Path,
         ax.set_xlabel("√(reference pixels)")
         ax.set_ylabel("soft MCC (weighted confusion matrix)")
         ax.set_title(title)
-        save_figure(fig, paths)
+        save_figure(fig, [path])
     finally:
         plt.close(fig)
-    return paths
+    return path

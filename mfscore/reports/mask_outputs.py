@@ -21,7 +21,8 @@ from mfscore.masks.extra_metrics import (
 )
 from mfscore.masks.scorer import QueryRun
 from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
-from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
+from mfscore.reports import figure_process
+from mfscore.reports.mask_extra_report import extra_table
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
 from mfscore.reports.staged_outputs import StagedOutputs
 
@@ -87,7 +88,9 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
 
 def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, options: ReportOptions,
                         subdir: str = "") -> list[str]:
-    """Write one query's files; returns notes for the user (e.g. nothing to average)."""
+    """Write one query's files; returns notes for the user (e.g. nothing to average). The extras come first:
+    their heat map is drawn (by a figure worker, if one runs) while the other tables are written."""
+    write_extras(run, stage, options, subdir)
     notes = []
     raw = round_metrics(perimage_frame(run, table, options.task), 16)
     averaged = averaged_subsets(raw, run, options)
@@ -112,7 +115,6 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
     perimage = round_metrics(perimage, options.precision, truncate=options.truncate)
     write_table(format_frame(perimage), stage.path("_mask_scores_perimage.csv", subdir))
     write_table(run.journal, stage.path("_journalResults.csv", subdir))
-    write_extras(run, stage, options, subdir)
     return notes
 
 
@@ -149,5 +151,5 @@ def write_extras(run: QueryRun, stage: StagedOutputs, options: ReportOptions, su
         name = f"_mask_extra_mcc_by_size{suffix}"
         write_table(histogram, stage.path(f"{name}.csv", subdir))
         title = "Soft MCC by reference mask size" + (f" ({role})" if suffix else "")
-        stage.path(f"{name}.pdf", subdir)
-        mcc_histogram_plot(histogram, stage.path(f"{name}.png", subdir).with_suffix(""), title)
+        figure_process.draw("mfscore.reports.mask_extra_report:mcc_histogram_plot", histogram,
+                            stage.path(f"{name}.png", subdir), title)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -20,7 +19,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
 import numpy as np  # noqa: E402
-from scipy.special import ndtri  # noqa: E402
+
+from mfscore.detection.probit import probit  # noqa: E402
+from mfscore.reports.figure_data import Curve, OperatingMark, SemaforPanel  # noqa: E402,F401
 
 FIG_SIZE = (7.0, 6.5)  # inches
 DPI = 120
@@ -33,20 +34,6 @@ _DET_TICKS = [0.01, 0.1, 1, 2, 5, 10, 20, 40, 60, 80, 90, 95, 98, 99, 99.9]  # p
 _MAX_LABEL = 60  # characters of a query label kept in a multi-curve legend
 
 
-@dataclass(frozen=True)
-class Curve:
-    """One curve to draw, with the figures shown next to it."""
-
-    label: str            # legend label, e.g. the query text, or "" for a single unlabelled curve
-    fpr: np.ndarray
-    tpr: np.ndarray
-    auc: float | None
-    eer: float | None
-    n_target: int
-    n_nontarget: int
-    trr: float | None = None           # shown when opt-out scoring (prefix "tr")
-    auc_ci: tuple[float, float] | None = None
-    dprime: tuple[float, float, float] | None = None  # (d', fpr, tpr)
 
 
 def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", title: str = "Performance",
@@ -74,10 +61,13 @@ def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", tit
 
 
 def save_figure(fig, paths: list[Path]) -> None:
-    """Save ``fig`` to each path (format from the suffix), creating the directory."""
+    """Save ``fig`` to each path (format from the suffix), creating the directory. The layout is computed
+    for the first file and kept for the others."""
     paths[0].parent.mkdir(parents=True, exist_ok=True)
-    for path in paths:
+    for i, path in enumerate(paths):
         _save_atomically(fig, path)
+        if i == 0:
+            fig.set_layout_engine("none")
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,7 +132,7 @@ def _setup_roc_axes(ax) -> None:
 
 
 def _setup_det_axes(ax) -> None:
-    ticks = ndtri(np.asarray(_DET_TICKS) / 100.0)
+    ticks = probit(np.asarray(_DET_TICKS) / 100.0)
     labels = [f"{t:g}" for t in _DET_TICKS]
     ax.set_xticks(ticks, labels)
     ax.set_yticks(ticks, labels)
@@ -172,11 +162,11 @@ def _coordinates(curve: Curve, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _det_limit() -> float:
     """Half the width of a DET frame in probit units: every clipped point stays inside it."""
-    return float(ndtri(1.0 - _CLIP)) + 0.1
+    return float(probit(1.0 - _CLIP)) + 0.1
 
 
 def _probit(rate: np.ndarray) -> np.ndarray:
-    return ndtri(np.clip(rate, _CLIP, 1.0 - _CLIP))
+    return probit(np.clip(rate, _CLIP, 1.0 - _CLIP))
 
 
 def _mark_dprime(ax, dprime: tuple[float, float, float]) -> None:
@@ -270,25 +260,6 @@ _FAR_COLOURS = ["tab:green", "tab:purple", "tab:orange", "tab:brown"]
 _FAR_MARKERS = ["s", "^", "D", "v"]
 
 
-@dataclass(frozen=True)
-class OperatingMark:
-    """A marked ROC point (rates in [0, 1]) and its legend text."""
-
-    far: float
-    pd: float
-    text: str
-
-
-@dataclass(frozen=True)
-class SemaforPanel:
-    """One subset's ROC with its θ* vertex and its pD@FAR points (``far`` is also the guide's x)."""
-
-    title: str
-    fpr: np.ndarray
-    tpr: np.ndarray
-    eer: OperatingMark
-    at_far: tuple[OperatingMark, ...]
-    note: str = ""   # why there is no curve, if there is none
 
 
 def thin_curve(x: np.ndarray, y: np.ndarray, cells: int = _THIN_CELLS) -> tuple[np.ndarray, np.ndarray]:

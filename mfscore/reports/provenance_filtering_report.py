@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mfscore.formats.tables import write_table
+from mfscore.formats.tables import TextTable, write_table, write_text_table
 from mfscore.provenance.filtering import (
     CORRECT,
     FALSE_ALARM,
@@ -30,7 +30,6 @@ TRIAL_COLUMNS = (
 SCORE_COLUMNS = ["NodeType"] + [f"NodeRecallAt{n}" for n in RANKS]
 MAPPING_COLUMNS = ["JournalName", "ProvenanceProbeFileID", "ProvenanceOutputFileName", "Measure", "WorldFileID",
                    "NodeConfidence", "Mapping", "NodeType"]
-_MAPPING_ORDER = {CORRECT: 0, FALSE_ALARM: 1, MISSING: 2}
 DIGITS = 12  # §2.4: round(x, 12) of trial recalls
 
 
@@ -79,35 +78,51 @@ def scores(records: list[FilteringRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 
-def _mapping_key(row) -> tuple:
-    no_confidence = row.confidence is None
-    return (_MAPPING_ORDER[row.mapping], no_confidence, 0 if no_confidence else row.confidence, row.world_file_id)
+def node_mapping(records: list[FilteringRecord]) -> TextTable:
+    """``node_mapping.csv``: a block per trial and rank, each sorted by Mapping (Correct, FalseAlarm,
+    Missing), NodeConfidence, WorldFileID (§2.4).
 
-
-def node_mapping(records: list[FilteringRecord]) -> pd.DataFrame:
-    """Blocks per trial and rank, each sorted by Mapping, NodeConfidence (NaN last), WorldFileID (§2.4).
-
-    NodeConfidence is one column over the whole file: integers print as ``1`` only when every
-    confidence is an integer and no row is Missing, otherwise as floats (``1.0``), as a pandas
-    column of MediScore's concatenated blocks would.
+    Each trial's hits and false alarms are sorted once and filtered per rank, and each row's cells are
+    made once, so a run of 300 probes makes its 200,000 rows in a fraction of what sorting every block
+    would take. NodeConfidence is one column over the whole file, as in MediScore's concatenated pandas
+    table: integers print as ``1`` only when every confidence is an integer and no row is Missing,
+    otherwise as floats (``1.0``).
     """
+    number = _float_text if _confidences_are_floats(records) else str
     rows = []
     for record in records:
-        trial = (record.journal_name, record.probe_id, record.output_file)
+        found = sorted((h for h in record.hits if h.position is not None), key=lambda h: (h.confidence, h.world_file_id))
+        alarms = sorted(record.false_alarms, key=lambda f: (f.confidence, f.world_file_id))
+        missing = sorted(record.hits, key=lambda h: h.world_file_id)
+        found_cells = [(h.position, (h.world_file_id, number(h.confidence), CORRECT, h.node_type)) for h in found]
+        alarm_cells = [(f.position, (f.world_file_id, number(f.confidence), FALSE_ALARM, "")) for f in alarms]
+        missing_cells = [(h.position, (h.world_file_id, "", MISSING, h.node_type)) for h in missing]
         for n in RANKS:
-            block = sorted(record.mapping_at(n), key=_mapping_key)
-            rows += [(*trial, f"NodeRecallAt{n}", m.world_file_id, m.confidence, m.mapping, m.node_type)
-                     for m in block]
-    return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
+            head = (record.journal_name, record.probe_id, record.output_file, f"NodeRecallAt{n}")
+            rows += [head + cells for position, cells in found_cells if position < n]
+            rows += [head + cells for position, cells in alarm_cells if position < n]
+            rows += [head + cells for position, cells in missing_cells if position is None or position >= n]
+    return TextTable(MAPPING_COLUMNS, rows)
 
 
-def report_tables(records: list[FilteringRecord]) -> dict[str, pd.DataFrame]:
-    """The three output tables by file name."""
-    return {"trial_scores.csv": trial_scores(records), "scores.csv": scores(records),
-            "node_mapping.csv": node_mapping(records)}
+def _confidences_are_floats(records: list[FilteringRecord]) -> bool:
+    """Whether the NodeConfidence column is a float column: a Missing row at some rank, or a confidence
+    that is no integer."""
+    for record in records:
+        for hit in record.hits:
+            if hit.position is None or hit.position >= RANKS[0] or type(hit.confidence) is not int:
+                return True
+        if any(type(alarm.confidence) is not int for alarm in record.false_alarms):
+            return True
+    return False
+
+
+def _float_text(confidence) -> str:
+    return repr(float(confidence))
 
 
 def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> None:
     """Write the three tables, each where ``path_for(file name)`` says (a staging directory, say)."""
-    for name, frame in report_tables(records).items():
-        write_table(frame, path_for(name))
+    write_table(trial_scores(records), path_for("trial_scores.csv"))
+    write_table(scores(records), path_for("scores.csv"))
+    write_text_table(node_mapping(records), path_for("node_mapping.csv"))

@@ -17,6 +17,7 @@ from urllib.parse import quote
 import networkx as nx
 import pandas as pd
 
+from mfscore.formats.tables import TextTable
 from mfscore.provenance.graph_similarity import (
     CORRECT,
     FALSE_ALARM,
@@ -54,20 +55,19 @@ def _labels(record: GraphRecord) -> list[str]:
     return [record.journal_name, record.probe, str(record.direct), record.output_file]
 
 
-def trial_scores(records: list[GraphRecord]) -> pd.DataFrame:
+def trial_scores(records: list[GraphRecord]) -> TextTable:
     rows = []
     for r in records:
         counts = [r.sys_nodes, r.sys_links, r.ref_nodes, r.ref_links,
                   r.correct_nodes, r.ref_nodes - r.correct_nodes, r.sys_nodes - r.correct_nodes,
                   r.correct_links, r.ref_links - r.correct_links, r.sys_links - r.correct_links]
         rows.append(_labels(r) + [str(c) for c in counts] + [_value(v) for v in _metric_values(r)])
-    return pd.DataFrame(rows, columns=TRIAL_COLUMNS, dtype=object)
+    return TextTable(TRIAL_COLUMNS, rows)
 
 
-def aggregate_scores(records: list[GraphRecord], direct: bool) -> pd.DataFrame:
+def aggregate_scores(records: list[GraphRecord], direct: bool) -> TextTable:
     values = pd.DataFrame([_metric_values(r) for r in records], columns=METRICS, dtype="float64")
-    return pd.DataFrame([[str(direct)] + [_value(values[m].mean()) for m in METRICS]],
-                        columns=SCORE_COLUMNS, dtype=object)
+    return TextTable(SCORE_COLUMNS, [[str(direct)] + [_value(values[m].mean()) for m in METRICS]])
 
 
 def _confidence_cells(values: list) -> list[str]:
@@ -75,22 +75,20 @@ def _confidence_cells(values: list) -> list[str]:
     return ["" if v is None else repr(float(v)) if as_float else str(v) for v in values]
 
 
-def node_mapping(records: list[GraphRecord]) -> pd.DataFrame:
-    rows = [_labels(r) + list(row) for r in records for row in r.node_rows]
-    frame = pd.DataFrame(rows, columns=NODE_COLUMNS, dtype=object)
-    frame["NodeConfidence"] = _confidence_cells([row[1] for r in records for row in r.node_rows])
-    return frame
+def node_mapping(records: list[GraphRecord]) -> TextTable:
+    cells = iter(_confidence_cells([row[1] for r in records for row in r.node_rows]))
+    return TextTable(NODE_COLUMNS, [(*_labels(r), world_id, next(cells), mapping)
+                                    for r in records for world_id, _, mapping in r.node_rows])
 
 
-def link_mapping(records: list[GraphRecord]) -> pd.DataFrame:
-    rows = [_labels(r) + list(row) for r in records for row in r.link_rows]
-    frame = pd.DataFrame(rows, columns=LINK_COLUMNS, dtype=object)
-    frame["LinkConfidence"] = _confidence_cells([row[2] for r in records for row in r.link_rows])
-    return frame
+def link_mapping(records: list[GraphRecord]) -> TextTable:
+    cells = iter(_confidence_cells([row[2] for r in records for row in r.link_rows]))
+    return TextTable(LINK_COLUMNS, [(*_labels(r), source, target, next(cells), mapping)
+                                    for r in records for source, target, _, mapping in r.link_rows])
 
 
-def report_tables(records: list[GraphRecord], direct: bool) -> dict[str, pd.DataFrame]:
-    """The four report tables by file name, from records in trial order."""
+def report_tables(records: list[GraphRecord], direct: bool) -> dict[str, TextTable]:
+    """The four report tables by file name, from records in trial order, every cell text."""
     return {"trial_scores.csv": trial_scores(records), "scores.csv": aggregate_scores(records, direct),
             "node_mapping.csv": node_mapping(records), "link_mapping.csv": link_mapping(records)}
 
@@ -130,11 +128,11 @@ def write_figure(record: GraphRecord, path: Path) -> None:
         plt.close(fig)
 
 
-def html_report(tables: dict[str, pd.DataFrame], figures: Iterable[str]) -> str:
+def html_report(tables: dict[str, TextTable], figures: Iterable[str]) -> str:
     """``report.html``: the "Scores Mean" and "Trial Scores" tables, then the figures."""
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>Provenance graph building</title></head>",
-             "<body>", "<h2>Scores Mean</h2>", tables["scores.csv"].to_html(index=False),
-             "<h2>Trial Scores</h2>", tables["trial_scores.csv"].to_html(index=False)]
+             "<body>", "<h2>Scores Mean</h2>", tables["scores.csv"].frame().to_html(index=False),
+             "<h2>Trial Scores</h2>", tables["trial_scores.csv"].frame().to_html(index=False)]
     parts += [f"<h3>{html.escape(name)}</h3><img src='figures/{quote(name)}' alt='{html.escape(name)}'>"
               for name in figures]
     return "\n".join(parts + ["</body></html>", ""])

@@ -421,3 +421,31 @@ def sample_video_dataset(root: str | Path, *, compression: str | None = None) ->
 def sample_temporal_dataset(root: str | Path) -> TemporalDatasetPaths:
     """The demo's temporal dataset: the same four videos' journal and system intervals."""
     return write_temporal_dataset(root, sample_video_cases())
+
+
+def generate_temporal_dataset(root: str | Path, n_probes: int = 400, *, seed: int = 7) -> TemporalDatasetPaths:
+    """``n_probes`` random videos for ``mfscore video-temporal`` (no masks): 300–3,000 frames, one to
+    three journal operations each with one to three VideoFrame intervals, a system that finds them a
+    few frames off and raises a false alarm now and then, and an opt-out range on one probe in five."""
+    rng = np.random.default_rng(seed)
+    operations = list(OPERATIONS)
+    cases = []
+    for i in range(n_probes):
+        frames = int(rng.integers(300, 3001))
+        journal, found = [], []
+        for k in range(int(rng.integers(1, 4))):
+            starts = np.sort(rng.choice(frames - 40, int(rng.integers(1, 4)), replace=False)) + 1
+            spans = [(int(a), int(min(a + rng.integers(5, 40), frames))) for a in starts]
+            journal.append(JournalEntry(operations[int(rng.integers(len(operations)))], k + 1, spans))
+            shift = rng.integers(-4, 5, size=2)
+            found += [(max(1, a + int(shift[0])), min(frames, b + int(shift[1]))) for a, b in spans
+                      if rng.random() < 0.8]
+        if rng.random() < 0.3:
+            a = int(rng.integers(1, frames - 20))
+            found.append((a, a + 10))
+        opt_out = f"[[{frames - 30},{frames}]]" if rng.random() < 0.2 else "[]"
+        cases.append(VideoCase(f"vid{i:05d}", frames, 1080, 1920, journal=journal,
+                               frame_segments=interval_text(sorted(found)), opt_out_segments=opt_out,
+                               confidence=round(float(rng.random()), 4), is_target=rng.random() < 0.9,
+                               reference_extra={"Collection": str(rng.choice(["alpha", "beta"]))}))
+    return write_temporal_dataset(root, cases)

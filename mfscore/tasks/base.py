@@ -82,6 +82,8 @@ class Task(ABC):
     ``resource`` names the worker pool that scores the jobs on a cluster (``mask``: image masks,
     ``video``: HDF5 video masks, ``json``: provenance JSON), or ``PLANNER`` when per-trial work is
     microseconds and the jobs are scored where they are planned (shipping them would cost more).
+    ``threads`` says ``score`` spends its time where the GIL is released (OpenCV decode, zlib, numpy),
+    so the local runner scores its jobs on threads of one process by default.
     """
 
     name: ClassVar[str]
@@ -89,6 +91,7 @@ class Task(ABC):
     work_type: ClassVar[type]
     record_type: ClassVar[type]
     resource: ClassVar[str]
+    threads: ClassVar[bool] = False
 
     @abstractmethod
     def inputs(self, options) -> Inputs:
@@ -105,6 +108,10 @@ class Task(ABC):
     def with_blobs(self, work, paths: dict[str, str]):
         """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
         return work
+
+    def draws(self, options) -> bool:
+        """Whether the report draws figures (the local runner then starts ``figure_process`` early)."""
+        return False
 
     def validation(self, options) -> Submission | None:
         """The submission the validator checks first; None: planning's own checks are the validation."""

@@ -120,6 +120,9 @@ class Detection(Task):
     def score(self, work: Trials) -> Trials:
         return work
 
+    def draws(self, options: Options) -> bool:
+        return options.plot.enabled
+
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         state: State = plan.state
@@ -130,21 +133,19 @@ class Detection(Task):
             raise RecordConflictError("the detection records do not match the planned trials")
         table = replace(state.table, trials=state.table.trials.assign(**{SCORE: scores}))
         results = score_detection(table, state.journal, options.scoring)
+        if options.plot.enabled:  # first, so that a figure worker draws while the tables are written
+            from mfscore.reports.detection_plots import write_plots, write_semafor_plot
+
+            write_plots(results, stage, options.scoring, options.plot)
+            if options.scoring.semafor:
+                write_semafor_plot(results, stage, options.scoring, options.plot)
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)
-            if options.plot.enabled:
-                from mfscore.reports.detection_plots import write_semafor_plot
-
-                write_semafor_plot(results, stage, options.scoring, options.plot)
         outputs.write_metadata(table, state.journal, results, stage, options.scoring, out_meta=options.out_meta,
                                out_sub_meta=options.out_sub_meta)
         if options.dump:
             outputs.write_roc_dumps(results, stage)
-        if options.plot.enabled:
-            from mfscore.reports.detection_plots import write_plots
-
-            write_plots(results, stage, options.scoring, options.plot)
         stderr = [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
                   for r in results if r.metrics.n_trials == 0]
         stdout = summary(results, options.scoring) + [f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"]

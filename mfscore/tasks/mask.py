@@ -73,6 +73,7 @@ class Mask(Task):
     work_type = MaskJob
     record_type = MaskRecord
     resource = "mask"
+    threads = True
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
@@ -91,6 +92,9 @@ class Mask(Task):
                 for q, plan in enumerate(plans)
                 for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
         return Plan(options, jobs, State(table, plans))
+
+    def draws(self, options: Options) -> bool:
+        return True  # each query's soft-MCC heat map
 
     def validation(self, options: Options) -> Submission:
         """The system table against the index; masks are checked when scored, pixel values only with -pppns."""

@@ -17,7 +17,7 @@ import pandas as pd
 
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
-from mfscore.formats.tables import write_table
+from mfscore.formats.tables import write_text_table
 from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
@@ -39,12 +39,12 @@ from mfscore.provenance.trials import (
     load_journal,
     trial_table,
 )
+from mfscore.reports import figure_process
 from mfscore.reports.provenance_graph_report import (
     TABLES,
     figure_name,
     html_report,
     report_tables,
-    write_figure,
 )
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
@@ -191,6 +191,9 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr,
                     tables=provenance.journal_tables(options, state))
 
+    def draws(self, options: Options) -> bool:
+        return options.plot_scored or options.html_report
+
     def score(self, work: GraphJob):
         """The trial's record; an unusable JSON leaves the trial out, a cycle in the system graph stops the
         run unless ``-c``."""
@@ -221,16 +224,17 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         if walked.error is not None:
             return Lines(walked.stdout, stderr, error=walked.error)
         stdout = walked.stdout
+        figures = []
+        if options.plot_scored or options.html_report:  # first: a figure worker draws while the tables are written
+            for record in walked.records:
+                figures.append(figure_name(record.probe))
+                figure_process.draw("mfscore.reports.provenance_graph_report:write_figure", record,
+                                    stage.path(figures[-1], subdir="figures"))
         tables = report_tables(walked.records, options.direct)
         for name, label in TABLES:
             if verbose:
                 stdout.append(f"Writing {label} to '{OUTPUT_DIRECTORY}/{name}'")
-            write_table(tables[name], stage.path(name))
-        figures = []
-        if options.plot_scored or options.html_report:
-            for record in walked.records:
-                figures.append(figure_name(record.probe))
-                write_figure(record, stage.path(figures[-1], subdir="figures"))
+            write_text_table(tables[name], stage.path(name))
         if options.html_report:
             stage.path("report.html").write_text(html_report(tables, dict.fromkeys(figures)), encoding="utf-8")
         return Lines(stdout, stderr)

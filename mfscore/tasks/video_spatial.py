@@ -84,6 +84,7 @@ class VideoSpatial(Task):
     work_type = VideoJob
     record_type = VideoRecord
     resource = "video"
+    threads = True
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)

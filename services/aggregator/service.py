@@ -25,6 +25,7 @@ from nats.js.api import DeliverPolicy
 from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.records import fold
+from mfscore.reports import figure_process
 from mfscore.reports.staged_outputs import files_under
 from mfscore.run.local import report_into, score_plan
 from mfscore.services.common import metrics
@@ -354,6 +355,7 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set."""
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
+    figure_process.import_drawing()
     metrics_port = metrics.start_metrics_server(settings.metrics_port)
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import grpc
 
 from mfscore import tasks
+from mfscore.run.allocator import keep_freed_memory
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.jetstream import JobWorker, connect, ensure_streams
 from mfscore.services.common.messages import job, record_message
@@ -104,6 +105,7 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     """Serve until ``stop`` is set; then stop pulling, finish (or nak) the jobs in hand, and close."""
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
+    keep_freed_memory()
     metrics_port = start_metrics_server(settings.metrics_port)
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
     server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),

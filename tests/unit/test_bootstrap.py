@@ -10,6 +10,7 @@ both reduce to the same integer cumulative counts. No tolerance anywhere in this
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -105,6 +106,16 @@ def test_resample_counts_are_randomstate_77_draws():
         expected = np.bincount(rng.randint(0, 13, size=13), minlength=13)
         np.testing.assert_array_equal(counts, expected)
         assert counts.sum() == 13
+
+
+def test_resample_counts_in_another_order_and_closed_early():
+    order = np.random.default_rng(2).permutation(13)
+    for plain, reordered in zip(resample_counts(13, n_resamples=5), resample_counts(13, n_resamples=5, order=order)):
+        np.testing.assert_array_equal(reordered, plain[order])
+    draws = resample_counts(1000, n_resamples=400)
+    next(draws)
+    draws.close()  # the drawing thread stops instead of drawing the other 399
+    assert not any(t.name == "bootstrap-draws" for t in threading.enumerate())
 
 
 def test_quantile_positions():

@@ -282,13 +282,12 @@ def test_mcc_histogram_empty():
     assert len(hist) == 220 and hist["Count"].sum() == 0 and hist["Share"].sum() == 0
 
 
-def test_histogram_plot_writes_png_and_pdf(tmp_path):
+def test_histogram_plot_writes_one_png(tmp_path):
     rng = np.random.default_rng(0)
     hist = mcc_size_histogram(rng.uniform(0, 1400, 80), rng.uniform(-1, 1, 80))
-    paths = mcc_histogram_plot(hist, tmp_path / "sub" / "mcc_hist", "Test")
-    assert [p.name for p in paths] == ["mcc_hist.pdf", "mcc_hist.png"]
-    assert paths[0].read_bytes()[:5] == b"%PDF-"
-    assert paths[1].read_bytes()[:8] == PNG_SIGNATURE
+    path = mcc_histogram_plot(hist, tmp_path / "sub" / "mcc_hist.png", "Test")
+    assert path.read_bytes()[:8] == PNG_SIGNATURE
+    assert sorted(p.name for p in path.parent.iterdir()) == ["mcc_hist.png"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfscore.errors import OptionError
+from mfscore.formats.tables import write_table, write_text_table
 from mfscore.provenance.filtering import (
     ALL,
+    CORRECT,
+    FALSE_ALARM,
+    MISSING,
     NODE_TYPES,
     RANKS,
     FilteringRecord,
@@ -24,16 +31,17 @@ from mfscore.provenance.filtering import (
     ranked,
     reference_nodes,
     score_trial,
-    world_file_id,
     world_nodes,
 )
+from mfscore.provenance.world_files import world_file_id
 from mfscore.records import JobKey, RecordConflictError, fold
 from mfscore.reports.provenance_filtering_report import (
-    node_mapping,
+    MAPPING_COLUMNS,
     scores,
     trial_scores,
     write_filtering_report,
 )
+from mfscore.reports.provenance_filtering_report import node_mapping as report_node_mapping
 
 
 def system(*nodes: tuple[str, float]) -> list[dict]:
@@ -48,6 +56,35 @@ def trial(reference, system_nodes, types=(), ordinal=0, probe="P") -> FilteringR
 def at(record: FilteringRecord, kind: str, rank: int) -> RankCounts:
     counts = next(c for c in record.counts if c.node_type == kind)
     return counts.at_rank[RANKS.index(rank)]
+
+
+def mapping_at(record: FilteringRecord, rank: int) -> list[tuple]:
+    """The slow, obvious ``All`` rows at ``rank``: (WorldFileID, NodeConfidence, Mapping, NodeType); Correct
+    rows carry the best-ranked system node's confidence, FalseAlarm rows no node type, Missing no confidence."""
+    rows = [(h.world_file_id, h.confidence, CORRECT, h.node_type) if h.position is not None and h.position < rank
+            else (h.world_file_id, None, MISSING, h.node_type) for h in record.hits]
+    return rows + [(f.world_file_id, f.confidence, FALSE_ALARM, "") for f in record.false_alarms if f.position < rank]
+
+
+def node_mapping_reference(records: list[FilteringRecord]) -> pd.DataFrame:
+    """node_mapping.csv as a pandas table of every block, each sorted row by row (§2.4)."""
+    order = {CORRECT: 0, FALSE_ALARM: 1, MISSING: 2}
+    rows = []
+    for record in records:
+        for n in RANKS:
+            block = sorted(mapping_at(record, n), key=lambda r: (order[r[2]], r[1] is None, r[1] or 0, r[0]))
+            rows += [(record.journal_name, record.probe_id, record.output_file, f"NodeRecallAt{n}", *row)
+                     for row in block]
+    return pd.DataFrame(rows, columns=MAPPING_COLUMNS)
+
+
+def node_mapping(records: list[FilteringRecord]) -> pd.DataFrame:
+    return report_node_mapping(records).frame()
+
+
+def written_node_mapping(records, path: Path) -> bytes:
+    write_text_table(report_node_mapping(records), path)
+    return path.read_bytes()
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,7 +182,7 @@ def test_hand_made_trial_mapping_at_50():
     false_alarms = [f"d{k}" for k in sorted(range(47), key=str)] + ["x"]
     assert listed[2:-2] == [(name, "FalseAlarm", "") for name in false_alarms]
     assert listed[-2:] == [("b", "Missing", "donor"), ("c", "Missing", "interim")]
-    assert block["NodeConfidence"].isna().tolist() == [False] * 50 + [True] * 2
+    assert (block["NodeConfidence"] == "").tolist() == [False] * 50 + [True] * 2
 
 
 def test_a_requested_node_type_absent_from_the_reference_is_an_error():
@@ -157,8 +194,8 @@ def test_a_file_the_system_lists_twice_counts_once():
     record = trial([("world/p.jpg", "probe"), ("world/a.jpg", "base")],
                    system(("world/a.jpg", 1), ("world/a.jpg", 0.5), ("world/z.jpg", 0.1)))
     assert at(record, ALL, 50) == RankCounts(correct=1, missing=1, false_alarm=1)
-    correct = record.mapping_at(50)[1]
-    assert (correct.mapping, correct.confidence) == ("Correct", 1)
+    _, confidence, mapping, _ = mapping_at(record, 50)[1]
+    assert (mapping, confidence) == ("Correct", 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,7 +242,7 @@ def test_recall_at_n_equals_the_brute_force_set_intersection(reference, system_n
             assert got == RankCounts(correct, len(expected_ref) - correct, sum(f not in expected_ref for f in top))
             assert row[f"NodeRecallAt{n}"] == round(correct / len(expected_ref), 12)
     for n in RANKS:
-        mapping = [m.mapping for m in record.mapping_at(n)]
+        mapping = [m for _, _, m, _ in mapping_at(record, n)]
         assert (mapping.count("Correct"), mapping.count("Missing"), mapping.count("FalseAlarm")) == tuple(at(record, ALL, n))
 
 
@@ -307,12 +344,42 @@ def test_trial_recalls_are_rounded_and_their_mean_is_not_rounded_again():
 
 def test_confidences_print_as_integers_only_without_floats_or_missing_rows():
     whole = trial([("world/a.jpg", "base"), ("world/p.jpg", "probe")], system(("world/a.jpg", 1), ("world/p.jpg", 1)))
-    assert (node_mapping([whole])["NodeConfidence"].astype(str) == "1").all()
+    assert (node_mapping([whole])["NodeConfidence"] == "1").all()
     with_missing = trial([("world/a.jpg", "base"), ("world/p.jpg", "probe")], system(("world/a.jpg", 1)))
-    assert "1.0" in set(node_mapping([with_missing])["NodeConfidence"].astype(str))
+    assert "1.0" in set(node_mapping([with_missing])["NodeConfidence"])
+
+
+def written_reference(records, path: Path) -> bytes:
+    write_table(node_mapping_reference(records), path)
+    return path.read_bytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(trials_strategy)
+def test_node_mapping_lines_are_the_bytes_of_the_sorted_pandas_table(trials):
+    records = score_all(trials)
+    with tempfile.TemporaryDirectory() as tmp:
+        assert written_node_mapping(records, Path(tmp) / "fast.csv") == written_reference(records, Path(tmp) / "m.csv")
+
+
+def test_node_mapping_quotes_names_as_the_csv_writer_does(tmp_path):
+    names = ['world/a|b.jpg', 'world/q"uote.jpg', "world/new\nline.jpg", "world/cr\rx.jpg", "world/plain.jpg"]
+    record = trial([(names[0], "base"), (names[1], "donor"), (names[4], "probe")],
+                   system((names[2], 0.5), (names[1], 0.25), (names[3], 1), (names[4], 1)))
+    record = dataclasses.replace(record, journal_name='J|"x"')
+    assert written_node_mapping([record], tmp_path / "fast.csv") == written_reference([record], tmp_path / "m.csv")
 
 
 def test_node_types_in_scores_are_sorted():
     record = trial(HAND_REFERENCE, HAND_SYSTEM, types=("interim", "donor", "base"))
     assert scores([record])["NodeType"].tolist() == [ALL, "base", "donor", "interim"]
     assert trial_scores([record])["NodeType"].tolist() == [ALL, "interim", "donor", "base"]
+
+
+def test_world_file_id_is_splitext_of_basename():
+    rng = np.random.default_rng(3)
+    alphabet = np.array(list("ab./"))
+    paths = ["".join(rng.choice(alphabet, rng.integers(0, 9))) for _ in range(20000)]
+    paths += ["a/b.c", "a.b.c", ".bashrc", "..a", "...x.y", "dir.d/x", "/abs/y.png", "a/.", "x.", ".x."]
+    for path in paths:
+        assert world_file_id(path) == os.path.splitext(os.path.basename(path))[0], path

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfscore.formats.tables import write_table
+from mfscore.formats.tables import write_text_table
 from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
@@ -331,8 +331,8 @@ def test_record_json_round_trip():
 
 def written(tables, directory) -> dict[str, bytes]:
     directory.mkdir()
-    for name, frame in tables.items():
-        write_table(frame, directory / name)
+    for name, table in tables.items():
+        write_text_table(table, directory / name)
     return {name: (directory / name).read_bytes() for name in tables}
 
 
@@ -394,5 +394,5 @@ def test_confidence_format_is_decided_per_file():
                             system=SystemGraph({"a.png": 1}, {}), undirected=False)
     perfect = record(0, {"a.png"})
     missing = record(1, {"a.png", "b.png"})
-    assert list(report_tables([perfect], True)["node_mapping.csv"]["NodeConfidence"]) == ["1"]
-    assert list(report_tables([perfect, missing], True)["node_mapping.csv"]["NodeConfidence"]) == ["1.0", "1.0", ""]
+    assert report_tables([perfect], True)["node_mapping.csv"].column("NodeConfidence") == ["1"]
+    assert report_tables([perfect, missing], True)["node_mapping.csv"].column("NodeConfidence") == ["1.0", "1.0", ""]

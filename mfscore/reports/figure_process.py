@@ -1,0 +1,112 @@
+"""Figures drawn by a second process that imports matplotlib while this one reads and scores.
+
+Importing matplotlib costs a command about 0.7 s of one core before its first line is drawn. A
+command that will draw calls ``start`` first thing: a worker process imports the plotting modules
+on the other core while the command reads its tables and scores, then draws what ``draw`` sends it,
+while the command writes its tables. ``finish`` waits for the figures (the staged outputs commit
+after it). Without a worker (a process that has matplotlib already, the cluster's aggregator, a
+test) ``draw`` calls the drawing function in this process.
+
+Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import subprocess
+import sys
+from typing import BinaryIO
+
+WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_pdf")
+
+_worker: subprocess.Popen | None = None
+
+
+def start() -> None:
+    """Start the worker unless one runs or this process has imported matplotlib already."""
+    global _worker
+    if _worker is None and "matplotlib" not in sys.modules:
+        _worker = subprocess.Popen([sys.executable, "-m", "mfscore.reports.figure_process"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def draw(target: str, *args, **kwargs) -> None:
+    """Call ``target`` (``"module:function"``) with the arguments: in the worker if one runs, else here."""
+    if _worker is None:
+        _call(target, args, kwargs)
+        return
+    pickle.dump((target, args, kwargs), _worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+    _worker.stdin.flush()
+
+
+def finish() -> None:
+    """Wait for every figure sent; a figure that failed raises its exception here."""
+    global _worker
+    worker, _worker = _worker, None
+    if worker is None:
+        return
+    worker.stdin.close()
+    failure = pickle.load(worker.stdout) if worker.stdout.peek(1) else RuntimeError("the figure worker stopped")
+    worker.stdout.close()
+    worker.wait()
+    if failure is not None:
+        raise failure
+
+
+def abandon() -> None:
+    """Stop the worker without waiting for its figures (the run failed; its outputs are discarded)."""
+    global _worker
+    worker, _worker = _worker, None
+    if worker is not None:
+        worker.kill()
+        worker.wait()
+        worker.stdin.close()
+        worker.stdout.close()
+
+
+def import_drawing() -> None:
+    """Import the plotting modules now: the worker does at its start, and so does the cluster's
+    aggregator (it draws its runs' figures itself, and no run should pay for the imports)."""
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+
+
+def _call(target: str, args, kwargs) -> None:
+    module, function = target.split(":")
+    getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+
+def serve(jobs: BinaryIO, answer: BinaryIO) -> None:
+    """The worker: import the plotting modules, draw every job until the parent closes the pipe, then
+    answer None or the first failure (later jobs are skipped)."""
+    import_drawing()
+    failure = None
+    while True:
+        try:
+            target, args, kwargs = pickle.load(jobs)
+        except EOFError:
+            break
+        if failure is None:
+            try:
+                _call(target, args, kwargs)
+            except Exception as exc:  # noqa: BLE001  (reported to the parent, which raises it)
+                failure = exc
+    try:
+        pickle.dumps(failure)
+    except Exception:  # noqa: BLE001  (an exception that cannot travel is sent as its text)
+        failure = RuntimeError(f"drawing a figure failed: {failure}")
+    pickle.dump(failure, answer)
+    answer.flush()
+
+
+def _main() -> None:
+    """Answer on the stdout the parent reads; anything a drawing library prints goes to stderr."""
+    answer = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    serve(sys.stdin.buffer, answer)
+
+
+if __name__ == "__main__":
+    _main()
