@@ -28,12 +28,12 @@ def semafor_panels(results: list[SubsetResult], fars) -> list[SemaforPanel]:
         fpr, tpr = (roc.fpr, roc.tpr) if roc is not None else (np.zeros(0), np.zeros(0))
         whose = "θ* of all trials" if v.get("THRESHOLD_SET") == "all" else "θ*"
         eer = OperatingMark(v["FAR@EER"], v["pD@EER"],
-                                  f"{whose} = {v['THRESHOLD_EER']:.4g}: pD {v['pD@EER']:.3f}, "
-                                  f"FAR {v['FAR@EER']:.3f}, bACC {v['bACC@EER']:.3f}")
+                            f"{whose} = {v['THRESHOLD_EER']:.4g}: pD {v['pD@EER']:.3f}, "
+                            f"FAR {v['FAR@EER']:.3f}, bACC {v['bACC@EER']:.3f}")
         at_far = tuple(OperatingMark(f, v[f"pD@FAR{f:g}"], f"pD@FAR{f:g} = {v[f'pD@FAR{f:g}']:.3f}")
                        for f in fars)
         panels.append(SemaforPanel(r.subset.label or "all trials", fpr, tpr, eer, at_far,
-                                         note=_no_curve(r.metrics.n_target, r.metrics.n_nontarget)))
+                                   note=_no_curve(r.metrics.n_target, r.metrics.n_nontarget)))
     return panels
 
 
@@ -57,8 +57,8 @@ def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> Cur
     d = dprime(fpr, tpr, plot.d_level)
     ci = (m.intervals.auc.lower, m.intervals.auc.upper) if m.intervals else None
     return Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
-                       n_target=m.n_target, n_nontarget=m.n_nontarget,
-                       trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
+                 n_target=m.n_target, n_nontarget=m.n_nontarget,
+                 trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
 
 
 def write_plots(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions, plot: PlotOptions) -> None:

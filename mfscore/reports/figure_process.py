@@ -5,7 +5,8 @@ command that will draw calls ``start`` first thing: a worker process imports the
 on the other core while the command reads its tables and scores, then draws what ``draw`` sends it,
 while the command writes its tables. ``finish`` waits for the figures (the staged outputs commit
 after it). Without a worker (a process that has matplotlib already, the cluster's aggregator, a
-test) ``draw`` calls the drawing function in this process.
+test) ``draw`` calls the drawing function in this process, and so does ``finish`` for every figure
+sent to a worker that died: the worker saves time, it is never needed.
 
 Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child.
 """
@@ -22,6 +23,7 @@ from typing import BinaryIO
 WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_pdf")
 
 _worker: subprocess.Popen | None = None
+_sent: list[tuple[str, tuple, dict]] = []
 
 
 def start() -> None:
@@ -37,8 +39,12 @@ def draw(target: str, *args, **kwargs) -> None:
     if _worker is None:
         _call(target, args, kwargs)
         return
-    pickle.dump((target, args, kwargs), _worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-    _worker.stdin.flush()
+    _sent.append((target, args, kwargs))
+    try:
+        pickle.dump((target, args, kwargs), _worker.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        _worker.stdin.flush()
+    except OSError:  # the worker died; finish draws its figures here
+        pass
 
 
 def finish() -> None:
@@ -47,18 +53,28 @@ def finish() -> None:
     worker, _worker = _worker, None
     if worker is None:
         return
-    worker.stdin.close()
-    failure = pickle.load(worker.stdout) if worker.stdout.peek(1) else RuntimeError("the figure worker stopped")
+    sent = _sent[:]
+    _sent.clear()
+    try:
+        worker.stdin.close()
+    except OSError:
+        pass
+    answered = bool(worker.stdout.peek(1))
+    failure = pickle.load(worker.stdout) if answered else None
     worker.stdout.close()
     worker.wait()
     if failure is not None:
         raise failure
+    if not answered:
+        for target, args, kwargs in sent:
+            _call(target, args, kwargs)
 
 
 def abandon() -> None:
     """Stop the worker without waiting for its figures (the run failed; its outputs are discarded)."""
     global _worker
     worker, _worker = _worker, None
+    _sent.clear()
     if worker is not None:
         worker.kill()
         worker.wait()

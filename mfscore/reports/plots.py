@@ -34,8 +34,6 @@ _DET_TICKS = [0.01, 0.1, 1, 2, 5, 10, 20, 40, 60, 80, 90, 95, 98, 99, 99.9]  # p
 _MAX_LABEL = 60  # characters of a query label kept in a multi-curve legend
 
 
-
-
 def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", title: str = "Performance",
                 subtitle: str = "", no_num: bool = False, opt_out: bool = False) -> list[Path]:
     """Draw ``curves`` as a ROC or DET plot and write ``<stem>.pdf`` and ``<stem>.png``.
@@ -258,8 +256,6 @@ def _legend_entry(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missi
 _THIN_CELLS = 1000
 _FAR_COLOURS = ["tab:green", "tab:purple", "tab:orange", "tab:brown"]
 _FAR_MARKERS = ["s", "^", "D", "v"]
-
-
 
 
 def thin_curve(x: np.ndarray, y: np.ndarray, cells: int = _THIN_CELLS) -> tuple[np.ndarray, np.ndarray]:

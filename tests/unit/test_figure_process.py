@@ -41,6 +41,16 @@ def test_a_failed_figure_raises_in_the_parent(worker, tmp_path):
     assert not (tmp_path / "later.txt").exists()
 
 
+def test_figures_sent_to_a_worker_that_died_are_drawn_here(worker, tmp_path):
+    target = tmp_path / "drawn.txt"
+    figure_process.draw("figure_jobs:append_line", str(target), "before")
+    worker.kill()
+    worker.wait()
+    figure_process.draw("figure_jobs:append_line", str(target), "after")
+    figure_process.finish()
+    assert target.read_text() in ("before\nafter\n", "before\nbefore\nafter\n")
+
+
 def test_abandon_stops_the_worker(worker):
     figure_process.abandon()
     assert worker.returncode is not None and figure_process._worker is None
