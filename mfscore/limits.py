@@ -7,4 +7,8 @@ readers that enforce them.
 DEFAULT_MAX_PIXELS = 100_000_000          # pixels an image mask may declare (formats/images.py)
 DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36      # pixels x frames an HDF5 video mask may declare (formats/video_masks.py)
 DEFAULT_MAX_JSON_BYTES = 64 << 20         # bytes of a provenance JSON (formats/provenance_json.py)
+MAX_JSON_CONTAINERS = 1_000_000           # arrays and objects in one provenance JSON (~200 MB once parsed)
+MAX_SCHEMA_PROBLEMS = 20                  # schema violations worded for one JSON; the check stops there
+MAX_TABLE_COLUMNS = 10_000                # columns in a table's header (formats/tables.py)
+MAX_HEADER_BYTES = 1 << 20                # bytes of a table's header line
 DEFAULT_MAX_TABLE_BYTES = 1 << 30         # bytes of a submitted table (validation/submission_table.py)

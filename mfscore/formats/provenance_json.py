@@ -14,11 +14,12 @@ import os
 import stat
 from functools import cache
 from importlib import resources
+from itertools import islice
 
 from jsonschema import Draft7Validator
 
 from mfscore.errors import InputFileError
-from mfscore.limits import DEFAULT_MAX_JSON_BYTES
+from mfscore.limits import DEFAULT_MAX_JSON_BYTES, MAX_JSON_CONTAINERS, MAX_SCHEMA_PROBLEMS
 
 
 GRAPH_BUILDING = "provenance"
@@ -40,13 +41,17 @@ def load_provenance_json(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MA
         if info.st_size > max_bytes:
             raise InputFileError(f"the JSON file is {info.st_size} bytes, more than the limit of {max_bytes}", path=path)
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            data = f.read(min(info.st_size, max_bytes) + 1)  # not a buffer of the limit's size
     except FileNotFoundError:
         raise InputFileError("the JSON file does not exist", path=path) from None
     except OSError as exc:
         raise InputFileError(f"the JSON file cannot be read ({exc.strerror or exc})", path=path) from None
     if len(data) > max_bytes:
         raise InputFileError(f"the JSON file is more than the limit of {max_bytes} bytes", path=path)
+    containers = data.count(b"[") + data.count(b"{")  # an upper bound (brackets in strings count too)
+    if containers > MAX_JSON_CONTAINERS:
+        raise InputFileError(f"the JSON file opens {containers} arrays and objects, more than the limit of "
+                             f"{MAX_JSON_CONTAINERS}", path=path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -88,7 +93,8 @@ def _validator(task: str) -> Draft7Validator:
 
 
 def schema_problems(document, task: str) -> list[str]:
-    """One sentence per schema violation, ``<json path>: <problem>``, sorted by path.
+    """One sentence per schema violation, ``<json path>: <problem>``, sorted by path: the first
+    ``MAX_SCHEMA_PROBLEMS`` found (a file of a million bad items must not cost a million sentences).
 
     ``task`` is ``provenance`` (graph building) or ``provenancefiltering`` (filtering), any case.
     """
@@ -98,7 +104,8 @@ def schema_problems(document, task: str) -> list[str]:
     validator = _validator(key)
     if validator.is_valid(_distinct_shapes(document)):
         return []
-    errors = sorted(validator.iter_errors(document), key=lambda e: [_sortable(p) for p in e.absolute_path])
+    errors = sorted(islice(validator.iter_errors(document), MAX_SCHEMA_PROBLEMS),
+                    key=lambda e: [_sortable(p) for p in e.absolute_path])
     return [f"{_json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from mfscore.errors import InputFileError
+from mfscore.limits import DEFAULT_MAX_TABLE_BYTES, MAX_HEADER_BYTES, MAX_TABLE_COLUMNS
 
 SEPARATOR = "|"
 
@@ -37,8 +38,30 @@ def file_line(row_position: int) -> int:
 
 
 def read_header(path: Path) -> list[str]:
-    """Column names of a table, read without the data."""
+    """Column names of a table, read without the data, once the table is within the limits."""
+    path = Path(path)
+    if path.is_file():
+        _check_limits(path)
     return list(_read(path, nrows=0).columns)
+
+
+def _check_limits(path: Path) -> None:
+    """The table's bytes and its header's width, before pandas reads it: a header of a million columns
+    takes pandas minutes and gigabytes, and the cluster refuses a table over the byte limit, so the
+    embedded command (and ``submit``, which plans before it uploads) refuses it too."""
+    size = path.stat().st_size
+    if size > DEFAULT_MAX_TABLE_BYTES:
+        raise InputFileError(f"the table is {size} bytes, more than the limit of {DEFAULT_MAX_TABLE_BYTES}",
+                             path=str(path))
+    with open(path, "rb") as file:
+        first = file.readline(MAX_HEADER_BYTES + 1)
+    if len(first) > MAX_HEADER_BYTES:
+        raise InputFileError(f"the header line is longer than the limit of {MAX_HEADER_BYTES} bytes",
+                             path=str(path), line=1)
+    columns = first.count(SEPARATOR.encode()) + 1
+    if columns > MAX_TABLE_COLUMNS:
+        raise InputFileError(f"the header has {columns} columns, more than the limit of {MAX_TABLE_COLUMNS}",
+                             path=str(path), line=1)
 
 
 def read_table(path: str | Path, *, raw_text: bool = False, required: tuple[str, ...] = (),

@@ -17,6 +17,7 @@ import pandas as pd
 from mfscore.errors import ImageError, InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, load_provenance_json, schema_problems
+from mfscore.limits import MAX_SCHEMA_PROBLEMS
 from mfscore.formats.tables import read_table
 
 PROBE = "ProvenanceProbeFileID"
@@ -108,7 +109,7 @@ def load_system_graph(inputs: ProvenanceInputs, name: str, task: str, *,
     problems = schema_problems(document, task)
     if problems:
         raise TrialInputError(f"the JSON fails the {task} schema: {problems[0]}"
-                              + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""), path=path)
+                              + _more(len(problems) - 1, at_least=len(problems) == MAX_SCHEMA_PROBLEMS), path=path)
     n_nodes = len(document["nodes"])
     for position, link in enumerate(document.get("links", [])):
         for end in ("source", "target"):
@@ -117,6 +118,10 @@ def load_system_graph(inputs: ProvenanceInputs, name: str, task: str, *,
                 raise TrialInputError(f"links[{position}].{end} = {value} is not a position in nodes "
                                       f"(0..{n_nodes - 1})", path=path)
     return document
+
+
+def _more(count: int, *, at_least: bool) -> str:
+    return f" (and {'at least ' if at_least else ''}{count} more problems)" if count else ""
 
 
 def load_journal(inputs: ProvenanceInputs, name: str) -> dict:

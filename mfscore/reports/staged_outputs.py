@@ -2,7 +2,9 @@
 
 Every file of a run is written into a private temporary directory beside its destination and
 moved into place only when the whole run has succeeded; a failure removes the directory, so a
-bad input never leaves a half-written report behind.
+bad input never leaves a half-written report behind. A run that was killed (SIGKILL, power loss)
+cannot remove its own: the next run writing to that directory does, when the process that made it
+(named in the directory's name, with the host) is gone.
 """
 
 from __future__ import annotations
@@ -10,9 +12,48 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
+
+
+STAGE_PREFIX = ".mfscore-staging-"
+_HOST = socket.gethostname().replace(os.sep, "_")
+_UNNAMED_STALE_SECONDS = 24 * 3600  # a stage named before processes were named in it
+
+
+def remove_stale_stages(directory: Path) -> list[Path]:
+    """Remove the stages in ``directory`` whose process on this host has exited (and unnamed ones a day
+    old); returns what was removed."""
+    removed = []
+    for stage in directory.glob(STAGE_PREFIX + "*"):
+        if stage.is_dir() and not stage.is_symlink() and _abandoned(stage):
+            shutil.rmtree(stage, ignore_errors=True)
+            removed.append(stage)
+    return removed
+
+
+def _abandoned(stage: Path) -> bool:
+    host, _, rest = stage.name[len(STAGE_PREFIX):].rpartition("-")[0].rpartition("-")
+    if rest.isdigit() and host:
+        return host == _HOST and not _alive(int(rest))
+    with contextlib.suppress(OSError):
+        return time.time() - stage.stat().st_mtime > _UNNAMED_STALE_SECONDS
+    return False
+
+
+def _alive(pid: int) -> bool:
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class StagedOutputs:
@@ -24,7 +65,8 @@ class StagedOutputs:
         self.prefix = os.path.basename(text)
         self._created = not self.directory.exists()
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._stage = Path(tempfile.mkdtemp(prefix=".mfscore-staging-", dir=self.directory))
+        remove_stale_stages(self.directory)
+        self._stage = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{_HOST}-{os.getpid()}-", dir=self.directory))
         self._names: list[str] = []
 
     def path(self, suffix: str, subdir: str = "") -> Path:

@@ -25,6 +25,7 @@ from mfscore.formats.provenance_json import (
     schema_problems,
 )
 from mfscore.formats.tables import read_table
+from mfscore.limits import MAX_SCHEMA_PROBLEMS
 from mfscore.validation.findings import Severity, ValidationReport
 from mfscore.validation.row_checks import check_duplicates, check_index_coverage, check_row_count
 from mfscore.validation.submission_names import check_expid_name
@@ -174,8 +175,9 @@ def _check_jsons(table, status, task: str, report: ValidationReport, max_json_by
         for problem in problems[:PROBLEMS_PER_FILE]:
             report.error("json.schema", _schema_message(name, task, problem), **where)
         if len(problems) > PROBLEMS_PER_FILE:
-            report.error("json.schema", f"The JSON file {name!r} has {len(problems) - PROBLEMS_PER_FILE} more "
-                                        "schema problem(s).", **where)
+            at_least = "at least " if len(problems) == MAX_SCHEMA_PROBLEMS else ""
+            report.error("json.schema", f"The JSON file {name!r} has {at_least}{len(problems) - PROBLEMS_PER_FILE} "
+                                        "more schema problem(s).", **where)
 
 
 def _schema_message(name: str, task: str, problem: str) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mfscore.formats.tables import SEPARATOR
-from mfscore.limits import DEFAULT_MAX_TABLE_BYTES
+from mfscore.limits import DEFAULT_MAX_TABLE_BYTES, MAX_TABLE_COLUMNS
 from mfscore.validation.findings import ValidationReport
 
 
@@ -60,6 +60,10 @@ def read_submission_table(path: str, report: ValidationReport, *,
             report.error("table.empty", "The file is empty: expected a header line.", file=path)
             return None
         header = [name.strip() for name in header]
+        if len(header) > MAX_TABLE_COLUMNS:
+            report.error("table.too_wide", f"The header has {len(header)} columns, more than the limit of "
+                         f"{MAX_TABLE_COLUMNS}.", file=path, line=1)
+            return None
         records, lines = [], []
         for fields in reader:
             if not fields:
