@@ -17,8 +17,8 @@ import pandas as pd
 from mfscore.errors import ImageError, InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, load_provenance_json, schema_problems
-from mfscore.limits import MAX_SCHEMA_PROBLEMS
 from mfscore.formats.tables import read_table
+from mfscore.limits import MAX_SCHEMA_PROBLEMS
 
 PROBE = "ProvenanceProbeFileID"
 OUTPUT = "ProvenanceOutputFileName"

@@ -18,7 +18,6 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-
 STAGE_PREFIX = ".mfscore-staging-"
 _HOST = socket.gethostname().replace(os.sep, "_")
 _UNNAMED_STALE_SECONDS = 24 * 3600  # a stage named before processes were named in it

@@ -21,7 +21,6 @@ from mfscore.limits import DEFAULT_MAX_TABLE_BYTES, MAX_TABLE_COLUMNS
 from mfscore.validation.findings import ValidationReport
 
 
-
 @dataclass
 class SubmissionTable:
     path: str

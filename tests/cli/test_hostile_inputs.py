@@ -2,6 +2,7 @@
 a provenance JSON of a million arrays, a schema-invalid JSON of many items, a table header of a
 million columns, a table over the byte limit, and the staging directories a killed run leaves."""
 
+# ruff: noqa: F811  (the tests take the detection bad-input suite's ``env`` fixture, imported below)
 from __future__ import annotations
 
 import os
