@@ -11,4 +11,6 @@ MAX_JSON_CONTAINERS = 1_000_000           # arrays and objects in one provenance
 MAX_SCHEMA_PROBLEMS = 20                  # schema violations worded for one JSON; the check stops there
 MAX_TABLE_COLUMNS = 10_000                # columns in a table's header (formats/tables.py)
 MAX_HEADER_BYTES = 1 << 20                # bytes of a table's header line
+MAX_QUERY_CHARS = 100_000                 # characters of one -q/-qp/-qm query (query.py)
+MAX_QUERY_COMPARISONS = 500               # comparisons in one query: each is a pass over the table
 DEFAULT_MAX_TABLE_BYTES = 1 << 30         # bytes of a submitted table (validation/submission_table.py)

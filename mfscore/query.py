@@ -43,12 +43,13 @@ import keyword
 import operator
 import re
 from dataclasses import dataclass
-from typing import Iterator, Union
+from typing import Iterable, Iterator, Union
 
 import numpy as np
 import pandas as pd
 
 from mfscore.errors import QueryError
+from mfscore.limits import MAX_QUERY_CHARS, MAX_QUERY_COMPARISONS
 
 __all__ = ["Node", "Literal", "ListLiteral", "Column", "Compare", "Not", "And", "Or",
            "parse", "column_names", "evaluate", "select"]
@@ -209,7 +210,9 @@ class _Parser:
     """Recursive descent over the token list; one method per grammar rule."""
 
     def __init__(self, text: str):
-        self.text, self.tokens, self.i, self.depth = text, _tokenize(text), 0, 0
+        if len(text) > MAX_QUERY_CHARS:
+            raise _fail(text, f"the query is {len(text)} characters long, more than the limit of {MAX_QUERY_CHARS}")
+        self.text, self.tokens, self.i, self.depth, self.comparisons = text, _tokenize(text), 0, 0, 0
 
     def peek(self, ahead: int = 0) -> _Token:
         return self.tokens[min(self.i + ahead, len(self.tokens) - 1)]
@@ -288,6 +291,9 @@ class _Parser:
             if op.value in _ORDER and isinstance(right, ListLiteral):
                 raise self.fail(f"'{op.value}' cannot compare with a list", op)
             pairs.append(Compare(str(op.value), left, right))
+            self.comparisons += 1
+            if self.comparisons > MAX_QUERY_COMPARISONS:  # each costs a pass over the table when evaluated
+                raise self.fail(f"the query makes more than {MAX_QUERY_COMPARISONS} comparisons, the limit", op)
         if not pairs:
             return operands[0]
         return pairs[0] if len(pairs) == 1 else And(tuple(pairs))
@@ -352,8 +358,17 @@ class _Parser:
 
 
 def parse(text: str) -> Node:
-    """Parse a query into a tree; raise QueryError for anything outside the grammar."""
+    """Parse a query into a tree, in time linear in its length; raise QueryError for anything outside
+    the grammar or over the limits (``MAX_QUERY_CHARS``, ``MAX_QUERY_COMPARISONS``)."""
     return _Parser(text).whole_query()
+
+
+def check(texts: Iterable[str | None]) -> None:
+    """Parse every given query now (an options object checks its queries so), so that a bad or oversized
+    one stops a run before it is planned rather than after its trials are scored."""
+    for text in texts:
+        if text is not None:
+            parse(text)
 
 
 def _names(node: Node) -> Iterator[str]:

@@ -13,6 +13,7 @@ from mfscore.detection import subsets as subsets_mod
 from mfscore.detection.bootstrap import SemaforDraws, semafor_intervals
 from mfscore.detection.metrics import DetectionMetrics, detection_metrics
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
+from mfscore import query
 from mfscore.errors import OptionError
 
 
@@ -32,6 +33,7 @@ class DetectionOptions:
     def __post_init__(self):
         if self.llr_base not in LLR_BASES:
             raise OptionError(f"--llr-base must be one of {', '.join(LLR_BASES)}, not {self.llr_base!r}")
+        query.check(self.queries)
 
 
 LLR_BASES = {"e": 1.0, "10": math.log(10.0), "2": math.log(2.0)}  # base -> factor to natural-log LLRs

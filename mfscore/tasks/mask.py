@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from mfscore import query
 from mfscore.errors import OptionError
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
@@ -57,6 +58,7 @@ class Options(ReferenceLayout):
             raise OptionError(f"a precision of {self.report.precision} digits is below 1")
         if self.manipulation_queries and (self.report.queries or self.report.partition):
             raise OptionError("-qm cannot be combined with -q or -qp")
+        query.check((*self.report.queries, self.report.partition, *self.manipulation_queries))
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mfscore import query
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import write_table
 from mfscore.masks.journal_selection import (
@@ -68,6 +69,9 @@ class Options(ReferenceLayout):
     precision: int = 16
     command_line: str = ""                    # _parameters.json's "command"
     flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
+
+    def __post_init__(self):
+        query.check((*self.query, self.query_partition, *self.query_manipulation))
 
 
 @dataclass

@@ -75,6 +75,9 @@ class TemporalOptions:
     video_opt_out: bool = True      # False with --no_video_opt_out: ignore VideoFrameOptOutSegments
     mediscore_compat: bool = False  # always truncate, as MediScore does (§A.6)
 
+    def __post_init__(self):
+        query_parser.check(text for text in self.queries if text.strip() != ALL)
+
     @property
     def clips(self) -> bool:
         return self.truncate or self.mediscore_compat

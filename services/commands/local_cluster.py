@@ -53,7 +53,7 @@ def run(args) -> int:
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started."""
     from mfscore.services.common.processes import (
-        free_port,
+        free_ports,
         start_nats_server,
         start_s3_server,
     )
@@ -71,16 +71,15 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
         processes.append({"name": "nats-server", "pid": nats.popen.pid, "log": str(nats.log_path)})
         s3 = start_s3_server(log_dir=state_dir / "logs", detach=True)
         processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
-        ports = {name: free_port() for name in ("validator", "aggregator")}
+        names = ["validator", "aggregator", *["mask-scorer"] * mask_scorers, *["provenance-scorer"] * provenance_scorers]
+        ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
+        grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
-            aggregator_address=f"127.0.0.1:{ports['aggregator']}", validator_address=f"127.0.0.1:{ports['validator']}",
+            aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
             nats_url=nats.url, s3_endpoint=s3.url, s3_access_key="mfscore", s3_secret_key="mfscore-local",
             bucket="mfscore", state_dir=str(state_dir), processes=processes)
-        plan = [("validator", ports["validator"]), ("aggregator", ports["aggregator"])]
-        plan += [("mask-scorer", free_port()) for _ in range(mask_scorers)]
-        plan += [("provenance-scorer", free_port()) for _ in range(provenance_scorers)]
-        for i, (name, grpc_port) in enumerate(plan):
-            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port))
+        for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
+            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port))
         for process in processes[2:]:
             wait_healthy(process)
         config.write(path)
@@ -90,10 +89,11 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
         raise
 
 
-def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int) -> dict:
+def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
+                  metrics_port: int | None = None) -> dict:
     from mfscore.services.common.processes import free_port
 
-    metrics_port = free_port()
+    metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
                                work_dir=str(state_dir / "work" / label))
     env = dict(os.environ)

@@ -216,7 +216,8 @@ class ObjectStore:
         target.parent.mkdir(parents=True, exist_ok=True)
 
         def fetch() -> None:
-            handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".part", delete=False)
+            # A short name: the target's own may already be near the 255-byte limit on a file name.
+            handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=".download-", suffix=".part", delete=False)
             try:
                 with handle:
                     self._stream(key, max_bytes, handle.write)

@@ -6,6 +6,7 @@ Servers log to files, never to pipes: a pipe nobody reads fills up and stalls th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -31,9 +32,17 @@ class ProcessError(MfscoreError):
 
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct such ports, all held open while they are picked: ports picked one at a time may
+    repeat, since the OS can hand out a released port again (a metrics port equal to a gRPC port)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in sockets:
+            sock.bind((LOOPBACK, 0))
+        return [sock.getsockname()[1] for sock in sockets]
 
 
 def find_executable(name: str) -> str:

@@ -141,6 +141,15 @@ def test_download_file_replaces_the_target_only_when_complete(store, tmp_path):
     assert os.listdir(target.parent) == ["mask.png"]
 
 
+def test_a_file_name_at_the_length_limit_downloads(store, tmp_path):
+    """A mask named with 255 bytes scores embedded, so it must download too (its temporary name is short)."""
+    name = "m" * 251 + ".png"
+    store.put_bytes(f"sys/{name}", b"png bytes")
+    store.download_file(f"sys/{name}", tmp_path / name, max_bytes=100)
+    assert (tmp_path / name).read_bytes() == b"png bytes"
+    assert os.listdir(tmp_path) == [name]
+
+
 def test_a_missing_object_is_one_clear_error_and_not_retried(store, tmp_path):
     attempts_before = get_attempts()
     with pytest.raises(ObjectMissing) as raised:

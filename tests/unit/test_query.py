@@ -12,8 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mfscore.detection.scorer import DetectionOptions
 from mfscore.errors import QueryError
+from mfscore.limits import MAX_QUERY_CHARS, MAX_QUERY_COMPARISONS
 from mfscore.query import And, Column, Compare, ListLiteral, Literal, Not, Or, column_names, evaluate, parse, select
+from mfscore.video.temporal_scorer import TemporalOptions
 
 FRAME = pd.DataFrame({
     "Purpose": ["remove", "add", "clone", "add", "", "remove", "splice", "add", "clone"],
@@ -367,3 +370,19 @@ def test_select_never_executes_code(query, text):
         except QueryError:
             pass
     assert CLEAN.index[mask].tolist() == expected
+
+
+def test_a_query_over_the_limits_is_refused_in_linear_time():
+    with pytest.raises(QueryError, match=f"more than the limit of {MAX_QUERY_CHARS}"):
+        parse(" or ".join(["Purpose=='add'"] * 20_000))
+    allowed = " or ".join(["A==1"] * MAX_QUERY_COMPARISONS)
+    assert isinstance(parse(allowed), Or)
+    with pytest.raises(QueryError, match=f"more than {MAX_QUERY_COMPARISONS} comparisons"):
+        parse(allowed + " or A==1")
+
+
+@pytest.mark.parametrize("build", [lambda bad: DetectionOptions(query_mode="q", queries=(bad,)),
+                                   lambda bad: TemporalOptions(queries=("*", bad))])
+def test_options_refuse_a_bad_query_when_made_before_any_planning(build):
+    with pytest.raises(QueryError, match="not allowed"):
+        build("__class__ == 1")
