@@ -50,6 +50,7 @@ State = runs_pb2.RunState
 TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED}
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _OUTPUT_NAME = re.compile(r"^[^/\\\0]{0,200}$")
+MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
 VALIDATION_TIMEOUT = 600
 
 
@@ -92,6 +93,12 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run id {run_id!r} is not 1-64 letters, digits, '-' or '_'")
         if not _OUTPUT_NAME.match(request.output_name) or request.output_name == "..":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the output name {request.output_name!r} is not a file name")
+        if request.task not in tasks.names():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{request.task[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
+        if request.ByteSize() > MAX_RUN_SPEC_BYTES:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
+                                f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
         if run_id in self.runs:
             return self.runs[run_id].status
         spec = runs_pb2.RunSpec()

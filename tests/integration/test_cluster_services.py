@@ -181,4 +181,12 @@ def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
         with pytest.raises(grpc.RpcError) as error:
             stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id="not a token", output_name="x"), timeout=5)
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert all(s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs)
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(runs_pb2.RunSpec(task="nonesuch", run_id="no-task", output_name="x"), timeout=5)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "is not a task" in error.value.details()
+        huge = runs_pb2.RunSpec(task="mask", run_id="huge-spec", output_name="x", options=b"{" + b" " * (2 << 20) + b"}")
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(huge, timeout=10)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "more than the limit" in error.value.details()
+        listed = {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
+        assert all(listed) and not listed & {"no-task", "huge-spec"}  # nothing recorded for either
