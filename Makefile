@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test conformance bench clean
+.PHONY: setup demo test test-faults conformance bench clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The slow fault injections (outages of tens of seconds); 'make test' runs a short one of each kind.
+test-faults: setup
+	$(BIN)/python -m pytest -q -m faults tests/integration
 
 conformance: setup
 	$(BIN)/python -m pytest -q tests/conformance -s

@@ -30,14 +30,24 @@ class ClusterConfig:
     s3_access_key: str
     s3_secret_key: str
     bucket: str
+    token: str = ""        # the bearer token sent to the aggregator (a local cluster's: its operator's)
+    tls_ca: str = ""       # the CA the services' certificates are checked against, when they use TLS
     state_dir: str = ""
     processes: list[dict] = field(default_factory=list)  # name, pid, grpc_port, metrics_port, log
 
     def settings(self, **overrides) -> Settings:
-        return Settings.from_env(
-            {}, nats_url=self.nats_url, s3_endpoint=self.s3_endpoint, s3_access_key=self.s3_access_key,
-            s3_secret_key=self.s3_secret_key, bucket=self.bucket, aggregator_address=self.aggregator_address,
-            validator_address=self.validator_address, **overrides)
+        values = dict(nats_url=self.nats_url, s3_endpoint=self.s3_endpoint, s3_access_key=self.s3_access_key,
+                      s3_secret_key=self.s3_secret_key, bucket=self.bucket, aggregator_address=self.aggregator_address,
+                      validator_address=self.validator_address, token=self.token, tls_ca=self.tls_ca)
+        return Settings.from_env({}, **{**values, **overrides})
+
+    def channel(self, address: str | None = None):
+        """A gRPC channel to ``address`` (default the aggregator) carrying this cluster's token."""
+        from mfscore.services.common.auth import client_channel
+        from mfscore.services.common.grpc_server import MESSAGE_OPTIONS
+
+        return client_channel(address or self.aggregator_address, token=self.token, tls_ca=self.tls_ca,
+                              options=MESSAGE_OPTIONS)
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,5 +76,5 @@ def resolve(cluster: str | None) -> ClusterConfig:
     if os.environ.get("MFSCORE_AGGREGATOR_ADDRESS"):
         s = Settings.from_env()
         return ClusterConfig(s.aggregator_address, s.validator_address, s.nats_url, s.s3_endpoint,
-                             s.s3_access_key, s.s3_secret_key, s.bucket)
+                             s.s3_access_key, s.s3_secret_key, s.bucket, token=s.token, tls_ca=s.tls_ca)
     return ClusterConfig.read(default_cluster_file())

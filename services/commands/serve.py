@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
 SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
@@ -59,8 +58,7 @@ def run(args) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     settings = _settings(args)
-    logging.getLogger("mfscore.services").info("starting %s with %s", args.service,
-                                               dataclasses.replace(settings, s3_secret_key="***"))
+    logging.getLogger("mfscore.services").info("starting %s with %s", args.service, settings.redacted())
     import asyncio
 
     asyncio.run(_serve(args.service, settings))

@@ -25,7 +25,17 @@ ENV_VARS = {
     "work_dir": "MFSCORE_WORK_DIR",
     "ack_wait_seconds": "MFSCORE_ACK_WAIT",
     "max_deliver": "MFSCORE_MAX_DELIVER",
+    "grpc_host": "MFSCORE_GRPC_HOST",
+    "metrics_host": "MFSCORE_METRICS_HOST",
+    "token": "MFSCORE_TOKEN",
+    "tokens_file": "MFSCORE_TOKENS_FILE",
+    "tls_cert": "MFSCORE_TLS_CERT",
+    "tls_key": "MFSCORE_TLS_KEY",
+    "tls_ca": "MFSCORE_TLS_CA",
+    "nats_user": "MFSCORE_NATS_USER",
+    "nats_password": "MFSCORE_NATS_PASSWORD",
 }
+SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
 
 PORT_FIELDS = ("grpc_port", "metrics_port")
 POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver")
@@ -55,6 +65,15 @@ class Settings:
     work_dir: str = field(default_factory=_default_work_dir)
     ack_wait_seconds: int = 60
     max_deliver: int = 5
+    grpc_host: str = "127.0.0.1"       # loopback unless told otherwise (Kubernetes sets 0.0.0.0)
+    metrics_host: str = "127.0.0.1"
+    token: str = ""                    # this process's bearer token, sent on every gRPC call it makes
+    tokens_file: str = ""              # the callers a gRPC server accepts (services/common/auth.py)
+    tls_cert: str = ""                 # PEM certificate and key: gRPC listens with TLS when both are set
+    tls_key: str = ""
+    tls_ca: str = ""                   # PEM CA that gRPC and NATS servers' certificates are checked against
+    nats_user: str = ""
+    nats_password: str = ""
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"
@@ -71,6 +90,10 @@ class Settings:
         for name in POSITIVE_FIELDS:
             if getattr(self, name) < 1:
                 raise OptionError(f"{ENV_VARS[name]} must be at least 1, not {getattr(self, name)}")
+
+    def redacted(self) -> Settings:
+        """These settings with every secret replaced by ``***``, for logs."""
+        return dataclasses.replace(self, **{name: "***" for name in SECRET_FIELDS if getattr(self, name)})
 
     @property
     def s3_secure(self) -> bool:

@@ -54,7 +54,7 @@ class RunRef(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class RunStatus(_message.Message):
-    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation")
+    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,8 @@ class RunStatus(_message.Message):
     SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    TRIALS_DEAD_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     task: str
     state: RunState
@@ -75,7 +77,9 @@ class RunStatus(_message.Message):
     submitted_at: _timestamp_pb2.Timestamp
     finished_at: _timestamp_pb2.Timestamp
     validation: ValidationReport
-    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ...) -> None: ...
+    trials_dead: int
+    owner: str
+    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("state",)

@@ -1,0 +1,260 @@
+"""Who may call a gRPC service: bearer tokens checked by a server interceptor, and the channels that send them.
+
+A service reads its callers from a tokens file (``MFSCORE_TOKENS_FILE``, a Kubernetes secret mounted as
+a file), one caller a line: ``<name> <role> <sha256 of the token, hex>``; ``#`` starts a comment. The
+file holds digests, so it can be read by anyone who may see the deployment without giving a way in.
+Every method but health needs a token of a role the method allows; the caller's name and role reach
+the servicer through ``caller()``.
+
+Roles: ``client`` submits runs and sees its own, ``operator`` sees and fetches every run, ``service``
+is one mfscore service calling another (the aggregator's Validate calls).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import grpc
+
+from mfscore.errors import OptionError
+
+ROLES = ("client", "operator", "service")
+HEALTH_PREFIX = "/grpc.health.v1.Health/"
+# Which roles may call each service's methods; reflection is open to any authenticated caller.
+METHOD_ROLES = {
+    "/mfscore.v1.Aggregator/": ("client", "operator"),
+    "/mfscore.v1.Validator/": ("service", "operator"),
+    "/mfscore.v1.Scorer/": ("service", "operator"),
+    "/grpc.reflection.": ROLES,
+}
+MAX_TOKENS_FILE_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    role: str
+
+    @property
+    def operator(self) -> bool:
+        return self.role == "operator"
+
+
+_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("mfscore_caller")
+
+
+def caller() -> Caller:
+    """The authenticated caller of the gRPC method being served."""
+    return _caller.get()
+
+
+def new_token() -> str:
+    """A fresh random bearer token (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def tokens_line(name: str, role: str, token: str) -> str:
+    """The tokens-file line that lets ``token`` in as ``name`` with ``role``."""
+    return f"{name} {role} {digest(token)}"
+
+
+class Callers:
+    """The callers a server accepts, by token digest."""
+
+    def __init__(self, by_digest: Mapping[str, Caller]):
+        if not by_digest:
+            raise OptionError("no callers are configured: a service accepts no anonymous calls "
+                              "(set MFSCORE_TOKENS_FILE; see docs/distributed.md, 'Credentials')")
+        self._digests = [(bytes.fromhex(d), c) for d, c in by_digest.items()]
+
+    @classmethod
+    def of_tokens(cls, tokens: Mapping[str, Caller]) -> Callers:
+        """From plain tokens (tests, and a local cluster's own generation)."""
+        return cls({digest(token): who for token, who in tokens.items()})
+
+    @classmethod
+    def read(cls, path: str) -> Callers:
+        """The tokens file at ``path``; a malformed line raises ``OptionError`` naming it."""
+        if not path:
+            return cls({})
+        try:
+            if os.path.getsize(path) > MAX_TOKENS_FILE_BYTES:
+                raise OptionError(f"the tokens file is over {MAX_TOKENS_FILE_BYTES} bytes", path=path)
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as error:
+            raise OptionError(f"the tokens file cannot be read ({error.strerror})", path=path) from None
+        by_digest = {}
+        for number, line in enumerate(lines, 1):
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            if (len(fields) != 3 or fields[1] not in ROLES or len(fields[2]) != 64
+                    or any(c not in "0123456789abcdef" for c in fields[2])):
+                raise OptionError(f"a line must be '<name> <role> <sha256 hex>' with a role of {', '.join(ROLES)}",
+                                  path=path, line=number)
+            by_digest[fields[2]] = Caller(fields[0], fields[1])
+        return cls(by_digest)
+
+    def find(self, token: str) -> Caller | None:
+        """The caller ``token`` belongs to: every digest is compared, each in constant time."""
+        presented = hashlib.sha256(token.encode()).digest()
+        found = None
+        for known, who in self._digests:
+            if hmac.compare_digest(presented, known):
+                found = who
+        return found
+
+
+def _roles_for(method: str) -> tuple[str, ...]:
+    return next((roles for prefix, roles in METHOD_ROLES.items() if method.startswith(prefix)), ())
+
+
+def _bearer(metadata) -> str:
+    for key, value in metadata or ():
+        if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+            return value[len("Bearer "):]
+    return ""
+
+
+def _refusal(code: grpc.StatusCode, details: str) -> grpc.RpcMethodHandler:
+    async def refuse(request, context):
+        await context.abort(code, details)
+    return grpc.unary_unary_rpc_method_handler(refuse)
+
+
+def _as(handler: grpc.RpcMethodHandler, who: Caller) -> grpc.RpcMethodHandler:
+    """``handler`` with the caller set for its servicer."""
+    serializers = {"request_deserializer": handler.request_deserializer,
+                   "response_serializer": handler.response_serializer}
+    if handler.unary_unary is not None:
+        inner = handler.unary_unary
+
+        async def unary_unary(request, context):
+            _caller.set(who)
+            return await inner(request, context)
+        return grpc.unary_unary_rpc_method_handler(unary_unary, **serializers)
+    if handler.unary_stream is not None:
+        inner_stream = handler.unary_stream
+
+        async def unary_stream(request, context):
+            _caller.set(who)
+            async for reply in inner_stream(request, context):
+                yield reply
+        return grpc.unary_stream_rpc_method_handler(unary_stream, **serializers)
+    if handler.stream_stream is not None:
+        inner_streams = handler.stream_stream
+
+        async def stream_stream(requests, context):
+            _caller.set(who)
+            async for reply in inner_streams(requests, context):
+                yield reply
+        return grpc.stream_stream_rpc_method_handler(stream_stream, **serializers)
+    return handler
+
+
+class BearerAuth(grpc.aio.ServerInterceptor):
+    """Refuses every call but health without a known bearer token (UNAUTHENTICATED) or of a role the
+    method does not allow (PERMISSION_DENIED); the refusal names no token."""
+
+    def __init__(self, callers: Callers):
+        self.callers = callers
+
+    async def intercept_service(self, continuation, details):
+        method = details.method
+        if method.startswith(HEALTH_PREFIX):
+            return await continuation(details)
+        who = self.callers.find(_bearer(details.invocation_metadata))
+        if who is None:
+            return _refusal(grpc.StatusCode.UNAUTHENTICATED, "no valid bearer token: every call needs one "
+                            "(MFSCORE_TOKEN, or the cluster file's token)")
+        if who.role not in _roles_for(method):
+            return _refusal(grpc.StatusCode.PERMISSION_DENIED,
+                            f"the {who.role} {who.name!r} may not call {method.rsplit('/', 1)[-1]}")
+        handler = await continuation(details)
+        return None if handler is None else _as(handler, who)
+
+
+class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to every call of a synchronous channel."""
+
+    def __init__(self, token: str):
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    def _with_token(self, details):
+        return details._replace(metadata=tuple(details.metadata or ()) + self.metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+
+class _AioToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):
+    """The same for an asyncio channel."""
+
+    def __init__(self, token: str):
+        self.metadata = (("authorization", f"Bearer {token}"),)
+
+    def _with_token(self, details):
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), *self.metadata)
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation, details, request):
+        return await continuation(self._with_token(details), request)
+
+    async def intercept_unary_stream(self, continuation, details, request):
+        return await continuation(self._with_token(details), request)
+
+
+def _read_ca(tls_ca: str) -> bytes:
+    try:
+        with open(tls_ca, "rb") as f:
+            return f.read()
+    except OSError as error:
+        raise OptionError(f"the CA certificate cannot be read ({error.strerror})", path=tls_ca) from None
+
+
+def client_channel(address: str, *, token: str = "", tls_ca: str = "", options=()) -> grpc.Channel:
+    """A channel to ``address`` that sends ``token`` on every call, over TLS checked against ``tls_ca`` when set."""
+    if tls_ca:
+        channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(_read_ca(tls_ca)), options=options)
+    else:
+        channel = grpc.insecure_channel(address, options=options)
+    return grpc.intercept_channel(channel, _Token(token)) if token else channel
+
+
+def aio_client_channel(address: str, *, token: str = "", tls_ca: str = "", options=()) -> grpc.aio.Channel:
+    """The asyncio form of ``client_channel``."""
+    interceptors = [_AioToken(token)] if token else None
+    if tls_ca:
+        return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(_read_ca(tls_ca)), options=options,
+                                       interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+
+
+def server_credentials(tls_cert: str, tls_key: str) -> grpc.ServerCredentials | None:
+    """TLS credentials for a server when a certificate and key are configured; None for plaintext."""
+    if not (tls_cert or tls_key):
+        return None
+    if not (tls_cert and tls_key):
+        raise OptionError("TLS needs both MFSCORE_TLS_CERT and MFSCORE_TLS_KEY")
+    pems = []
+    for path in (tls_key, tls_cert):
+        try:
+            with open(path, "rb") as f:
+                pems.append(f.read())
+        except OSError as error:
+            raise OptionError(f"cannot be read ({error.strerror})", path=path) from None
+    return grpc.ssl_server_credentials([(pems[0], pems[1])])
