@@ -39,8 +39,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-import grpc
-
 from mfscore.cli.main import main
 from mfscore.reports.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
@@ -193,7 +191,7 @@ def s3_requests(log: str, bucket: str) -> tuple[Counter, Counter]:
 
 def last_run(path: Path) -> runs_pb2.RunStatus:
     config = local_cluster.ClusterConfig.read(path)
-    with grpc.insecure_channel(config.aggregator_address) as channel:
+    with config.channel() as channel:
         return services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest()).runs[-1]
 
 

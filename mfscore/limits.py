@@ -5,6 +5,10 @@ readers that enforce them.
 """
 
 DEFAULT_MAX_PIXELS = 100_000_000          # pixels an image mask may declare (formats/images.py)
+DEFAULT_MAX_JOB_BYTES = 1_000_000_000     # bytes an image mask job may need, from its headers (masks/mask_scoring.py)
+JOB_MAP_BYTES = 6                         # one-byte maps per pixel a mask job holds at once, at most
+DECODE_SAMPLE_BYTES = 2                   # bytes per decoded sample while OpenCV decodes a PNG, JPEG, TIFF or BMP
+JPEG2000_SAMPLE_BYTES = 6                 # the same for JPEG 2000 (OpenJPEG's 32-bit planes and the result)
 DEFAULT_MAX_VIDEO_ELEMENTS = 1 << 36      # pixels x frames an HDF5 video mask may declare (formats/video_masks.py)
 DEFAULT_MAX_JSON_BYTES = 64 << 20         # bytes of a provenance JSON (formats/provenance_json.py)
 MAX_JSON_CONTAINERS = 1_000_000           # arrays and objects in one provenance JSON (~200 MB once parsed)

@@ -2,15 +2,19 @@
 
 Runs embedded (no servers): the same ``mfscore`` commands a user types, printed before they run,
 then the report tables and where the plots are; then one mask run again on a local cluster, whose
-files must be byte-identical to the embedded run's.
+files must be byte-identical to the embedded run's, and what another caller of that cluster sees.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import cv2
@@ -142,8 +146,27 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
                   + ("byte-identical to the embedded run's" if same else "DIFFERENT from the embedded run's"))
             if not same:
                 sys.exit(1)
+        _another_caller(cluster)
     finally:
         _run(["local-cluster", "down", "--cluster", str(cluster)])
+
+
+def _another_caller(cluster: Path) -> None:
+    """Every call to a cluster carries a token; a caller sees its own runs, the one who started it (an operator)
+    sees every run."""
+    print("\nEvery call carries a bearer token (docs/distributed.md, 'Credentials'). The cluster file's is its "
+          "operator's, who sees every run; a new caller, alice, sees only her own:")
+    _run(["report", "--list", "--cluster", str(cluster)])
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        mfscore_main(["local-cluster", "token", "--name", "alice", "--cluster", str(cluster)])
+    print(f"\n$ mfscore local-cluster token --name alice --cluster {cluster}\n(alice's token, not shown)")
+    time.sleep(1.2)  # the services read the tokens file again within a second
+    os.environ["MFSCORE_TOKEN"] = said.getvalue().strip()
+    try:
+        print("\nAs alice (MFSCORE_TOKEN set to her token):", end="")
+        _run(["report", "--list", "--cluster", str(cluster)])
+    finally:
+        del os.environ["MFSCORE_TOKEN"]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, threshold_or_off
 from mfscore.errors import OptionError
-from mfscore.limits import DEFAULT_MAX_PIXELS
+from mfscore.limits import DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_PIXELS
 from mfscore.masks import MANIPULATION, SPLICE
 
 
@@ -57,6 +57,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("-xF", "--indexFilter", action="store_true", help="score only trials present in the index")
     p.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
                    help=f"refuse images declaring more pixels than this (default {DEFAULT_MAX_PIXELS:,})")
+    p.add_argument("--max-job-bytes", type=int, default=DEFAULT_MAX_JOB_BYTES,
+                   help="leave unscored a trial whose masks would need more memory than this to score, judged from "
+                        f"their headers (default {DEFAULT_MAX_JOB_BYTES:,})")
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
     p.add_argument("-html", action="store_true", help="accepted; mfscore writes no HTML report yet")
     for flag in ("--speedup", "--cache_flush", "--debug_off"):
@@ -86,7 +89,7 @@ def options(args) -> TaskRun:
         task=task, zones=ZoneOptions(args.eks, args.dks, ntdks, args.kernel), sbin=args.sbin,
         pixel_value=args.nspx, per_probe_pixel_value=args.perProbePixelNoScore,
         jpeg2000=args.jpeg2000, rbin=args.rbin, max_pixels=args.max_pixels,
-        mediscore_compat=args.mediscore_compat)
+        max_job_bytes=args.max_job_bytes, mediscore_compat=args.mediscore_compat)
     report = ReportOptions(task=task, precision=precision, truncate=args.truncate, opt_out=args.optOut,
                            display_scored_only=args.displayScoredOnly, queries=tuple(args.query or ()),
                            partition=args.queryPartition, mediscore_compat=args.mediscore_compat,

@@ -20,7 +20,6 @@ import numpy as np
 from mfscore.errors import ImageError
 from mfscore.limits import DEFAULT_MAX_PIXELS
 
-
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
 _J2K_SIGNATURE = b"\xff\x4f\xff\x51"
@@ -213,8 +212,9 @@ def image_size(path: str) -> tuple[int, int, int | None]:
     return header.width, header.height, header.channels
 
 
-def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
-    """Check the header against the limits, then decode with OpenCV (IMREAD_UNCHANGED: no EXIF rotation)."""
+def checked_header(path: str, max_pixels: int) -> ImageHeader:
+    """The header of a regular file within the pixel limit and of 8-bit samples: what the readers
+    check before decoding (a FIFO or a directory is never opened)."""
     if not os.path.isfile(path):
         raise ImageError("the image does not exist" if not os.path.exists(path) else "not a regular file", path=path)
     header = image_header(path)
@@ -224,6 +224,13 @@ def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
                          path=path)
     if header.bit_depth is not None and header.bit_depth > 8:
         raise ImageError(f"the image has {header.bit_depth}-bit samples; masks must be 8-bit", path=path)
+    return header
+
+
+def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
+    """Check the header against the limits, then decode with OpenCV (IMREAD_UNCHANGED: no EXIF rotation)."""
+    header = checked_header(path, max_pixels)
+    w, h = header.width, header.height
     try:
         image = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_UNCHANGED)
     except cv2.error:
@@ -259,20 +266,24 @@ def read_grey(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, require_single
     return cv2.cvtColor(np.ascontiguousarray(colour), cv2.COLOR_BGR2GRAY)
 
 
-def read_colour(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
-    """A colour reference mask (NC2016/NC2017) as uint8 HxWx3 BGR; grey gives 3 equal channels, alpha is dropped."""
+def read_colour(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, keep_grey: bool = False) -> np.ndarray:
+    """A colour reference mask (NC2016/NC2017) as uint8 HxWx3 BGR; grey gives 3 equal channels, alpha is dropped.
+
+    With ``keep_grey`` a grey image stays HxW, a third of the memory (``colour_selection`` reads both).
+    """
     image, _ = _decode(path, max_pixels)
     if image.ndim == 2:
-        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+        return image if keep_grey else cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
     return np.ascontiguousarray(image[:, :, :3])
 
 
 def read_layers(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """A bit-plane reference mask as uint8 HxWxL, layers in the file's component order (as glymur gives them).
 
-    OpenCV returns colour as BGR(A); the channels are put back in file order.  OpenCV's JPEG 2000
-    decoder handles only 1, 3 or 4 components (at most 32 bit-planes), so a file declaring 2 or
-    more than 4 components is refused with an ImageError before decoding.
+    OpenCV returns colour as BGR(A); the channels are put back in file order, in place (a copy
+    would double the memory).  OpenCV's JPEG 2000 decoder handles only 1, 3 or 4 components (at
+    most 32 bit-planes), so a file declaring 2 or more than 4 components is refused with an
+    ImageError before decoding.
     """
     header = image_header(path)
     if header.format in ("jp2", "j2k") and header.channels not in (1, 3, 4):
@@ -282,9 +293,11 @@ def read_layers(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarra
     if image.ndim == 2:
         return image[:, :, np.newaxis]
     if image.shape[2] == 4 and header.channels == 2:  # grey + alpha, expanded by OpenCV to BGRA
-        return np.ascontiguousarray(image[:, :, [0, 3]])
+        return np.ascontiguousarray(image[:, :, ::3])
     if header.channels is not None and image.shape[2] != header.channels:
         raise ImageError(f"the image decodes to {image.shape[2]} channels but its header says {header.channels}",
                          path=path)
-    order = [2, 1, 0, 3][: image.shape[2]]
-    return np.ascontiguousarray(image[:, :, order])
+    blue = image[:, :, 0].copy()
+    image[:, :, 0] = image[:, :, 2]
+    image[:, :, 2] = blue
+    return image

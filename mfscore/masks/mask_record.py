@@ -118,6 +118,18 @@ def coded_histogram(codes: np.ndarray, bins: int) -> np.ndarray:
 # Pixels of neighbouring columns count into separate copies of the bins ("lanes"): a mask is
 # mostly one value, and OpenCV's histogram is ~3× faster when consecutive pixels hit different bins.
 _LANES = 4
+# Pixels coded at a time: the 3-byte codes of a band, not of the whole image, are held at once.
+_BAND_PIXELS = 1 << 22
+
+
+def _codes(region: np.ndarray, weight: np.ndarray, system: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    """``value | (region + 2·weight + 4·lane) << 8`` per pixel, as uint16."""
+    flags = cv2.add(region.view(np.uint8), cv2.add(weight.view(np.uint8), weight.view(np.uint8)))
+    flags |= lanes
+    codes = flags.astype(np.uint16)
+    codes <<= 8
+    codes |= system
+    return codes
 
 
 def histogram_record(region: np.ndarray, weight: np.ndarray, system: np.ndarray, *,
@@ -125,14 +137,15 @@ def histogram_record(region: np.ndarray, weight: np.ndarray, system: np.ndarray,
                      missing_bitplanes: tuple[int, ...] = (), system_given: bool = True) -> MaskRecord:
     """The record of one mask: ``region`` is the reference-positive map, ``weight`` the scored map.
 
-    One histogram pass over ``value | (region + 2·weight + 4·lane) << 8`` gives all three histograms.
+    One histogram pass over the codes of ``_codes``, a band of rows at a time, gives all three histograms.
     """
-    flags = cv2.add(region.view(np.uint8), cv2.add(weight.view(np.uint8), weight.view(np.uint8)))
-    flags |= (np.arange(system.shape[1], dtype=np.uint8) % _LANES) << 2
-    codes = flags.astype(np.uint16)
-    codes <<= 8
-    codes |= system
-    counts = coded_histogram(codes, _LANES * 4 * BINS).reshape(_LANES, 4, BINS).sum(axis=0)
+    lanes = (np.arange(system.shape[1], dtype=np.uint8) % _LANES) << 2
+    rows = max(1, _BAND_PIXELS // max(1, system.shape[1]))
+    counts = np.zeros(_LANES * 4 * BINS, np.int64)
+    for top in range(0, system.shape[0], rows):
+        band = slice(top, top + rows)
+        counts += coded_histogram(_codes(region[band], weight[band], system[band], lanes), _LANES * 4 * BINS)
+    counts = counts.reshape(_LANES, 4, BINS).sum(axis=0)
     return MaskRecord(  # rows of counts: (weight, region) = 00, 01, 10, 11
         status=SCORED, positive=counts[3], negative=counts[2], present=counts.sum(axis=0) > 0,
         pixel_bns=pixel_bns, pixel_sns=pixel_sns, pixel_pns=pixel_pns,

@@ -3,16 +3,23 @@
 This is the only place in the mask scorer that reads images. A ``MaskJob`` carries everything a
 worker needs (paths, which colours or bit-planes are selected, the options), so the same function
 serves the embedded process pool and the distributed mask-scorer service.
+
+A job's memory is a few bytes per pixel (``job_bytes_per_pixel``): the masks while they are
+decoded, then at most ``JOB_MAP_BYTES`` one-byte maps, each dropped as soon as it is no longer
+needed. A job whose masks would need more than ``max_job_bytes`` is refused from their headers,
+before anything is decoded.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from mfscore.errors import ImageError
-from mfscore.formats.images import DEFAULT_MAX_PIXELS, read_colour, read_grey, read_layers
+from mfscore.formats.images import DEFAULT_MAX_PIXELS, ImageHeader, checked_header, read_colour, read_grey, read_layers
+from mfscore.limits import DECODE_SAMPLE_BYTES, DEFAULT_MAX_JOB_BYTES, JOB_MAP_BYTES, JPEG2000_SAMPLE_BYTES
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.noscore_zones import noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
@@ -43,6 +50,7 @@ class MaskJob:
     pixel_value: int | None = None
     zones: ZoneOptions = ZoneOptions()
     max_pixels: int = DEFAULT_MAX_PIXELS
+    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
     all_regions_without_zones: bool = False
     blank_size: tuple[int, int] | None = None  # (width, height) of a missing system mask; None: the reference's
 
@@ -53,8 +61,8 @@ def _selection(job: MaskJob) -> Selection | None:
     if job.bitplanes:
         layers = read_layers(job.reference_path, max_pixels=job.max_pixels)
         return bitplane_selection(layers, list(job.selected_bitplanes), list(job.journal_bitplanes))
-    bgr = read_colour(job.reference_path, max_pixels=job.max_pixels)
-    selection = colour_selection(bgr, list(job.selected_colours), with_distractors=job.with_distractors)
+    image = read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True)
+    selection = colour_selection(image, list(job.selected_colours), with_distractors=job.with_distractors)
     if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (mask.md §4.2)
         return Selection(selection.all_regions, np.zeros_like(selection.region), selection.all_regions)
     return selection
@@ -79,8 +87,79 @@ def _unreadable(what: str, error: ImageError) -> str:
     return f"the {what} mask file {error.path} is unreadable: {error.message}"
 
 
+def _size(n: int) -> str:
+    """``n`` bytes in decimal units, three significant digits."""
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def decode_bytes(header: ImageHeader) -> int:
+    """Bytes per pixel held while an image is decoded: OpenCV decodes grey to 1 channel, colour to 3
+    and anything else (alpha, unknown) to at most 4, each sample costing ``DECODE_SAMPLE_BYTES``
+    (``JPEG2000_SAMPLE_BYTES`` for JPEG 2000)."""
+    channels = {1: 1, 3: 3}.get(header.channels, 4)
+    return channels * (JPEG2000_SAMPLE_BYTES if header.format in ("jp2", "j2k") else DECODE_SAMPLE_BYTES)
+
+
+def job_bytes_per_pixel(reference_decode: int, system_decode: int) -> int:
+    """Peak bytes per pixel of a job (measured: docs/reliability.md), the largest of its three phases:
+    decoding the reference, decoding the system mask beside three reference maps, and the no-score
+    zones (``JOB_MAP_BYTES`` maps)."""
+    return max(reference_decode, 3 + system_decode, JOB_MAP_BYTES)
+
+
+def _declared(path: str | None, max_pixels: int) -> tuple[str, int, int, int, int] | None:
+    """(path, width, height, decoding bytes per pixel, file bytes) from the header alone; None without
+    a file, or for one the reader refuses before decoding it."""
+    if not path:
+        return None
+    try:
+        header = checked_header(path, max_pixels)
+        return path, header.width, header.height, decode_bytes(header), os.path.getsize(path)
+    except (ImageError, OSError):
+        return None
+
+
+def _check_job_memory(job: MaskJob) -> None:
+    """Refuse, from the headers alone, a job whose masks would need more than ``job.max_job_bytes``.
+
+    The need is the largest declared size times ``job_bytes_per_pixel``, plus the files, which are
+    read whole before they are decoded. A mask the reader refuses from its header (unreadable, over
+    the pixel limit) is left to the reader to report; it is never decoded.
+    """
+    reference = _declared(job.reference_path, job.max_pixels)
+    if reference is None:
+        return
+    system = _declared(job.system_path, job.max_pixels)
+    masks = [m for m in (reference, system) if m]
+    sizes = [(width, height) for _, width, height, _, _ in masks]
+    if job.blank_size is not None and not job.system_path:
+        sizes.append(job.blank_size)
+    width, height = max(sizes, key=lambda size: size[0] * size[1])
+    per_pixel = job_bytes_per_pixel(reference[3], system[3] if system else 0)
+    files = sum(m[4] for m in masks)
+    need = width * height * per_pixel + files
+    if need > job.max_job_bytes:
+        paths = [m[0] for m in masks]
+        subject = f"the masks {' and '.join(paths)} need" if len(paths) > 1 else f"the mask {paths[0]} needs"
+        raise ImageError(f"{subject} about {_size(need)} to score ({width}x{height} pixels x {per_pixel} bytes "
+                         f"+ {_size(files)} of files), more than the limit of {_size(job.max_job_bytes)} per job",
+                         path=paths[0])
+
+
 def score_mask(job: MaskJob) -> MaskRecord:
-    """The job's record; unreadable files give an ``UNREADABLE`` record naming the file."""
+    """The job's record; unreadable files and jobs over the memory limit give an ``UNREADABLE`` record
+    naming the files.
+
+    Each map is dropped once it is no longer needed: the reference image after the selection, the
+    distractors after the no-score zones, the zones after their weight map.
+    """
+    try:
+        _check_job_memory(job)
+    except ImageError as error:
+        return MaskRecord(status=UNREADABLE, message=error.message)
     try:
         selection = _selection(job)
     except ImageError as error:
@@ -88,19 +167,24 @@ def score_mask(job: MaskJob) -> MaskRecord:
     if selection is None or not selection.region.any():
         missing = selection.missing_bitplanes if selection else ()
         return MaskRecord(status=NOT_SCOREABLE, missing_bitplanes=missing)
+    z = job.zones
+    region, distractors, missing = selection.region, selection.distractors, selection.missing_bitplanes
+    scored_region = region
+    if job.all_regions_without_zones and z.erode_size == 0 and z.dilate_size == 0:
+        scored_region = selection.all_regions  # mask.md §5.2 side effect, kept under --mediscore-compat
+    del selection
     try:
-        system = _system(job, selection.region.shape)
+        system = _system(job, region.shape)
     except ImageError as error:
         return MaskRecord(status=UNREADABLE, message=_unreadable("system", error))
-    z = job.zones
-    zones = noscore_zones(selection.region, selection.distractors, system,
+    zones = noscore_zones(region, distractors, system,
                           erode_size=z.erode_size, dilate_size=z.dilate_size,
                           distraction_size=z.distraction_size, kernel=z.kernel,
                           pixel_value=job.pixel_value)
+    del distractors
     counts = noscore_counts(zones)
-    region = selection.region
-    if job.all_regions_without_zones and z.erode_size == 0 and z.dilate_size == 0:
-        region = selection.all_regions  # mask.md §5.2 side effect, kept under --mediscore-compat
-    return histogram_record(region, zones.weight, system, pixel_bns=counts["PixelBNS"],
+    weight = zones.weight
+    del zones
+    return histogram_record(scored_region, weight, system, pixel_bns=counts["PixelBNS"],
                             pixel_sns=counts["PixelSNS"], pixel_pns=counts["PixelPNS"],
-                            missing_bitplanes=selection.missing_bitplanes, system_given=bool(job.system_path))
+                            missing_bitplanes=missing, system_given=bool(job.system_path))

@@ -1,4 +1,9 @@
-"""No-score weight maps (True = scored) and their pixel counts (spec mask.md §5)."""
+"""No-score weight maps (True = scored) and their pixel counts (spec mask.md §5).
+
+A job's memory is a few one-byte maps per pixel (limits.py), so each map is built with at most
+two image-sized temporaries (``~(D & ~E)`` as ``~D | E``, in place), and a zone that leaves out
+nothing is an all-True read-only view that takes no memory.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,19 @@ import numpy as np
 from mfscore.masks.kernels import dilate, erode
 
 
+def _everywhere(shape: tuple[int, ...]) -> np.ndarray:
+    """An all-True weight map of ``shape`` (a read-only broadcast of one value)."""
+    return np.broadcast_to(np.True_, shape)
+
+
 def boundary_noscore(region: np.ndarray, erode_size: int, dilate_size: int, kernel: str) -> np.ndarray:
     """BNS weight: False on the band ``dilate(R) \\ erode(R)`` around the selected region."""
     # mask.md §5.2
     if erode_size == 0 and dilate_size == 0:
-        return np.ones(region.shape, bool)
-    return ~(dilate(region, kernel, dilate_size) & ~erode(region, kernel, erode_size))
+        return _everywhere(region.shape)
+    weight = ~dilate(region, kernel, dilate_size)
+    weight |= erode(region, kernel, erode_size)
+    return weight
 
 
 def distraction_noscore(
@@ -24,15 +36,17 @@ def distraction_noscore(
     """SNS weight: False on the dilated distractors, but never on the eroded selected region."""
     # mask.md §5.3
     if not distractors.any():
-        return np.ones(distractors.shape, bool)
-    return ~dilate(distractors, kernel, dilate_size) | erode(region, kernel, erode_size)
+        return _everywhere(distractors.shape)
+    weight = ~dilate(distractors, kernel, dilate_size)
+    weight |= erode(region, kernel, erode_size)
+    return weight
 
 
 def pixel_noscore(system: np.ndarray, value: int | None) -> np.ndarray:
     """PNS weight: False where the raw system mask equals the declared opt-out value."""
     # mask.md §5.4
     if value is None or value == -1:
-        return np.ones(system.shape, bool)
+        return _everywhere(system.shape)
     return system != value
 
 
@@ -44,7 +58,9 @@ class NoScoreZones:
 
     @cached_property
     def weight(self) -> np.ndarray:
-        return self.bns & self.sns & self.pns
+        weight = self.bns & self.sns
+        weight &= self.pns
+        return weight
 
 
 def noscore_zones(
@@ -73,9 +89,12 @@ def noscore_counts(zones: NoScoreZones) -> dict[str, int]:
     zones are counted twice and the four counts can exceed the image size.
     """
     # mask.md §5.5
+    size = zones.sns.size
+    outside_sns = int(np.count_nonzero(zones.sns))
+    bns_outside_sns = outside_sns - int(np.count_nonzero(zones.bns & zones.sns))
     return {
         "PixelN": int(np.count_nonzero(zones.weight)),
-        "PixelSNS": int(np.count_nonzero(~zones.sns)),
-        "PixelBNS": int(np.count_nonzero(~zones.bns & zones.sns)),
-        "PixelPNS": int(np.count_nonzero(~zones.pns)),
+        "PixelSNS": size - outside_sns,
+        "PixelBNS": bns_outside_sns,
+        "PixelPNS": size - int(np.count_nonzero(zones.pns)),
     }

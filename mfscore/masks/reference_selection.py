@@ -35,25 +35,33 @@ def parse_colour(text: str) -> tuple[int, int, int] | None:
     return rgb if all(v <= 255 for v in rgb) else None
 
 
-def _rgb_codes(bgr: np.ndarray) -> np.ndarray:
-    """One 32-bit code per pixel (an opaque BGRA pixel read as little-endian), equal iff the colours are."""
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2BGRA).view("<u4")[..., 0]
+def _has_colour(image: np.ndarray, rgb: tuple[int, int, int]) -> np.ndarray:
+    """Where ``image`` (HxWx3 BGR, or HxW grey: a grey v is the colour (v, v, v)) has colour ``rgb``;
+    OpenCV's 0/255 map is made 0/1 in place, so that it can be viewed as booleans without a copy."""
+    if image.ndim == 2 and len(set(rgb)) > 1:
+        return np.zeros(image.shape, bool)
+    value = rgb[0] if image.ndim == 2 else rgb[::-1]
+    hit = cv2.inRange(image, value, value)
+    np.minimum(hit, 1, out=hit)
+    return hit.view(bool)
 
 
-def _code(rgb: tuple[int, int, int]) -> np.uint32:
-    return np.uint32((255 << 24) | (rgb[0] << 16) | (rgb[1] << 8) | rgb[2])
-
-
-def colour_selection(bgr: np.ndarray, selected: list[tuple[int, int, int]], *,
+def colour_selection(image: np.ndarray, selected: list[tuple[int, int, int]], *,
                      with_distractors: bool = True) -> Selection:
-    """NC2016/2017 colour masks: a pixel is positive iff its colour is one of ``selected``."""
+    """NC2016/2017 colour masks (BGR, or grey): a pixel is positive iff its colour is one of ``selected``.
+
+    Colours are compared with ``cv2.inRange`` rather than through a 4-byte code per pixel, and a
+    grey image is read as it is, so the selection holds the image and three boolean maps at most.
+    """
     # mask.md §4.2
-    codes = _rgb_codes(bgr)
-    marked = codes != _code(WHITE)
-    region = np.zeros(codes.shape, bool)
+    marked = ~_has_colour(image, WHITE)
+    region = np.zeros(marked.shape, bool)
     for colour in set(selected):
-        region |= codes == _code(colour)
-    distractors = marked & ~region if with_distractors else np.zeros(codes.shape, bool)
+        region |= _has_colour(image, colour)
+    if not with_distractors:
+        return Selection(region, np.zeros(marked.shape, bool), marked)
+    distractors = ~region
+    distractors &= marked
     return Selection(region, distractors, marked)
 
 
@@ -80,8 +88,8 @@ def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[in
             return sum(1 << (b - 1 - 8 * layer) for b in set(planes) if 8 * layer < b <= 8 * layer + 8)
         chosen, others = byte(selected), byte(set(journal) - set(selected))
         if chosen:
-            region |= (layers[..., layer] & chosen) != 0
+            np.logical_or(region, layers[..., layer] & chosen, out=region)
         if others:
-            distractors |= (layers[..., layer] & others) != 0
+            np.logical_or(distractors, layers[..., layer] & others, out=distractors)
     distractors &= ~region
     return Selection(region, distractors, region | distractors, missing)

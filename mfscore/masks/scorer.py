@@ -15,8 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
-from mfscore.masks.journal_selection import (QuerySelection, journal_results, operations_by_probe,
-                                             select_operations, trial_journal, trial_operations)
+from mfscore.limits import DEFAULT_MAX_JOB_BYTES
+from mfscore.masks.journal_selection import (
+    QuerySelection,
+    journal_results,
+    operations_by_probe,
+    select_operations,
+    trial_journal,
+    trial_operations,
+)
 from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.mask_scoring import MaskJob, ZoneOptions
 from mfscore.masks.reference_selection import BLACK
@@ -39,6 +46,7 @@ class MaskOptions:
     jpeg2000: bool = False
     rbin: int = -1
     max_pixels: int = DEFAULT_MAX_PIXELS
+    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
     mediscore_compat: bool = False
 
     @property
@@ -126,6 +134,7 @@ def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection
                 pixel_value=_pixel_value(row, role, options),
                 zones=options.zones if task == MANIPULATION else replace(options.zones, distraction_size=0),
                 max_pixels=options.max_pixels,
+                max_job_bytes=options.max_job_bytes,
                 all_regions_without_zones=options.mediscore_compat,
                 blank_size=_index_size(index_sizes, role, row) if options.mediscore_compat and not sys_name else None,
             )

@@ -3,7 +3,8 @@
 A run's status and spec live in a JetStream key-value bucket; its records live in the results
 stream. On start the aggregator reads every run from the bucket and replays the results stream
 from the beginning, so a restart loses nothing: records are keyed (run, query, role, ordinal) and
-folding one twice changes nothing.
+folding one twice changes nothing. A state change waits out a NATS outage before watchers are told; a run
+that ends is cleaned up, and deleted after the retention period (docs/distributed.md, "Retention").
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
+import nats.errors
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import DeliverPolicy
+from nats.js.errors import NoKeysError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError
@@ -29,17 +33,24 @@ from mfscore.reports import figure_process
 from mfscore.reports.staged_outputs import files_under
 from mfscore.run.local import report_into, score_plan
 from mfscore.services.common import metrics
-from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.auth import aio_client_channel, caller
+from mfscore.services.common.grpc_server import (
+    MESSAGE_OPTIONS,
+    follow_health,
+    start_service_server,
+    stop_grpc_server,
+)
 from mfscore.services.common.jetstream import (
     RESULTS_STREAM,
     connect,
     ensure_streams,
     publish_job,
+    purge_run_jobs,
     result_subject,
     runs_bucket,
 )
 from mfscore.services.common.messages import job_key, job_message, outcome
-from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectStoreError, ObjectStoreUnavailable
 from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2, services_pb2_grpc
@@ -52,6 +63,18 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _OUTPUT_NAME = re.compile(r"^[^/\\\0]{0,200}$")
 MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
 VALIDATION_TIMEOUT = 600
+RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
+STATE_RETRY_SECONDS = (0.2, 5.0)  # the first and the longest wait between attempts to write a run's state
+SUBMIT_WRITE_SECONDS = 10.0       # how long SubmitRun tries to record a new run before answering UNAVAILABLE
+SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
+STORAGE_SWEEP_SECONDS = 3600.0    # how often uploads no run claims are looked for
+ORPHAN_UPLOAD_SECONDS = 86400.0   # an upload no run claims, untouched this long, is deleted (a submit gave up)
+DAY_SECONDS = 86400
+
+
+def input_prefix(run_id: str) -> str:
+    """Where ``mfscore submit`` uploads a run's inputs: a prefix of its own, so no run reads another's."""
+    return f"runs/{run_id}/inputs/"
 
 
 def reports_prefix(run_id: str) -> str:
@@ -73,17 +96,25 @@ class RunEntry:
     pending: list = field(default_factory=list)  # records that arrived before the run was planned (a replay)
     version: int = 0
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    saving: asyncio.Lock = field(default_factory=asyncio.Lock)  # a run's state writes land one at a time, in order
+    cleaned: bool = False  # a finished run's jobs, records, inputs and work directory are gone
 
 
 class Aggregator(services_pb2_grpc.AggregatorServicer):
-    def __init__(self, settings: Settings, store: ObjectStore, js, kv, validator):
+    def __init__(self, settings: Settings, store: ObjectStore, js, kv, validator, *, nc=None):
         self.settings = settings
         self.store = store
         self.js = js
         self.kv = kv
         self.validator = validator
+        self.nc = nc  # the NATS connection, to wait for it while it is down (None: assume it is up)
         self.runs: dict[str, RunEntry] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._cleaning: set[str] = set()
+        self._abandoned: set[str] = set()  # runs SubmitRun could not record: whatever part landed is purged
+        self._strays: set[str] = set()     # subjects of records of no run: purged by the next sweep
+        self._storage_swept = 0.0
+        self._recording = asyncio.Lock()  # SubmitRun's writes and the sweep's purges of unrecorded runs, apart
 
     # --- gRPC ---------------------------------------------------------------------------------
 
@@ -99,17 +130,24 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         if request.ByteSize() > MAX_RUN_SPEC_BYTES:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
                                 f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
+        if request.input_prefix != input_prefix(run_id):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs must be uploaded under "
+                                f"{input_prefix(run_id)!r}, its own prefix, not {request.input_prefix[:200]!r}")
+        who = caller()
         if run_id in self.runs:
-            return self.runs[run_id].status
+            entry = self.runs[run_id]
+            if entry.status.owner != who.name:
+                await context.abort(grpc.StatusCode.ALREADY_EXISTS, f"the run id {run_id!r} is taken; submit "
+                                    "without one, or with another")
+            return entry.status
         spec = runs_pb2.RunSpec()
         spec.CopyFrom(request)
         spec.run_id = run_id
+        spec.submitted_by = who.name
         status = runs_pb2.RunStatus(run_id=run_id, task=spec.task, state=State.RUN_STATE_VALIDATING,
-                                    submitted_at=_now())
+                                    submitted_at=_now(), owner=who.name)
         entry = RunEntry(spec, status)
-        self.runs[run_id] = entry
-        await self._save(entry)
-        self._spawn(self._start(entry, validate=not spec.skip_validation, publish=True))
+        await self._record(entry, context)
         log.info("run %s: %s submitted", run_id, spec.task)
         return status
 
@@ -135,11 +173,13 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         if entry.status.state != State.RUN_STATE_DONE:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
                                 f"run {request.run_id} is {State.Name(entry.status.state)}, not done")
-        return await asyncio.to_thread(self._read_report, request.run_id)
+        return await self._stored_report(request.run_id, context)
 
     async def ListRuns(self, request, context):
+        who = caller()
         runs = [e.status for e in self.runs.values()
-                if request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state]
+                if (who.operator or e.status.owner == who.name)
+                and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state)]
         return runs_pb2.ListRunsResponse(runs=sorted(runs, key=lambda s: s.submitted_at.ToNanoseconds()))
 
     # --- the flow -----------------------------------------------------------------------------
@@ -156,10 +196,15 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
             elif publish:
                 for job in plan.jobs:
+                    if entry.status.state in TERMINAL:  # failed meanwhile (a record of a job already out)
+                        return
                     wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir)),
                                        entry.spec.input_prefix)
-                    await publish_job(self.js, task.resource, wire)
+                    await self._durably(f"run {run_id}: publishing its jobs",
+                                        lambda: publish_job(self.js, task.resource, wire))
             entry.status.trials_planned = len(plan.jobs)
+            if entry.status.state in TERMINAL:
+                return
             await self._set_state(entry, State.RUN_STATE_SCORING)
             pending, entry.pending = entry.pending, []
             for record in pending:
@@ -167,7 +212,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                     return
                 await self._fold(entry, record)
             entry.status.trials_received = len(entry.outcomes)
-            metrics.RUN_TRIALS_PLANNED.labels(run=run_id).set(len(plan.jobs))
+            metrics.TRIALS_PLANNED.inc(len(plan.jobs))
             log.info("run %s: %d jobs planned", run_id, len(plan.jobs))
             await self._maybe_report(entry)
         except MfscoreError as error:
@@ -195,7 +240,11 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         started = time.perf_counter()
         record = records_pb2.TrialRecord.FromString(msg.data)
         entry = self.runs.get(record.run_id)
-        if entry is None or entry.status.state in TERMINAL:
+        if entry is None:
+            self._strays.add(msg.subject)
+            return
+        if entry.status.state in TERMINAL:
+            entry.cleaned = False  # a record of a finished run (a job in flight when it ended): purged again
             return
         if entry.task is None:
             entry.pending.append(record)
@@ -207,18 +256,20 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
     async def _fold(self, entry: RunEntry, record: records_pb2.TrialRecord) -> None:
         key = job_key(record.key)
         if record.error:
+            entry.status.trials_dead += 1
             await self._fail(entry, f"the job {key} could not be scored: {record.error}")
             return
         if key not in entry.planned or record.task != entry.task.name:
             log.warning("run %s: dropped a %s record for the unplanned job %s", record.run_id, record.task, key)
             return
+        before = len(entry.outcomes)
         try:
             fold([(key, outcome(entry.task, record))], into=entry.outcomes)
         except MfscoreError as error:
             await self._fail(entry, error.sentence())
             return
         entry.status.trials_received = len(entry.outcomes)
-        metrics.RUN_TRIALS_RECEIVED.labels(run=record.run_id).set(len(entry.outcomes))
+        metrics.TRIALS_RECEIVED.inc(len(entry.outcomes) - before)  # a repeated record adds nothing
         await self._changed(entry)
 
     async def _maybe_report(self, entry: RunEntry) -> None:
@@ -240,7 +291,6 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
             log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started)
             self._forget(entry)
-            await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
         except MfscoreError as error:
             await self._fail(entry, error.sentence())
         except Exception as error:
@@ -275,20 +325,43 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         said = json.loads(self.store.get_bytes(summary_key(run_id), max_bytes=64 << 20))
         return runs_pb2.Report(run_id=run_id, files=files, stdout=said["stdout"], exit_status=said["status"])
 
+    async def _stored_report(self, run_id: str, context) -> runs_pb2.Report:
+        """The run's stored report; trouble with S3 reaches the caller as one sentence and the code that says what
+        happened (UNAVAILABLE: try again later)."""
+        try:
+            return await asyncio.to_thread(self._read_report, run_id)
+        except ObjectStoreUnavailable as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the report of run {run_id} cannot be read now: "
+                                                             f"{error.sentence()}")
+        except ObjectMissing as error:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"the report of run {run_id} is incomplete: "
+                                                           f"{error.sentence()}")
+        except ObjectStoreError as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"the report of run {run_id} cannot be read: "
+                                                          f"{error.sentence()}")
+
     # --- state --------------------------------------------------------------------------------
 
     async def restore(self) -> None:
         """Read every run from the bucket; resume the unfinished ones (their records replay from the stream)."""
         try:
             keys = await self.kv.keys()
-        except Exception:  # nats raises NoKeysError on an empty bucket
+        except NoKeysError:
             keys = []
+        present = set(keys)
+        self._abandoned.update(key[len("spec."):] for key in keys
+                               if key.startswith("spec.") and f"status.{key[len('spec.'):]}" not in present)
         for key in keys:
             if not key.startswith("status."):
                 continue
             run_id = key[len("status."):]
-            status = runs_pb2.RunStatus.FromString((await self.kv.get(key)).value)
-            spec = runs_pb2.RunSpec.FromString((await self.kv.get(f"spec.{run_id}")).value)
+            try:
+                status = runs_pb2.RunStatus.FromString((await self.kv.get(key)).value)
+                spec = runs_pb2.RunSpec.FromString((await self.kv.get(f"spec.{run_id}")).value)
+            except NotFoundError:
+                log.warning("run %s: half of its state is missing from the bucket; the rest is purged", run_id)
+                self._abandoned.add(run_id)
+                continue
             entry = RunEntry(spec, status)
             self.runs[run_id] = entry
             if status.state not in TERMINAL:
@@ -300,8 +373,11 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         log.info("restored %d run(s)", len(self.runs))
 
     async def _entry(self, run_id: str, context) -> RunEntry:
+        """The caller's run ``run_id``; another caller's run is as unknown as a run that never was
+        (an operator sees every run)."""
         entry = self.runs.get(run_id)
-        if entry is None:
+        who = caller()
+        if entry is None or not (who.operator or entry.status.owner == who.name):
             await context.abort(grpc.StatusCode.NOT_FOUND, f"there is no run {run_id!r}")
         return entry
 
@@ -317,10 +393,16 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         entry.task, entry.plan, entry.planned, entry.outcomes, entry.pending = None, None, set(), {}, []
 
     async def _set_state(self, entry: RunEntry, state) -> None:
+        """Change the run's state, record it (waiting out a NATS outage, so the bucket ends up saying what memory
+        says) and tell its watchers, whatever happens. A run that ends is cleaned up."""
         entry.status.state = state
-        await self._save(entry)
-        self._count_states()
-        await self._changed(entry)
+        try:
+            await self._save(entry)
+        finally:
+            self._count_states()
+            await self._changed(entry)
+        if state in TERMINAL:
+            self._spawn(self._clean_up(entry))
 
     async def _changed(self, entry: RunEntry) -> None:
         async with entry.changed:
@@ -328,8 +410,61 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             entry.changed.notify_all()
 
     async def _save(self, entry: RunEntry) -> None:
-        await self.kv.put(f"spec.{entry.spec.run_id}", entry.spec.SerializeToString())
-        await self.kv.put(f"status.{entry.spec.run_id}", entry.status.SerializeToString())
+        """Write the run's status to the bucket (its spec was written when it was recorded), waiting out a NATS
+        outage. Each write takes the status as it is when it is sent, so the last one to land is the latest."""
+        run_id = entry.spec.run_id
+        async with entry.saving:
+            await self._durably(f"run {run_id}: recording {State.Name(entry.status.state)}",
+                                lambda: self.kv.put(f"status.{run_id}", entry.status.SerializeToString()))
+
+    async def _record(self, entry: RunEntry, context) -> None:
+        """Record a new run (spec, then status) and start it. When NATS cannot take it within SUBMIT_WRITE_SECONDS
+        the run is forgotten, whatever part of it landed is purged later, and the caller is told UNAVAILABLE: a run
+        is accepted only once it is recorded."""
+        run_id = entry.spec.run_id
+        self.runs[run_id] = entry
+        try:
+            if not self._connected():
+                raise nats.errors.ConnectionReconnectingError()
+            async with asyncio.timeout(SUBMIT_WRITE_SECONDS), self._recording, entry.saving:
+                await self.kv.put(f"spec.{run_id}", entry.spec.SerializeToString())
+                await self.kv.put(f"status.{run_id}", entry.status.SerializeToString())
+        except (nats.errors.Error, TimeoutError) as error:
+            if self.runs.get(run_id) is entry:
+                del self.runs[run_id]
+            self._abandoned.add(run_id)
+            log.warning("run %s: not recorded, NATS is unavailable: %s", run_id, _one_line(error))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {run_id} "
+                                                             "was not recorded; submit it again")
+        self._abandoned.discard(run_id)
+        self._spawn(self._start(entry, validate=not entry.spec.skip_validation, publish=True))
+
+    def _connected(self) -> bool:
+        return self.nc is None or self.nc.is_connected
+
+    async def _durably(self, what: str, operation: Callable[[], Awaitable]) -> None:
+        """Run the NATS ``operation`` until it succeeds, waiting out an outage (nats-py reconnects for ever) with
+        backoff; an error waiting cannot fix is raised."""
+        delay, longest = STATE_RETRY_SECONDS
+        since = None
+        while True:
+            why = "not connected"
+            if self._connected():
+                try:
+                    await operation()
+                except Exception as error:
+                    if not _nats_unavailable(error):
+                        raise
+                    why = _one_line(error)
+                else:
+                    if since is not None:
+                        log.info("%s: done, after %.1f s waiting for NATS", what, time.monotonic() - since)
+                    return
+            if since is None:
+                since = time.monotonic()
+                log.warning("%s: waiting for NATS (%s)", what, why)
+            await asyncio.sleep(delay)
+            delay = min(longest, delay * 2)
 
     def _count_states(self) -> None:
         for value in State.values():
@@ -339,6 +474,100 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         task = asyncio.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # --- retention ----------------------------------------------------------------------------
+
+    def _work_dir(self, run_id: str) -> str:
+        return os.path.join(self.settings.work_dir, "runs", run_id)
+
+    async def _clean_up(self, entry: RunEntry) -> None:
+        """Remove what a finished run no longer needs: its queued jobs, its records, its uploaded inputs and its
+        work directory. When NATS or S3 is down the run is left to the next sweep; the run itself is not touched."""
+        run_id = entry.spec.run_id
+        if run_id in self._cleaning:
+            return
+        self._cleaning.add(run_id)
+        entry.cleaned = True  # first: a record that arrives meanwhile sets it back
+        try:
+            await purge_run_jobs(self.js, run_id)
+            await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
+            await asyncio.to_thread(self.store.delete_prefix, input_prefix(run_id))
+            await asyncio.to_thread(shutil.rmtree, self._work_dir(run_id), ignore_errors=True)
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            entry.cleaned = False
+            log.warning("run %s: clean-up left to the next sweep: %s", run_id, _one_line(error))
+        finally:
+            self._cleaning.discard(run_id)
+
+    async def sweep(self, now: float | None = None) -> None:
+        """Retry the clean-ups that failed; purge the records of runs with no state and what landed of runs SubmitRun
+        could not record; delete the runs whose retention period is over (``now`` is a Unix time, default now);
+        now and then, delete uploads no run claims."""
+        if not self._connected():
+            return
+        now = time.time() if now is None else now
+        expired_before = now - self.settings.retention_days * DAY_SECONDS
+        for entry in list(self.runs.values()):
+            if entry.status.state not in TERMINAL:
+                continue
+            if not entry.cleaned:
+                await self._clean_up(entry)
+            ended = entry.status.finished_at if entry.status.HasField("finished_at") else entry.status.submitted_at
+            if ended.ToSeconds() < expired_before:
+                await self._expire(entry)
+        try:
+            for subject in list(self._strays):
+                await self.js.purge_stream(RESULTS_STREAM, subject=subject)
+                self._strays.discard(subject)
+            for run_id in list(self._abandoned):
+                async with self._recording:
+                    if run_id not in self.runs:
+                        await self.kv.purge(f"status.{run_id}")
+                        await self.kv.purge(f"spec.{run_id}")
+                    self._abandoned.discard(run_id)
+            if now - self._storage_swept >= STORAGE_SWEEP_SECONDS:
+                await self._sweep_storage(now)
+                self._storage_swept = now
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            log.warning("the sweep stopped, the next one goes on: %s", _one_line(error))
+
+    async def _expire(self, entry: RunEntry) -> None:
+        """Delete a run whose retention period is over: its files (the reports), then its state in the bucket."""
+        run_id = entry.spec.run_id
+        try:
+            await asyncio.to_thread(self.store.delete_prefix, f"runs/{run_id}/")
+            await self.kv.purge(f"status.{run_id}")
+            await self.kv.purge(f"spec.{run_id}")
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            log.warning("run %s: its retention period is over; deleting it is left to the next sweep: %s",
+                        run_id, _one_line(error))
+            return
+        if self.runs.get(run_id) is entry:
+            del self.runs[run_id]
+        self._count_states()
+        log.info("run %s: deleted, its retention period of %d day(s) over", run_id, self.settings.retention_days)
+
+    async def _sweep_storage(self, now: float) -> None:
+        """Delete the uploads under ``runs/`` that no run claims (a submit that gave up before its run was recorded)
+        once nothing was written under them for ORPHAN_UPLOAD_SECONDS, and the bucket's old deletion markers."""
+        for folder in await asyncio.to_thread(self.store.folders, "runs/"):
+            run_id = folder[len("runs/"):].rstrip("/")
+            if run_id in self.runs or run_id in self._cleaning:
+                continue
+            deleted = await asyncio.to_thread(self.store.delete_prefix, folder,
+                                              written_before=now - ORPHAN_UPLOAD_SECONDS)
+            if deleted:
+                log.info("deleted %d uploaded file(s) under %s, which no run claims", deleted, folder)
+        await self.kv.purge_deletes(olderthan=int(STORAGE_SWEEP_SECONDS))
+
+    async def sweep_periodically(self, interval: float = SWEEP_SECONDS) -> None:
+        """``sweep`` every ``interval`` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception:  # a bug: logged, and the next sweep tries again
+                log.exception("the sweep failed")
 
 
 def _on_wire(task, work, input_dir: str):
@@ -358,27 +587,45 @@ def _now() -> Timestamp:
     return stamp
 
 
+def _nats_unavailable(error: BaseException) -> bool:
+    """Whether a NATS call failed because the server is out of reach or its JetStream not ready: waiting fixes it."""
+    return isinstance(error, (TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,
+                              nats.errors.OutboundBufferLimitError, nats.errors.StaleConnectionError,
+                              NoStreamResponseError, ServiceUnavailableError))
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(f"{type(error).__name__}: {error}".split())
+
+
 async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set."""
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     figure_process.import_drawing()
-    metrics_port = metrics.start_metrics_server(settings.metrics_port)
+    metrics_port = metrics.start_metrics_server(settings.metrics_port, settings.metrics_host)
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)
     nc, js = await connect(settings)
-    channel = grpc.aio.insecure_channel(settings.validator_address)
+    channel = aio_client_channel(settings.validator_address, token=settings.token, tls_ca=settings.tls_ca,
+                                 options=MESSAGE_OPTIONS)
     try:
         await ensure_streams(js)
-        aggregator = Aggregator(settings, store, js, await runs_bucket(js), services_pb2_grpc.ValidatorStub(channel))
+        aggregator = Aggregator(settings, store, js, await runs_bucket(js), services_pb2_grpc.ValidatorStub(channel),
+                                nc=nc)
         await aggregator.restore()
+        # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
+        # client recreate it, so records flow again within seconds.
         await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
-                           deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result)
-        server, port = await start_grpc_server(
-            [(services_pb2_grpc.add_AggregatorServicer_to_server, aggregator, "mfscore.v1.Aggregator")],
-            port=settings.grpc_port)
+                           deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT)
+        server, port = await start_service_server(
+            [(services_pb2_grpc.add_AggregatorServicer_to_server, aggregator, "mfscore.v1.Aggregator")], settings)
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
+        healthy = follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}")
+        background = [asyncio.create_task(healthy), asyncio.create_task(aggregator.sweep_periodically())]
         await stop.wait()
+        for task in background:
+            task.cancel()
         await stop_grpc_server(server, grace=5)
     finally:
         await channel.close()

@@ -69,12 +69,17 @@ class ClusterConfig:
 
 
 def resolve(cluster: str | None) -> ClusterConfig:
+    """The cluster to talk to; ``$MFSCORE_TOKEN`` overrides a cluster file's token (another caller's)."""
     if cluster:
-        return ClusterConfig.read(Path(cluster))
-    if os.environ.get("MFSCORE_CLUSTER"):
-        return ClusterConfig.read(Path(os.environ["MFSCORE_CLUSTER"]))
-    if os.environ.get("MFSCORE_AGGREGATOR_ADDRESS"):
+        config = ClusterConfig.read(Path(cluster))
+    elif os.environ.get("MFSCORE_CLUSTER"):
+        config = ClusterConfig.read(Path(os.environ["MFSCORE_CLUSTER"]))
+    elif os.environ.get("MFSCORE_AGGREGATOR_ADDRESS"):
         s = Settings.from_env()
         return ClusterConfig(s.aggregator_address, s.validator_address, s.nats_url, s.s3_endpoint,
                              s.s3_access_key, s.s3_secret_key, s.bucket, token=s.token, tls_ca=s.tls_ca)
-    return ClusterConfig.read(default_cluster_file())
+    else:
+        config = ClusterConfig.read(default_cluster_file())
+    if os.environ.get("MFSCORE_TOKEN"):
+        config.token = os.environ["MFSCORE_TOKEN"]
+    return config

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -19,16 +20,22 @@ from mfscore.errors import OptionError
 from mfscore.services.commands.cluster_config import ClusterConfig, default_cluster_file
 
 START_TIMEOUT = 60.0
+BUCKET = "mfscore"
+NATS_ROLES = {"aggregator": "aggregator", "mask-scorer": "scorer", "provenance-scorer": "scorer"}  # the validator: none
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("local-cluster", help="start, stop or inspect a cluster on this machine",
                               description="Run NATS JetStream, an S3-compatible server and every mfscore service "
                                           "on loopback, for 'mfscore submit'.")
-    p.add_argument("action", choices=("up", "down", "status"))
+    p.add_argument("action", choices=("up", "down", "status", "token"),
+                   help="token: print a new bearer token for another caller of the running cluster (see --name)")
     p.add_argument("--cluster", help=f"the cluster file (default $MFSCORE_CLUSTER or {default_cluster_file()})")
     p.add_argument("--mask-scorers", type=int, default=1, help="mask-scorer processes (default 1)")
     p.add_argument("--provenance-scorers", type=int, default=1, help="provenance-scorer processes (default 1)")
+    p.add_argument("--name", default="client", help="token: the caller's name (default client); it sees its own runs")
+    p.add_argument("--role", choices=("client", "operator"), default="client",
+                   help="token: client (default) or operator (sees every run)")
     p.set_defaults(run=run)
 
 
@@ -47,6 +54,9 @@ def run(args) -> int:
         down(path)
         print(f"cluster down ({path} removed)")
         return 0
+    if args.action == "token":
+        print(add_caller(ClusterConfig.read(path), args.name, args.role))
+        return 0
     return status(path)
 
 
@@ -64,20 +74,25 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
         raise OptionError("a cluster needs at least one scorer of each kind")
     state_dir = path.parent / (path.stem + "-state")
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
+    operator_token = new_callers(state_dir)
+    nats_users = new_nats_users(state_dir)
     processes: list[dict] = []
     nats = s3 = None
     try:
-        nats = start_nats_server(state_dir / "jetstream", log_dir=state_dir / "logs", detach=True)
+        nats = start_nats_server(state_dir / "jetstream", users=nats_users, log_dir=state_dir / "logs", detach=True)
         processes.append({"name": "nats-server", "pid": nats.popen.pid, "log": str(nats.log_path)})
-        s3 = start_s3_server(log_dir=state_dir / "logs", detach=True)
+        s3 = start_s3_server(bucket=BUCKET, log_dir=state_dir / "logs", detach=True)
+        _write_secret(_secrets(state_dir) / "s3-service.json",
+                      json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
         processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
         names = ["validator", "aggregator", *["mask-scorer"] * mask_scorers, *["provenance-scorer"] * provenance_scorers]
         ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
             aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
-            nats_url=nats.url, s3_endpoint=s3.url, s3_access_key="mfscore", s3_secret_key="mfscore-local",
-            bucket="mfscore", state_dir=str(state_dir), processes=processes)
+            nats_url=nats.url, s3_endpoint=s3.url, s3_access_key=s3.client.access_key,
+            s3_secret_key=s3.client.secret_key, bucket=BUCKET, token=operator_token, state_dir=str(state_dir),
+            processes=processes)
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port))
         for process in processes[2:]:
@@ -96,19 +111,88 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
                                work_dir=str(state_dir / "work" / label))
+    s3_service = json.loads((_secrets(state_dir) / "s3-service.json").read_text())  # the cluster file has the client's
     env = dict(os.environ)
     env.update({"MFSCORE_NATS_URL": settings.nats_url, "MFSCORE_S3_ENDPOINT": settings.s3_endpoint,
-                "MFSCORE_S3_ACCESS_KEY": settings.s3_access_key, "MFSCORE_S3_SECRET_KEY": settings.s3_secret_key,
+                "MFSCORE_S3_ACCESS_KEY": s3_service["access_key"], "MFSCORE_S3_SECRET_KEY": s3_service["secret_key"],
                 "MFSCORE_BUCKET": settings.bucket, "MFSCORE_GRPC_PORT": str(grpc_port),
                 "MFSCORE_METRICS_PORT": str(metrics_port), "MFSCORE_WORK_DIR": settings.work_dir,
                 "MFSCORE_VALIDATOR_ADDRESS": config.validator_address,
-                "MFSCORE_AGGREGATOR_ADDRESS": config.aggregator_address})
+                "MFSCORE_AGGREGATOR_ADDRESS": config.aggregator_address,
+                "MFSCORE_TOKENS_FILE": str(_secrets(state_dir) / "tokens"),
+                "MFSCORE_TOKEN": (_secrets(state_dir) / "aggregator.token").read_text() if name == "aggregator" else ""})
+    role = NATS_ROLES.get(name, "")
+    env.update({"MFSCORE_NATS_USER": role, "MFSCORE_NATS_PASSWORD": _nats_password(state_dir, role) if role else ""})
     log_path = state_dir / "logs" / f"{label}.log"
     with open(log_path, "ab") as log:
         popen = subprocess.Popen([sys.executable, "-m", "mfscore", "serve", name], env=env, stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return {"name": label, "service": name, "pid": popen.pid, "grpc_port": grpc_port, "metrics_port": metrics_port,
             "log": str(log_path)}
+
+
+def _secrets(state_dir: Path) -> Path:
+    directory = Path(state_dir) / "secrets"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
+
+
+def _write_secret(path: Path, text: str) -> None:
+    """Write ``path`` (mode 0600) whole or not at all: a service reading it meanwhile sees the old or the new."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(temporary, path)
+
+
+def new_callers(state_dir: Path) -> str:
+    """Fresh tokens for a new cluster: its operator's (who ran 'up'; returned, for the cluster file) and the
+    aggregator's, for its calls to the validator. The services read only their digests."""
+    from mfscore.services.common.auth import new_token, tokens_line
+
+    operator, aggregator = new_token(), new_token()
+    _write_secret(_secrets(state_dir) / "tokens", f"{tokens_line('operator', 'operator', operator)}\n"
+                                                  f"{tokens_line('aggregator', 'service', aggregator)}\n")
+    _write_secret(_secrets(state_dir) / "aggregator.token", aggregator)
+    return operator
+
+
+def new_nats_users(state_dir: Path) -> dict[str, str]:
+    """A fresh password per NATS role (services/common/nats_auth.py), one file each in the state directory
+    (mode 0600): clients never talk to NATS, so the cluster file carries none."""
+    from mfscore.services.common.nats_auth import SERVICE_ROLES
+
+    users = {role: secrets.token_urlsafe(24) for role in SERVICE_ROLES}
+    for role, password in users.items():
+        _write_secret(_secrets(state_dir) / f"nats-{role}.password", password)
+    return users
+
+
+def _nats_password(state_dir: Path, role: str) -> str:
+    try:
+        return (_secrets(state_dir) / f"nats-{role}.password").read_text()
+    except OSError as exc:
+        raise OptionError(f"the local cluster's NATS password of {role!r} cannot be read ({exc.strerror}); restart "
+                          "the cluster with 'mfscore local-cluster down' and 'up'") from None
+
+
+def nats_settings(config: ClusterConfig, role: str = "observer"):
+    """Settings reaching the local cluster's NATS as ``role`` (default the read-only observer), for tests and
+    operators on this machine."""
+    return config.settings(nats_user=role, nats_password=_nats_password(Path(config.state_dir), role))
+
+
+def add_caller(config: ClusterConfig, name: str, role: str) -> str:
+    """A new token for ``name`` with ``role``, accepted by the running services within a second."""
+    from mfscore.services.common.auth import new_token, tokens_line
+
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise OptionError(f"a caller's name is letters, digits, '-' and '_', not {name!r}")
+    token = new_token()
+    tokens = _secrets(Path(config.state_dir)) / "tokens"
+    _write_secret(tokens, tokens.read_text() + tokens_line(name, role, token) + "\n")
+    return token
 
 
 def health(address: str, timeout: float = 1.0) -> str:

@@ -1,32 +1,119 @@
-"""``mfscore report <run>``: fetch a finished run's report files again; and the watching and writing ``submit`` shares."""
+"""``mfscore report <run>``: fetch a finished run's report files again (``--list``: the runs this caller may see);
+and the watching and writing ``submit`` shares."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 
 from mfscore.errors import MfscoreError
 from mfscore.reports.staged_outputs import staged_outputs
 
+RECONNECT_SECONDS = 600.0      # how long an aggregator that went away (a restart, say) is waited for
+RECONNECT_DELAYS = (0.5, 5.0)  # the first and the longest pause between attempts
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("report", help="fetch the report files of a run scored on a cluster",
-                              description="Write a finished run's report files under DIR (default: here).")
-    p.add_argument("run_id", metavar="RUN")
+                              description="Write a finished run's report files under DIR (default: here), or list "
+                                          "the runs you may see (yours; an operator's token sees every run).")
+    p.add_argument("run_id", metavar="RUN", nargs="?")
+    p.add_argument("--list", action="store_true", help="list the runs this caller may see, oldest first")
     p.add_argument("-o", "--out-dir", default=".", help="directory to write the files into (default .)")
     p.add_argument("--cluster", help="cluster file written by 'mfscore local-cluster up'")
     p.set_defaults(run=run)
 
 
-def watch(stub, run_id: str, *, interactive: bool):
-    """Follow ``WatchRun`` to the end, with a progress bar on an interactive terminal; the final status."""
+class Reconnecting:
+    """How long to keep trying an aggregator that is unavailable: an outage starts at the first failure since a
+    call last made progress and may last ``patience`` seconds, with growing pauses between attempts."""
+
+    def __init__(self, address: str, run_id: str, patience: float = RECONNECT_SECONDS):
+        self.address = address
+        self.run_id = run_id
+        self.patience = patience
+        self.progressed()
+
+    def progressed(self) -> None:
+        self.since = None
+        self.delay = RECONNECT_DELAYS[0]
+
+    def pause(self, why: str) -> None:
+        """Sleep before the next attempt, saying on stderr when an outage starts; give up once it is too long."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+            print(f"mfscore: the aggregator at {self.address} is unavailable ({why}); reconnecting for up to "
+                  f"{_duration(self.patience)}", file=sys.stderr)
+        elif now - self.since >= self.patience:
+            raise MfscoreError(f"the aggregator at {self.address} was unavailable for {_duration(self.patience)} "
+                               f"({why}); run {self.run_id} may still finish: fetch its files later with "
+                               f"'mfscore report {self.run_id}'")
+        time.sleep(self.delay)
+        self.delay = min(RECONNECT_DELAYS[1], self.delay * 2)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:g} minutes" if seconds >= 120 else f"{seconds:g} seconds"
+
+
+class _WatchEnded(Exception):
+    """The WatchRun stream ended before the run did: the aggregator went away."""
+
+
+def calling(config, call, reconnecting: Reconnecting):
+    """``call(stub)`` on a new channel to the aggregator until it returns. UNAVAILABLE (the aggregator is away,
+    restarting say, or cannot reach NATS) and a watch that ends early mean: pause, reconnect, call again. Other
+    errors are raised."""
+    import grpc
+
+    from mfscore.services.wire import services_pb2_grpc
+
+    while True:
+        with config.channel() as channel:
+            try:
+                return call(services_pb2_grpc.AggregatorStub(channel))
+            except grpc.RpcError as error:
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                why = " ".join((error.details() or error.code().name).split())
+            except _WatchEnded:
+                why = "the watch ended before the run did"
+        reconnecting.pause(why)
+
+
+def watch(config, run_id: str, *, interactive: bool, before=None, reconnecting: Reconnecting | None = None):
+    """Follow ``WatchRun`` to the run's end, with a progress bar on an interactive terminal; the final status.
+
+    ``before(stub)`` is called ahead of each watch (``submit`` submits there, again after a reconnection: the
+    same run id returns the same run). When the aggregator is unavailable or the stream ends before the run
+    does, it reconnects (``calling``), for up to RECONNECT_SECONDS of outage."""
     from mfscore.services.wire import runs_pb2
 
-    final = None
+    ended = {runs_pb2.RUN_STATE_DONE, runs_pb2.RUN_STATE_FAILED, runs_pb2.RUN_STATE_REJECTED}
+    reconnecting = reconnecting or Reconnecting(config.aggregator_address, run_id)
+    with _progress(run_id, interactive) as show:
+        def follow(stub):
+            if before is not None:
+                before(stub)
+            for status in stub.WatchRun(runs_pb2.RunRef(run_id=run_id)):
+                reconnecting.progressed()
+                show(status)
+                if status.state in ended:
+                    return status
+            raise _WatchEnded
+
+        return calling(config, follow, reconnecting)
+
+
+@contextlib.contextmanager
+def _progress(run_id: str, interactive: bool):
+    """``show(status)``: a progress bar on an interactive terminal, nothing otherwise."""
     if not interactive:
-        for status in stub.WatchRun(runs_pb2.RunRef(run_id=run_id)):
-            final = status
-        return final
+        yield lambda status: None
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -35,15 +122,18 @@ def watch(stub, run_id: str, *, interactive: bool):
         TimeRemainingColumn,
     )
 
+    from mfscore.services.wire import runs_pb2
+
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, transient=True) as progress:
         bar = progress.add_task(f"run {run_id[:8]}", total=None)
-        for status in stub.WatchRun(runs_pb2.RunRef(run_id=run_id)):
+
+        def show(status) -> None:
             state = runs_pb2.RunState.Name(status.state)[10:].lower()
             progress.update(bar, description=f"run {run_id[:8]} {state}", completed=status.trials_received,
                             total=status.trials_planned or None)
-            final = status
-    return final
+
+        yield show
 
 
 def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line) -> int:
@@ -64,18 +154,34 @@ def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line
     return report.exit_status
 
 
+def print_runs(stub) -> int:
+    """One line per run the caller may see: id, task, state, trials received of planned, owner, submission time."""
+    from mfscore.services.wire import runs_pb2
+
+    runs = stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=60).runs
+    print(f"{'RUN':<34} {'TASK':<20} {'STATE':<10} {'TRIALS':>13}  {'OWNER':<12} SUBMITTED")
+    for status in runs:
+        state = runs_pb2.RunState.Name(status.state)[len("RUN_STATE_"):].lower()
+        trials = f"{status.trials_received}/{status.trials_planned}"
+        submitted = status.submitted_at.ToDatetime().strftime("%Y-%m-%d %H:%M:%S UTC")
+        print(f"{status.run_id:<34} {status.task:<20} {state:<10} {trials:>13}  {status.owner or '-':<12} {submitted}")
+    print(f"{len(runs)} run(s)")
+    return 0
+
+
 def run(args) -> int:
     import grpc
 
     from mfscore.services.commands.cluster_config import resolve
-    from mfscore.services.common.grpc_server import MESSAGE_OPTIONS
-    from mfscore.services.wire import services_pb2_grpc
 
+    if bool(args.list) == bool(args.run_id):
+        raise MfscoreError("name one run, or --list the runs you may see")
     config = resolve(args.cluster)
-    with grpc.insecure_channel(config.aggregator_address, options=MESSAGE_OPTIONS) as channel:
-        try:
-            return fetch_and_write(services_pb2_grpc.AggregatorStub(channel), args.run_id,
-                                   os.path.join(args.out_dir, ""))
-        except grpc.RpcError as error:
-            print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
-            return 1
+    try:
+        if args.list:
+            return calling(config, print_runs, Reconnecting(config.aggregator_address, "(listing)"))
+        return calling(config, lambda stub: fetch_and_write(stub, args.run_id, os.path.join(args.out_dir, "")),
+                       Reconnecting(config.aggregator_address, args.run_id))
+    except grpc.RpcError as error:
+        print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
+        return 1

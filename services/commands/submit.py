@@ -86,27 +86,32 @@ def localize(text: str, roots: dict[str, str]) -> str:
 
 
 def follow_run(config, spec, out_root: str, roots: dict[str, str]) -> int:
-    """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command."""
+    """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command.
+    An aggregator that goes away meanwhile (a restart) is waited for, and the run submitted again (the same run
+    id returns the same run): see ``report.watch``."""
     import grpc
 
-    from mfscore.services.commands.report import fetch_and_write, watch
-    from mfscore.services.common.grpc_server import MESSAGE_OPTIONS
-    from mfscore.services.wire import runs_pb2, services_pb2_grpc
+    from mfscore.services.commands.report import Reconnecting, calling, fetch_and_write, watch
+    from mfscore.services.wire import runs_pb2
 
-    with grpc.insecure_channel(config.aggregator_address, options=MESSAGE_OPTIONS) as channel:
-        stub = services_pb2_grpc.AggregatorStub(channel)
-        try:
-            stub.SubmitRun(spec, timeout=60)
-            final = watch(stub, spec.run_id, interactive=sys.stderr.isatty())
-        except grpc.RpcError as error:
-            raise MfscoreError(f"the aggregator at {config.aggregator_address} did not take the run: "
-                               f"{error.details() or error.code().name}") from None
-        for line in final.notes:
-            print(localize(line, roots), file=sys.stderr)
-        if final.state != runs_pb2.RUN_STATE_DONE:
-            for finding in final.validation.findings:
-                where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
-                print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
-            state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
-            raise MfscoreError(f"run {spec.run_id} {state}: {localize(final.message, roots)}")
-        return fetch_and_write(stub, spec.run_id, out_root, lambda line: localize(line, roots))
+    reconnecting = Reconnecting(config.aggregator_address, spec.run_id)
+    try:
+        final = watch(config, spec.run_id, interactive=sys.stderr.isatty(), reconnecting=reconnecting,
+                      before=lambda stub: stub.SubmitRun(spec, timeout=60))
+    except grpc.RpcError as error:
+        raise MfscoreError(f"the aggregator at {config.aggregator_address} did not take the run: "
+                           f"{error.details() or error.code().name}") from None
+    for line in final.notes:
+        print(localize(line, roots), file=sys.stderr)
+    if final.state != runs_pb2.RUN_STATE_DONE:
+        for finding in final.validation.findings:
+            where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
+            print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
+        state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
+        raise MfscoreError(f"run {spec.run_id} {state}: {localize(final.message, roots)}")
+    try:
+        return calling(config, lambda stub: fetch_and_write(stub, spec.run_id, out_root,
+                                                            lambda line: localize(line, roots)), reconnecting)
+    except grpc.RpcError as error:
+        raise MfscoreError(f"the aggregator at {config.aggregator_address} did not send the files of run "
+                           f"{spec.run_id}: {error.details() or error.code().name}") from None

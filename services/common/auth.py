@@ -15,8 +15,10 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import hmac
+import logging
 import os
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,6 +36,8 @@ METHOD_ROLES = {
     "/grpc.reflection.": ROLES,
 }
 MAX_TOKENS_FILE_BYTES = 1 << 20
+RELOAD_SECONDS = 1.0
+log = logging.getLogger("mfscore.auth")
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,12 @@ class Callers:
 
     def __init__(self, by_digest: Mapping[str, Caller]):
         if not by_digest:
-            raise OptionError("no callers are configured: a service accepts no anonymous calls "
-                              "(set MFSCORE_TOKENS_FILE; see docs/distributed.md, 'Credentials')")
+            raise OptionError("no callers are configured, and a service accepts no anonymous calls: list them in "
+                              "the file MFSCORE_TOKENS_FILE names (docs/distributed.md, 'Credentials')")
         self._digests = [(bytes.fromhex(d), c) for d, c in by_digest.items()]
+
+    def _by_digest(self) -> dict[str, Caller]:
+        return {known.hex(): who for known, who in self._digests}
 
     @classmethod
     def of_tokens(cls, tokens: Mapping[str, Caller]) -> Callers:
@@ -106,6 +113,12 @@ class Callers:
             by_digest[fields[2]] = Caller(fields[0], fields[1])
         return cls(by_digest)
 
+    @classmethod
+    def watching(cls, path: str) -> Callers:
+        """The tokens file at ``path``, read again when it changes (a rotated Kubernetes secret, a caller
+        added to a local cluster); a change that does not parse keeps the callers read before."""
+        return _WatchedFile(path)
+
     def find(self, token: str) -> Caller | None:
         """The caller ``token`` belongs to: every digest is compared, each in constant time."""
         presented = hashlib.sha256(token.encode()).digest()
@@ -114,6 +127,34 @@ class Callers:
             if hmac.compare_digest(presented, known):
                 found = who
         return found
+
+
+class _WatchedFile(Callers):
+    def __init__(self, path: str):
+        self.path = path
+        self._stamp = self._stat()
+        super().__init__(Callers.read(path)._by_digest())
+        self._checked = time.monotonic()
+
+    def _stat(self):
+        try:
+            status = os.stat(self.path)
+        except OSError:
+            return None
+        return status.st_mtime_ns, status.st_size, status.st_ino
+
+    def find(self, token: str) -> Caller | None:
+        if time.monotonic() - self._checked >= RELOAD_SECONDS:
+            self._checked = time.monotonic()
+            stamp = self._stat()
+            if stamp != self._stamp:
+                self._stamp = stamp
+                try:
+                    self._digests = Callers.read(self.path)._digests
+                    log.info("read the tokens file again: it changed")
+                except OptionError as error:
+                    log.warning("kept the callers read before: %s", error.sentence())
+        return super().find(token)
 
 
 def _roles_for(method: str) -> tuple[str, ...]:
@@ -185,7 +226,8 @@ class BearerAuth(grpc.aio.ServerInterceptor):
         return None if handler is None else _as(handler, who)
 
 
-class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+             grpc.StreamStreamClientInterceptor):
     """Adds ``authorization: Bearer <token>`` to every call of a synchronous channel."""
 
     def __init__(self, token: str):
@@ -199,6 +241,9 @@ class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor
 
     def intercept_unary_stream(self, continuation, details, request):
         return continuation(self._with_token(details), request)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._with_token(details), requests)
 
 
 class _AioToken(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):

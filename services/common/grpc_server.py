@@ -1,7 +1,13 @@
-"""An asyncio gRPC server with the standard health and reflection services, and its graceful stop."""
+"""An asyncio gRPC server with the standard health and reflection services, and its graceful stop.
+
+Every call but health needs a caller's bearer token (``services/common/auth.py``); a request over
+``MAX_REQUEST_BYTES`` is refused by gRPC (RESOURCE_EXHAUSTED) before a servicer sees it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -10,25 +16,34 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from mfscore.services.common.auth import BearerAuth, Callers, server_credentials
+from mfscore.services.common.settings import Settings
+
 Servicer = tuple[Callable[[Any, grpc.aio.Server], None], Any, str]
 
-# A run's report (every table and plot) is one GetReport reply; gRPC's default cap is 4 MiB.
+# A run's report (every table and plot) is one GetReport reply; gRPC's default cap is 4 MiB. Requests are small:
+# a RunSpec is at most 512 KiB (the aggregator's own check), so a server takes nothing over 1 MiB.
 MAX_MESSAGE_BYTES = 1 << 30
+MAX_REQUEST_BYTES = 1 << 20
 MESSAGE_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+SERVER_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                  ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
 
 _health_of: weakref.WeakKeyDictionary[grpc.aio.Server, health.aio.HealthServicer] = weakref.WeakKeyDictionary()
 
 
 async def start_grpc_server(
-    servicers: Sequence[Servicer], *, port: int, host: str = "0.0.0.0"
+    servicers: Sequence[Servicer], *, port: int, callers: Callers, host: str = "127.0.0.1",
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a server for ``(add_to_server, servicer, full_service_name)`` triples; returns it and its port.
 
-    Every listed service and the whole server ("") report SERVING on ``grpc.health.v1.Health``;
-    reflection lists them too. ``port=0`` binds an ephemeral port.
+    Only ``callers`` get past health. Every listed service and the whole server ("") report SERVING on
+    ``grpc.health.v1.Health``; reflection lists them too. ``port=0`` binds an ephemeral port; with
+    ``credentials`` the port speaks TLS.
     """
-    server = grpc.aio.server(options=MESSAGE_OPTIONS)
+    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=[BearerAuth(callers)])
     names = []
     for add_to_server, servicer, name in servicers:
         add_to_server(servicer, server)
@@ -38,12 +53,20 @@ async def start_grpc_server(
     for name in ("", *names):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
     if bound == 0:
         raise OSError(f"the gRPC server could not bind {host}:{port}")
     await server.start()
     _health_of[server] = health_servicer
     return server, bound
+
+
+async def start_service_server(servicers: Sequence[Servicer], settings: Settings) -> tuple[grpc.aio.Server, int]:
+    """A service's server as its settings say: host and port, the tokens file's callers, TLS when configured."""
+    return await start_grpc_server(servicers, port=settings.grpc_port, host=settings.grpc_host,
+                                   callers=Callers.watching(settings.tokens_file),
+                                   credentials=server_credentials(settings.tls_cert, settings.tls_key))
 
 
 async def stop_grpc_server(server: grpc.aio.Server, grace: float | None) -> None:
@@ -52,3 +75,32 @@ async def stop_grpc_server(server: grpc.aio.Server, grace: float | None) -> None
     if health_servicer is not None:
         await health_servicer.enter_graceful_shutdown()
     await server.stop(grace)
+
+
+async def set_serving(server: grpc.aio.Server, serving: bool) -> None:
+    """Report the whole server and each of its services SERVING or NOT_SERVING, say while a dependency it cannot
+    work without (NATS) is unreachable. Nothing changes once the server is shutting down."""
+    health_servicer = _health_of.get(server)
+    if health_servicer is None:
+        return
+    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    for name in list(health_servicer._server_status):  # the names start_grpc_server set, as its own shutdown reads
+        await health_servicer.set(name, status)
+
+
+async def follow_health(server: grpc.aio.Server, healthy: Callable[[], bool], what: str, *,
+                        interval: float = 0.5) -> None:
+    """Keep the server's health in step with ``healthy()`` (polled every ``interval`` s) until cancelled;
+    ``what`` names the dependency in the log."""
+    log = logging.getLogger("mfscore.services")
+    serving = True
+    while True:
+        now = healthy()
+        if now != serving:
+            serving = now
+            await set_serving(server, serving)
+            if serving:
+                log.info("%s is back: SERVING", what)
+            else:
+                log.warning("%s is unreachable: NOT_SERVING until it is back", what)
+        await asyncio.sleep(interval)

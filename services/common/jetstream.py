@@ -8,22 +8,27 @@ dead-letter stream. Message ids make publishing idempotent within the duplicate 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import nats
 from google.protobuf.message import DecodeError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
-from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.errors import BucketNotFoundError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from nats.js.kv import KeyValue
 
 from mfscore import tasks
-from mfscore.errors import MfscoreError
+from mfscore.errors import MfscoreError, OptionError
 from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL
+from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2
 
@@ -37,6 +42,12 @@ ERROR_HEADER = "Mfscore-Error"
 MSG_ID_HEADER = "Nats-Msg-Id"
 MAX_ERROR_CHARS = 1000
 OUTCOMES = ("done", "retried", "dead")
+# Failures of the infrastructure, not of the job: retried for a time budget, never counted against max_deliver.
+INFRASTRUCTURE_ERRORS = (
+    ObjectStoreUnavailable, ConnectionError, TimeoutError, nats.errors.NoRespondersError,
+    nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError, nats.errors.StaleConnectionError,
+    nats.errors.OutboundBufferLimitError, NoStreamResponseError, ServiceUnavailableError,
+)
 
 STREAMS = (
     api.StreamConfig(
@@ -56,24 +67,38 @@ STREAMS = (
 _TOKEN = re.compile(r"[^\s.*>]+")
 
 
-def job_subject(kind: str) -> str:
-    """The subject jobs of resource class ``kind`` (mask, video, json) are published on."""
+def _jobs_of(kind: str) -> str:
     if kind not in JOB_KINDS:
         raise ValueError(f"job kind {kind!r} is not one of {', '.join(JOB_KINDS)}")
     return f"mfscore.jobs.{kind}"
 
 
+def _run_token(run_id: str) -> str:
+    if not _TOKEN.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r} is not a single NATS subject token")
+    return run_id
+
+
+def job_subject(kind: str, run_id: str) -> str:
+    """The subject a run's jobs of resource class ``kind`` (mask, video, json) are published on: one subject per
+    run, so the queued jobs of a run that failed or finished can be purged (``purge_run_jobs``)."""
+    return f"{_jobs_of(kind)}.{_run_token(run_id)}"
+
+
+def job_filter(kind: str) -> str:
+    """The subjects of every run's jobs of ``kind``: what the ``<kind>-scorers`` consumer pulls."""
+    return f"{_jobs_of(kind)}.>"
+
+
 def dead_subject(kind: str) -> str:
     """The dead-letter subject for jobs of ``kind``."""
-    job_subject(kind)
+    _jobs_of(kind)
     return f"mfscore.dead.{kind}"
 
 
 def result_subject(run_id: str) -> str:
     """The subject a run's trial records are published on."""
-    if not _TOKEN.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r} is not a single NATS subject token")
-    return f"mfscore.results.{run_id}"
+    return f"mfscore.results.{_run_token(run_id)}"
 
 
 def job_id(message: jobs_pb2.Job | records_pb2.TrialRecord) -> str:
@@ -82,24 +107,83 @@ def job_id(message: jobs_pb2.Job | records_pb2.TrialRecord) -> str:
     return f"{message.run_id}/{key.query}/{key.role}/{key.ordinal}"
 
 
+class NatsRefused(MfscoreError):
+    """NATS refused this process's user, password or certificate check: retrying cannot help."""
+
+
+class _Refused(Exception):
+    def __init__(self, cause: Exception):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+_USER = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def inbox_prefix(user: str) -> str:
+    """Where ``user``'s replies arrive: an inbox prefix of its own, so its permissions can name its replies alone."""
+    return f"_INBOX.{user}" if user else "_INBOX"
+
+
+def public_url(url: str) -> str:
+    """``url`` without a user or password in it, for logs and messages."""
+    return re.sub(r"//[^/@]*@", "//", url)
+
+
+def nats_tls(settings: Settings) -> ssl.SSLContext | None:
+    """The TLS context for NATS, trusting ``settings.tls_ca`` (the system's CAs for a ``tls://`` URL without one);
+    None for a ``nats://`` URL and no CA."""
+    if not settings.tls_ca and urlsplit(settings.nats_url).scheme != "tls":
+        return None
+    try:
+        return ssl.create_default_context(cafile=settings.tls_ca or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise OptionError(f"the CA file {settings.tls_ca} (MFSCORE_TLS_CA) cannot be used: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
 async def connect(settings: Settings, *, name: str = "mfscore") -> tuple[Client, JetStreamContext]:
-    """Connect to ``settings.nats_url``, reconnecting for ever after a loss; returns (nc, js)."""
+    """Connect to ``settings.nats_url`` as ``settings.nats_user``, reconnecting for ever after a loss; returns (nc, js).
+
+    With TLS (``nats_tls``) the handshake comes first, before the server says anything, so nobody between
+    can make the client send its password in the clear. A server refusing the user or failing the certificate
+    check raises ``NatsRefused`` at once; an unreachable one is waited for.
+    """
     log = logging.getLogger("mfscore.nats")
+    url, user = public_url(settings.nats_url), settings.nats_user
+    if user and not _USER.fullmatch(user):
+        raise OptionError("MFSCORE_NATS_USER must be 1 to 64 letters, digits, '-' or '_'")
+    tls = nats_tls(settings)
+    connected = False
 
     async def disconnected() -> None:
         if not nc.is_closed:
-            log.warning("disconnected from NATS at %s", settings.nats_url)
+            log.warning("disconnected from NATS at %s", url)
 
     async def reconnected() -> None:
-        log.info("reconnected to NATS at %s", settings.nats_url)
+        log.info("reconnected to NATS at %s", url)
 
     async def error(exc: Exception) -> None:
+        if not connected and (isinstance(exc, ssl.SSLError) or "authorization violation" in str(exc).lower()):
+            raise _Refused(exc)
         log.warning("NATS connection error: %s", exc)
 
-    nc = await nats.connect(
-        servers=[settings.nats_url], name=name, connect_timeout=5, reconnect_time_wait=1,
-        max_reconnect_attempts=-1, disconnected_cb=disconnected, reconnected_cb=reconnected, error_cb=error,
-    )
+    credentials = {"user": user, "password": settings.nats_password} if user else {}
+    nc = Client()
+    try:
+        await nc.connect(
+            servers=[settings.nats_url], name=name, connect_timeout=5, reconnect_time_wait=1,
+            max_reconnect_attempts=-1, disconnected_cb=disconnected, reconnected_cb=reconnected, error_cb=error,
+            tls=tls, tls_handshake_first=tls is not None, inbox_prefix=inbox_prefix(user), **credentials,
+        )
+    except _Refused as refused:
+        with contextlib.suppress(Exception):  # after a failed TLS handshake nats-py's close waits for ever
+            await asyncio.wait_for(nc.close(), 1)
+        who = (f"the user {user!r}" if user
+               else "a connection without a user (set MFSCORE_NATS_USER and MFSCORE_NATS_PASSWORD)")
+        reason = " ".join(str(refused.cause).replace("nats: ", "").strip("'").split())
+        raise NatsRefused(f"NATS at {url} refused {who}: {reason}") from None
+    connected = True
     return nc, nc.jetstream()
 
 
@@ -114,6 +198,28 @@ async def ensure_streams(js: JetStreamContext) -> None:
             await js.update_stream(config)
 
 
+async def wait_for_streams(js: JetStreamContext, stop: asyncio.Event, *, poll_seconds: float = 0.5) -> bool:
+    """Wait until the jobs, results and dead-letter streams exist (the aggregator creates them: a scorer may not);
+    False if ``stop`` is set first."""
+    log = logging.getLogger("mfscore.nats")
+    missing, said = [config.name for config in STREAMS], set()
+    while missing:
+        try:
+            await js.stream_info(missing[0])
+        except NotFoundError:
+            if missing[0] not in said:
+                said.add(missing[0])
+                log.info("waiting for the aggregator to create the stream %s", missing[0])
+            try:
+                await asyncio.wait_for(stop.wait(), poll_seconds)
+                return False
+            except asyncio.TimeoutError:
+                continue
+        else:
+            missing.pop(0)
+    return True
+
+
 async def runs_bucket(js: JetStreamContext) -> KeyValue:
     """The key-value bucket holding run state, created on first use."""
     try:
@@ -123,8 +229,17 @@ async def runs_bucket(js: JetStreamContext) -> KeyValue:
 
 
 async def publish_job(js: JetStreamContext, kind: str, job: jobs_pb2.Job) -> api.PubAck:
-    """Publish a job on its resource class's subject once: a repeat within the duplicate window is dropped."""
-    return await js.publish(job_subject(kind), job.SerializeToString(), headers={MSG_ID_HEADER: job_id(job)})
+    """Publish a job on its run's subject of its resource class once: a repeat within the duplicate window is
+    dropped."""
+    return await js.publish(job_subject(kind, job.run_id), job.SerializeToString(),
+                            headers={MSG_ID_HEADER: job_id(job)})
+
+
+async def purge_run_jobs(js: JetStreamContext, run_id: str) -> None:
+    """Remove the run's jobs still queued, of every kind, so they are not scored for a run that failed or finished.
+    A job a worker holds now is gone too: its record, if any, is dropped by the aggregator."""
+    subjects = f"mfscore.jobs.*.{_run_token(run_id)}"
+    await js.purge_stream(JOBS_STREAM, subject=subjects)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -136,18 +251,47 @@ class _Interrupted(Exception):
     """The job was cancelled because shutdown's grace period ran out."""
 
 
+@dataclass
+class _Failures:
+    """One job's failures seen by one worker: since when infrastructure failed it, and how often anything else did."""
+
+    outage_since: float | None = None
+    errors: int = 0
+    seen: float = 0.0
+
+
 class JobWorker:
     """Pulls jobs of one kind, scores each with ``handle`` and publishes the record, then acks.
+
+    A failure is of one of two kinds. An infrastructure failure (``INFRASTRUCTURE_ERRORS``: S3 still unavailable
+    after the object store's own retries, a connection error or timeout, NATS not taking the record) says nothing
+    about the job: the job is handed back (nak) with a delay of ``retry_delay_seconds``, doubled per delivery up to
+    ``retry_delay_max_seconds``, until ``retry_budget_seconds`` have passed since its first such failure, and only
+    then dead-lettered, with a sentence saying the budget is spent; these failures never count against
+    ``max_deliver``. Any other failure (an input the task cannot take, a bug) is retried with the same delays until
+    the job has failed ``max_deliver`` times, then dead-lettered.
+
+    The budget's start and the failures are counted by this worker, in memory, keyed by the job's stream sequence:
+    a delivery's metadata has only the publish time (a job may queue for hours before its first delivery) and the
+    count of every delivery, outages included. So a job passed between workers is retried for at least the budget
+    (longer by the time its first worker takes to get it back), and a failing input at least ``max_deliver`` times
+    (at most that many per worker); a restarted worker starts counting again. JetStream's own limit on deliveries is
+    off, since it would count outages too; instead a job delivered more than ``max_deliveries`` times is
+    dead-lettered unhandled: a backstop for a job whose worker dies on it each time, which neither limit sees.
 
     Keyword settings:
 
     - ``kind``: the resource class (mask, video, json); the worker binds the durable consumer ``<kind>-scorers``
-      and dead-letters a job whose task is unknown or belongs to another class.
+      (updating an existing one to this configuration) and dead-letters a job whose task is unknown or belongs to
+      another class.
     - ``service``: the name in metrics labels and in the logger ``mfscore.<service>``.
     - ``handle``: the scorer, ``async (Job) -> TrialRecord``; the worker stamps the job's key on the record.
       It must not block the event loop (run CPU work with ``asyncio.to_thread``), or heartbeats stop.
     - ``ack_wait``: seconds JetStream waits for an ack (or a heartbeat) before redelivering.
-    - ``max_deliver``: deliveries before a failing job is dead-lettered.
+    - ``max_deliver``: failures other than infrastructure failures before a job is dead-lettered.
+    - ``retry_budget_seconds``: how long a job may keep failing for infrastructure reasons (``MFSCORE_RETRY_BUDGET``).
+    - ``max_deliveries``: deliveries of one job, whatever became of them, before it is dead-lettered unhandled;
+      by default three times what both limits take on one worker.
     - ``heartbeat_seconds``: interval of ``in_progress`` heartbeats while ``handle`` runs; ``ack_wait / 3``.
     - ``shutdown_grace_seconds``: how long a job in flight at shutdown may still run before it is
       cancelled and handed back (nak); tie it to Kubernetes' termination grace period.
@@ -160,36 +304,53 @@ class JobWorker:
     def __init__(
         self, js: JetStreamContext, *, kind: str, service: str,
         handle: Callable[[jobs_pb2.Job], Awaitable[records_pb2.TrialRecord]],
-        ack_wait: float, max_deliver: int, heartbeat_seconds: float | None = None,
-        shutdown_grace_seconds: float, retry_delay_seconds: float = 1.0, retry_delay_max_seconds: float = 60.0,
-        fetch_timeout_seconds: float = 1.0, concurrency: int = 1,
+        ack_wait: float, max_deliver: int, retry_budget_seconds: float = 900.0, max_deliveries: int | None = None,
+        heartbeat_seconds: float | None = None, shutdown_grace_seconds: float, retry_delay_seconds: float = 1.0,
+        retry_delay_max_seconds: float = 30.0, fetch_timeout_seconds: float = 1.0, concurrency: int = 1,
     ):
-        job_subject(kind)
+        _jobs_of(kind)
         if max_deliver < 1 or ack_wait <= 0 or concurrency < 1:
             raise ValueError("max_deliver and concurrency must be at least 1 and ack_wait positive")
+        if retry_budget_seconds < 0 or retry_delay_seconds <= 0 or retry_delay_max_seconds < retry_delay_seconds:
+            raise ValueError("the retry budget must not be negative and the retry delays positive, the first the least")
         self.js = js
         self.kind = kind
         self.service = service
         self.handle = handle
         self.ack_wait = ack_wait
         self.max_deliver = max_deliver
+        self.retry_budget_seconds = retry_budget_seconds
         self.heartbeat_seconds = heartbeat_seconds if heartbeat_seconds is not None else ack_wait / 3
         self.shutdown_grace_seconds = shutdown_grace_seconds
         self.retry_delay_seconds = retry_delay_seconds
         self.retry_delay_max_seconds = retry_delay_max_seconds
+        self.max_deliveries = max_deliveries or 3 * (max_deliver + self._deliveries_within(retry_budget_seconds))
         self.fetch_timeout_seconds = fetch_timeout_seconds
         self.concurrency = concurrency
         self.consumer = f"{kind}-scorers"
         self.log = logging.getLogger(f"mfscore.{service}")
+        self._failures: dict[int, _Failures] = {}
+        self._pruned = time.monotonic()
         for outcome in OUTCOMES:
             JOBS_TOTAL.labels(service, outcome)
 
+    def _delay(self, delivered: int) -> float:
+        return min(self.retry_delay_max_seconds, self.retry_delay_seconds * 2 ** min(delivered - 1, 64))
+
+    def _deliveries_within(self, seconds: float) -> int:
+        """The deliveries of a job failing at once each time, over ``seconds`` of nak delays."""
+        deliveries, waited = 1, 0.0
+        while waited < seconds:
+            waited += self._delay(deliveries)
+            deliveries += 1
+        return deliveries
+
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
         config = api.ConsumerConfig(
-            name=self.consumer, durable_name=self.consumer, filter_subject=job_subject(self.kind),
-            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=self.max_deliver,
+            name=self.consumer, durable_name=self.consumer, filter_subject=job_filter(self.kind),
+            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
         )
-        await self.js.add_consumer(JOBS_STREAM, config)
+        await self.js.add_consumer(JOBS_STREAM, config)  # creates the consumer, or updates one of another config
         return await self.js.pull_subscribe_bind(durable=self.consumer, stream=JOBS_STREAM)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -209,6 +370,10 @@ class JobWorker:
                 try:
                     msgs = [] if stop.is_set() else await sub.fetch(1, timeout=self.fetch_timeout_seconds)
                 except nats.errors.TimeoutError:
+                    msgs = []
+                except INFRASTRUCTURE_ERRORS as exc:
+                    self.log.warning("could not fetch a %s job, trying again: %s", self.kind, _one_line(exc))
+                    await asyncio.sleep(self.fetch_timeout_seconds)
                     msgs = []
                 if not msgs:
                     slots.release()
@@ -248,27 +413,67 @@ class JobWorker:
             return await self._dead(msg, job, f"the job's task {job.task!r} is not one of {', '.join(tasks.names())}")
         if tasks.get(job.task).resource != self.kind:
             return await self._dead(msg, job, f"the {job.task} job is not {self.kind} work")
+        delivered = msg.metadata.num_delivered
+        if delivered > self.max_deliveries:
+            return await self._dead(msg, job, f"the job was delivered {delivered} times, more than the "
+                                              f"{self.max_deliveries} allowed; a worker may be dying on it")
         try:
             record = await self._score(msg, job, stop)
             await self._publish_record(job, record)
         except _Interrupted:
-            await msg.nak()
             self.log.warning("job %s handed back: shutdown grace period ran out", job_id(job))
-            return "retried"
+            return await self._nak(msg, 0)
+        except INFRASTRUCTURE_ERRORS as exc:
+            return await self._retry_infrastructure(msg, job, exc)
         except Exception as exc:
-            delivered = msg.metadata.num_delivered
-            if delivered >= self.max_deliver:
-                return await self._dead(msg, job, f"failed on delivery {delivered} of {self.max_deliver}: {_one_line(exc)}")
-            delay = min(self.retry_delay_max_seconds, self.retry_delay_seconds * 2 ** (delivered - 1))
-            await msg.nak(delay=delay)
-            self.log.warning(
-                "job %s failed on delivery %d of %d, retrying in %.3g s: %s",
-                job_id(job), delivered, self.max_deliver, delay, _one_line(exc),
-            )
-            return "retried"
+            failures = self._failures_of(msg)
+            failures.errors += 1
+            if failures.errors >= self.max_deliver:
+                return await self._dead(msg, job, f"failed on attempt {failures.errors} of {self.max_deliver}: "
+                                                  f"{_one_line(exc)}")
+            delay = self._delay(delivered)
+            self.log.warning("job %s failed on attempt %d of %d, retrying in %.3g s: %s",
+                             job_id(job), failures.errors, self.max_deliver, delay, _one_line(exc))
+            return await self._nak(msg, delay)
+        self._failures.pop(msg.metadata.sequence.stream, None)
         await msg.ack()
         self.log.info("job %s done", job_id(job))
         return "done"
+
+    async def _retry_infrastructure(self, msg: Msg, job: jobs_pb2.Job, exc: BaseException) -> str:
+        """Hand the job back for later, or dead-letter it once the retry budget is spent."""
+        failures = self._failures_of(msg)
+        now = time.monotonic()
+        if failures.outage_since is None:
+            failures.outage_since = now
+        waited = now - failures.outage_since
+        if waited >= self.retry_budget_seconds:
+            return await self._dead(msg, job, f"gave up after {waited:.0f} s of retrying: the retry budget of "
+                                              f"{self.retry_budget_seconds:g} s (MFSCORE_RETRY_BUDGET) is spent; the "
+                                              f"last failure: {_one_line(exc)}")
+        delay = self._delay(msg.metadata.num_delivered)
+        self.log.warning("job %s: infrastructure unavailable, retrying in %.3g s (%.0f s of the %g s retry budget "
+                         "left): %s", job_id(job), delay, self.retry_budget_seconds - waited,
+                         self.retry_budget_seconds, _one_line(exc))
+        return await self._nak(msg, delay)
+
+    async def _nak(self, msg: Msg, delay: float) -> str:
+        try:
+            await msg.nak(delay=delay)
+        except Exception as exc:  # NATS is away: the job comes back after the ack wait
+            self.log.warning("could not hand a job back: %s", _one_line(exc))
+        return "retried"
+
+    def _failures_of(self, msg: Msg) -> _Failures:
+        """This worker's count of the job's failures; entries of jobs not seen for a budget's time are dropped."""
+        now = time.monotonic()
+        forget_after = self.retry_budget_seconds + self.retry_delay_max_seconds + self.ack_wait
+        if now - self._pruned > 60:
+            self._pruned = now
+            self._failures = {seq: f for seq, f in self._failures.items() if now - f.seen < forget_after}
+        failures = self._failures.setdefault(msg.metadata.sequence.stream, _Failures())
+        failures.seen = now
+        return failures
 
     async def _score(self, msg: Msg, job: jobs_pb2.Job, stop: asyncio.Event) -> records_pb2.TrialRecord:
         """Run ``handle`` with heartbeats; at shutdown, give it the grace period, then cancel it."""
@@ -319,9 +524,9 @@ class JobWorker:
                 await self.js.publish(result_subject(job.run_id), record.SerializeToString(),
                                       headers={MSG_ID_HEADER: job_id(record)})
         except Exception as exc:
-            await msg.nak(delay=self.retry_delay_max_seconds)
-            self.log.error("could not dead-letter a job, handed it back: %s", _one_line(exc))
-            return "retried"
+            self.log.error("could not dead-letter a job, handing it back: %s", _one_line(exc))
+            return await self._nak(msg, self.retry_delay_max_seconds)
+        self._failures.pop(msg.metadata.sequence.stream, None)
         await msg.term()
         name = job_id(job) if job is not None else f"at stream sequence {msg.metadata.sequence.stream}"
         self.log.error("job %s dead-lettered: %s", name, error)

@@ -17,8 +17,9 @@ S3_REQUEST_DURATION = Histogram(
     "mfscore_s3_request_duration_seconds", "Duration of one S3 request attempt.", ["operation"]
 )
 RUNS = Gauge("mfscore_runs", "Runs known to the aggregator, by state.", ["state"])
-RUN_TRIALS_PLANNED = Gauge("mfscore_run_trials_planned", "Trials planned for a run.", ["run"])
-RUN_TRIALS_RECEIVED = Gauge("mfscore_run_trials_received", "Trial records received for a run.", ["run"])
+# No per-run label: a label per run id grows without bound (a run's own progress is WatchRun's).
+TRIALS_PLANNED = Counter("mfscore_trials_planned_total", "Trials planned, over every run.")
+TRIALS_RECEIVED = Counter("mfscore_trials_received_total", "Trials received (a repeated record counts once), over every run.")
 AGGREGATOR_FOLD_DURATION = Histogram(
     "mfscore_aggregator_fold_duration_seconds", "Time to fold one trial record into its run's state."
 )
@@ -28,7 +29,7 @@ AGGREGATOR_REPORT_DURATION = Histogram(
 )
 
 
-def start_metrics_server(port: int, host: str = "0.0.0.0") -> int:
+def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:
     """Serve ``/metrics`` from a daemon thread; returns the bound port (``port=0`` picks one)."""
     started = start_http_server(port, addr=host)
     if isinstance(started, tuple):

@@ -19,6 +19,7 @@ from typing import TypeVar
 import certifi
 import urllib3
 from minio import Minio
+from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, S3Error, ServerError
 
 from mfscore.errors import MfscoreError
@@ -29,6 +30,14 @@ T = TypeVar("T")
 CHUNK_BYTES = 1 << 20
 TRANSIENT_S3_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "OperationAborted"})
 MISSING_S3_CODES = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchVersion"})
+REFUSED_S3_CODES = {  # the request's credentials or their permissions; what to check, by code
+    "InvalidAccessKeyId": "the server knows no such access key; check MFSCORE_S3_ACCESS_KEY",
+    "SignatureDoesNotMatch": "the secret key does not match the access key; check MFSCORE_S3_SECRET_KEY",
+    "AccessDenied": "the key may not do this, or MFSCORE_S3_ACCESS_KEY or MFSCORE_S3_SECRET_KEY is wrong",
+    "InvalidToken": "the session token is not valid",
+    "ExpiredToken": "the credentials have expired",
+    "AllAccessDisabled": "all access to this resource is disabled",
+}
 
 
 class ObjectStoreError(MfscoreError):
@@ -61,6 +70,10 @@ class UnsafePath(ObjectStoreError):
 
 class ObjectStoreUnavailable(ObjectStoreError):
     """The S3 server kept failing with transient errors until the attempts ran out."""
+
+
+class ObjectStoreRefused(ObjectStoreError):
+    """The S3 server refused a request for its credentials or their permissions; retrying will not help."""
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -100,7 +113,9 @@ class ObjectStore:
     ):
         if attempts < 1:
             raise ValueError("attempts must be at least 1")
+        settings.require_s3_credentials()
         self.bucket = settings.bucket
+        self.access_key = settings.s3_access_key
         self.endpoint = settings.s3_endpoint
         self.attempts = attempts
         self.base_delay = base_delay
@@ -129,6 +144,11 @@ class ObjectStore:
             except S3Error as exc:
                 if exc.code in MISSING_S3_CODES:
                     raise ObjectMissing(key, bucket=self.bucket) from None
+                if exc.code in REFUSED_S3_CODES:
+                    raise ObjectStoreRefused(
+                        f"S3 at {self.endpoint} refused {operation} of {key!r} in bucket {self.bucket!r} to the "
+                        f"access key {self.access_key!r} ({exc.code}): {REFUSED_S3_CODES[exc.code]}"
+                    ) from None
                 if not _is_transient(exc):
                     raise ObjectStoreError(
                         f"S3 {operation} of {key!r} in bucket {self.bucket!r} failed: {exc.code}: {exc.message}"
@@ -270,6 +290,35 @@ class ObjectStore:
         except ObjectMissing:
             return False
         return True
+
+    def folders(self, prefix: str) -> list[str]:
+        """The folders directly under the folder ``prefix`` (``runs/`` gives ``runs/<id>/``, ...), sorted."""
+        folder = _folder(prefix)
+        return self._call("list", folder, lambda: sorted(
+            o.object_name for o in self._client.list_objects(self.bucket, prefix=folder) if o.is_dir))
+
+    def delete_prefix(self, prefix: str, *, written_before: float | None = None) -> int:
+        """Delete every object under the folder ``prefix``; returns how many. With ``written_before`` (a Unix
+        time), delete nothing unless every object is older: an upload under way is left alone."""
+        folder = _folder(prefix)
+        if not folder.strip("/"):
+            raise UnsafePath("refusing to delete every object of the bucket")
+        objects = self._call("list", folder, lambda: list(
+            self._client.list_objects(self.bucket, prefix=folder, recursive=True)))
+        if written_before is not None and any(
+                o.last_modified is None or o.last_modified.timestamp() >= written_before for o in objects):
+            return 0
+        keys = [o.object_name for o in objects]
+
+        def remove() -> None:
+            failed = list(self._client.remove_objects(self.bucket, [DeleteObject(key) for key in keys]))
+            if failed:
+                raise ObjectStoreError(f"S3 could not delete {len(failed)} object(s) under {folder!r} in bucket "
+                                       f"{self.bucket!r}, the first {failed[0].name!r}: {failed[0].code}")
+
+        if keys:
+            self._call("delete", folder, remove)
+        return len(keys)
 
 
 def confined(root: str | os.PathLike, relative: str) -> Path:

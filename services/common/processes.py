@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -18,6 +19,8 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mfscore.errors import MfscoreError
@@ -139,11 +142,18 @@ def _wait_until(server: ServerProcess, ready, timeout: float) -> None:
     raise ProcessError(f"{server.name} did not become ready on port {server.port} within {timeout:g} s: {server.log_tail()}")
 
 
-def _nats_jetstream_ready(port: int, server_name: str) -> bool:
-    """Our server (by name) accepts a client and its INFO line announces JetStream."""
+def _nats_jetstream_ready(port: int, server_name: str, tls: bool = False) -> bool:
+    """Our server (by name) accepts a client and its INFO line announces JetStream. With ``tls`` the TLS
+    handshake comes first, unverified: this only asks whether the server is up."""
     try:
         with socket.create_connection((LOOPBACK, port), timeout=0.5) as sock:
-            line = sock.makefile("rb").readline(65536)
+            if tls:
+                context = ssl.create_default_context()
+                context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+                with context.wrap_socket(sock) as wrapped:
+                    line = wrapped.makefile("rb").readline(65536)
+            else:
+                line = sock.makefile("rb").readline(65536)
     except OSError:
         return False
     if not line.startswith(b"INFO "):
@@ -169,35 +179,131 @@ def _http_answers(url: str) -> bool:
 
 
 def start_nats_server(
-    data_dir: str | os.PathLike, port: int | None = None, *, log_dir: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike, port: int | None = None, *, users: Mapping[str, str],
+    tls_cert: str | os.PathLike = "", tls_key: str | os.PathLike = "", log_dir: str | os.PathLike | None = None,
     timeout: float = 20.0, detach: bool = False,
 ) -> ServerProcess:
     """nats-server with JetStream storing under ``data_dir``; returns once JetStream is ready.
 
+    It admits only ``users`` (role name to password; ``services/common/nats_auth.py`` gives each role its
+    permissions), from a configuration file written into ``data_dir`` (mode 0600). With ``tls_cert`` and
+    ``tls_key`` it takes TLS connections only, handshake first, and its ``url`` is ``tls://``.
     It logs to ``log_dir`` (default ``data_dir``). ``detach`` starts it in its own session, so it
     outlives the command that started it and ignores that terminal's Ctrl-C.
     """
+    from mfscore.services.common.nats_auth import server_config
+
+    text = server_config(users, tls_cert=str(tls_cert), tls_key=str(tls_key))
     port = port or free_port()
     name = f"mfscore-{uuid.uuid4().hex[:12]}"
+    config = Path(data_dir) / "nats-server.conf"
+    try:
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.unlink(missing_ok=True)
+        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ProcessError(f"nats-server cannot keep its configuration in {data_dir}: {exc.strerror or exc}") from None
     argv = [
-        find_executable("nats-server"), "-js", "-a", LOOPBACK, "-p", str(port), "-sd", str(data_dir), "-n", name,
+        find_executable("nats-server"), "-c", str(config), "-js", "-a", LOOPBACK, "-p", str(port),
+        "-sd", str(data_dir), "-n", name,
     ]
-    server = _spawn("nats-server", argv, Path(log_dir or data_dir), "nats", port, detach)
-    _wait_until(server, lambda: _nats_jetstream_ready(port, name), timeout)
+    tls = bool(tls_cert)
+    server = _spawn("nats-server", argv, Path(log_dir or data_dir), "tls" if tls else "nats", port, detach)
+    _wait_until(server, lambda: _nats_jetstream_ready(port, name, tls), timeout)
     return server
+
+
+@dataclass(frozen=True)
+class S3Credentials:
+    """An access key and its secret; the secret stays out of ``repr``, so out of logs."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+
+
+class S3Server(ServerProcess):
+    """moto's S3 server and the two IAM users generated in it: ``service`` (what the services do) and
+    ``client`` (what ``submit`` does: upload under ``runs/``)."""
+
+    def __init__(self, process: ServerProcess, service: S3Credentials, client: S3Credentials):
+        super().__init__(process.name, process.popen, process.log_path, "http", process.port)
+        self.service = service
+        self.client = client
+
+
+def s3_policies(bucket: str) -> dict[str, list[dict]]:
+    """The IAM policy statements of each role, by role. Moto names HEAD on a bucket ``s3:HeadBucket``
+    (AWS and MinIO check ``s3:ListBucket``) and checks a multi-object delete as ``s3:DeleteObject`` on the
+    bucket (AWS: on each object); a multipart upload needs ``s3:PutObject``."""
+    bucket_arn = f"arn:aws:s3:::{bucket}"
+    return {
+        "service": [
+            {"Effect": "Allow", "Action": ["s3:HeadBucket", "s3:ListBucket", "s3:CreateBucket", "s3:DeleteObject"],
+             "Resource": bucket_arn},
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload",
+                                           "s3:DeleteObject"],  # retention: a finished run's inputs, old reports
+             "Resource": f"{bucket_arn}/*"},
+        ],
+        "client": [
+            {"Effect": "Allow", "Action": ["s3:HeadBucket"], "Resource": bucket_arn},
+            {"Effect": "Allow", "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
+             "Resource": f"{bucket_arn}/runs/*"},
+        ],
+    }
+
+
+S3_SETUP_REQUESTS = 3 * len(s3_policies("-"))  # per role: CreateUser, PutUserPolicy, CreateAccessKey
+
+
+def _create_s3_credentials(server: ServerProcess, bucket: str) -> dict[str, S3Credentials]:
+    """An IAM user, its policy and a generated access key per role: the ``S3_SETUP_REQUESTS`` requests the
+    server lets through unchecked. Then a made-up key must be refused, or authentication is not on."""
+    import boto3  # a requirement of moto, which the 'cluster' extra installs as moto[server]
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    iam = boto3.client("iam", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="mfscore-setup",
+                       aws_secret_access_key="unchecked", config=Config(proxies={}, retries={"max_attempts": 1}))
+    made = {}
+    try:
+        for role, statements in s3_policies(bucket).items():
+            user = f"mfscore-{role}"
+            iam.create_user(UserName=user)
+            iam.put_user_policy(UserName=user, PolicyName=f"{user}-s3",
+                                PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}))
+            key = iam.create_access_key(UserName=user)["AccessKey"]
+            made[role] = S3Credentials(key["AccessKeyId"], key["SecretAccessKey"])
+    except (BotoCoreError, ClientError) as exc:
+        raise ProcessError(f"{server.name} on port {server.port} refused to create its IAM users (did another "
+                           f"client reach it first?): {exc}") from None
+    try:
+        iam.list_users()
+    except (BotoCoreError, ClientError) as exc:
+        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "InvalidClientTokenId":
+            return made
+    raise ProcessError(f"{server.name} on port {server.port} accepts a made-up access key after its setup")
 
 
 def start_s3_server(
-    port: int | None = None, *, log_dir: str | os.PathLike | None = None, timeout: float = 30.0,
-    detach: bool = False,
-) -> ServerProcess:
-    """moto_server (an S3-compatible server, in memory); returns once it answers HTTP.
+    port: int | None = None, *, bucket: str = "mfscore", log_dir: str | os.PathLike | None = None,
+    timeout: float = 30.0, detach: bool = False,
+) -> S3Server:
+    """moto's S3 server (in memory, run by ``local_s3``), refusing every request not signed by a key
+    generated in it; returns once those keys exist.
 
-    It logs to ``log_dir`` (default a new temporary directory); ``detach`` as for ``start_nats_server``.
+    ``service`` may create ``bucket``, list it, and read, write and delete objects in it; ``client`` may only
+    upload under ``runs/``. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). It logs
+    to ``log_dir`` (default a new temporary directory); ``detach`` as for ``start_nats_server``.
     """
     port = port or free_port()
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
-    argv = [find_executable("moto_server"), "-H", LOOPBACK, "-p", str(port)]
+    find_executable("moto_server")  # moto[server] is installed, or one sentence names the package
+    argv = [sys.executable, "-m", "mfscore.services.common.local_s3", LOOPBACK, str(port), str(S3_SETUP_REQUESTS)]
     server = _spawn("moto_server", argv, log_dir, "http", port, detach)
-    _wait_until(server, lambda: _http_answers(server.url + "/"), timeout)
-    return server
+    _wait_until(server, lambda: _http_answers(server.url + "/moto-api/"), timeout)  # a path moto does not count
+    try:
+        return S3Server(server, **_create_s3_credentials(server, bucket))
+    except BaseException:
+        server.stop()
+        raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -18,9 +19,10 @@ from dataclasses import dataclass
 import grpc
 
 from mfscore import tasks
+from mfscore.errors import MfscoreError
 from mfscore.run.allocator import keep_freed_memory
-from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
-from mfscore.services.common.jetstream import JobWorker, connect, ensure_streams
+from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
+from mfscore.services.common.jetstream import JobWorker, connect, wait_for_streams
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.object_store import (
@@ -35,6 +37,7 @@ from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
 log = logging.getLogger("mfscore.services")
 MAX_BLOB_BYTES = 4 << 30   # the core checks each file's own limits (pixels, elements, JSON bytes) when it reads it
 JOBS_IN_FLIGHT = 2
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the aggregator's run ids
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,20 @@ def _fetch(store: ObjectStore, prefix: str, key: str, directory: str) -> str:
     return path
 
 
+class JobRefused(MfscoreError):
+    """A job naming inputs outside its own run's upload: whoever sent it, it is not the aggregator's plan."""
+
+
+def check_inputs(message: jobs_pb2.Job) -> None:
+    """Refuse a job whose files are not under ``runs/<its run id>/inputs/``, the one place the aggregator plans
+    from, so no job can make a scorer read another run's objects or any other key of the bucket."""
+    if not _RUN_ID.fullmatch(message.run_id):
+        raise JobRefused(f"the job's run id {message.run_id[:80]!r} is not 1-64 letters, digits, '-' or '_'")
+    if message.input_prefix != f"runs/{message.run_id}/inputs/":
+        raise JobRefused(f"the job's input prefix {message.input_prefix[:200]!r} is not its run's upload "
+                         f"(runs/{message.run_id}/inputs/)")
+
+
 class JobScorer:
     """``await scorer(job)``: the job's TrialRecord. Messages name files by their key in the upload."""
 
@@ -72,6 +89,7 @@ class JobScorer:
         self.cpu = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-scoring")
 
     async def __call__(self, message: jobs_pb2.Job) -> records_pb2.TrialRecord:
+        check_inputs(message)
         task = tasks.get(message.task)
         work = job(task, message).work
         directory = os.path.realpath(tempfile.mkdtemp(prefix="job-", dir=self.work_dir))
@@ -98,6 +116,10 @@ class Scorer(services_pb2_grpc.ScorerServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"the {self._pool.name} pool scores {', '.join(self._pool.resources)} jobs, "
                                 f"not a {request.task or 'task-less'} job")
+        try:
+            check_inputs(request)
+        except JobRefused as refused:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.sentence())
         return await self._handle(request)
 
 
@@ -106,21 +128,25 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     keep_freed_memory()
-    metrics_port = start_metrics_server(settings.metrics_port)
+    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
-    server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),
-                                             "mfscore.v1.Scorer")], port=settings.grpc_port)
+    server, port = await start_service_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),
+                                                "mfscore.v1.Scorer")], settings)
     nc, js = await connect(settings)
+    health = asyncio.create_task(follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}"))
     try:
-        await ensure_streams(js)
+        if not await wait_for_streams(js, stop):
+            return
         log.info("%s: gRPC on %d, metrics on %d, pulling %s jobs", pool.name, port, metrics_port,
                  ", ".join(pool.resources))
         workers = [JobWorker(js, kind=resource, service=pool.name, handle=handle,
                              ack_wait=settings.ack_wait_seconds, max_deliver=settings.max_deliver,
+                             retry_budget_seconds=settings.retry_budget_seconds,
                              shutdown_grace_seconds=settings.ack_wait_seconds, concurrency=JOBS_IN_FLIGHT)
                    for resource in pool.resources]
         await asyncio.gather(*(worker.run(stop) for worker in workers))
     finally:
+        health.cancel()
         await stop_grpc_server(server, grace=5)
         await nc.drain()
         log.info("%s: stopped", pool.name)

@@ -16,7 +16,7 @@ import tempfile
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError
-from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.grpc_server import start_service_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
@@ -63,10 +63,10 @@ class Validator(services_pb2_grpc.ValidatorServicer):
 async def run_validator(settings: Settings, stop: asyncio.Event) -> None:
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
-    metrics_port = start_metrics_server(settings.metrics_port)
+    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
     servicer = Validator(ObjectStore(settings), settings.work_dir)
-    server, port = await start_grpc_server(
-        [(services_pb2_grpc.add_ValidatorServicer_to_server, servicer, "mfscore.v1.Validator")], port=settings.grpc_port)
+    server, port = await start_service_server(
+        [(services_pb2_grpc.add_ValidatorServicer_to_server, servicer, "mfscore.v1.Validator")], settings)
     log.info("validator: gRPC on %d, metrics on %d", port, metrics_port)
     await stop.wait()
     await stop_grpc_server(server, grace=5)

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import uuid
 
 import pytest
 from nats.js.errors import NotFoundError
 
 from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
+from mfscore.services.common.nats_auth import ROLES
 from mfscore.services.common.processes import start_nats_server, start_s3_server
 from mfscore.services.common.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def nats_server(tmp_path_factory):
-    server = start_nats_server(tmp_path_factory.mktemp("nats"))
+def nats_users() -> dict[str, str]:
+    """A password per NATS role (services/common/nats_auth.py); ``admin`` for fixtures that reset the streams."""
+    return {role: secrets.token_urlsafe(24) for role in ROLES}
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory, nats_users):
+    server = start_nats_server(tmp_path_factory.mktemp("nats"), users=nats_users)
     try:
         yield server
     finally:
@@ -24,7 +32,8 @@ def nats_server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
-    server = start_s3_server(log_dir=tmp_path_factory.mktemp("s3"))
+    """moto refusing unsigned and made-up requests; its ``service`` and ``client`` keys cover the ``test-*`` buckets."""
+    server = start_s3_server(bucket="test-*", log_dir=tmp_path_factory.mktemp("s3"))
     try:
         yield server
     finally:
@@ -32,11 +41,15 @@ def s3_server(tmp_path_factory):
 
 
 @pytest.fixture
-def cluster_settings(nats_server, s3_server, tmp_path) -> Settings:
-    """Settings for the loopback servers, with a bucket of its own."""
+def cluster_settings(nats_server, nats_users, s3_server, tmp_path) -> Settings:
+    """Settings for the loopback servers, with a bucket of its own; NATS as ``admin`` (the tests play every role)."""
     return Settings(
         nats_url=nats_server.url,
+        nats_user="admin",
+        nats_password=nats_users["admin"],
         s3_endpoint=s3_server.url,
+        s3_access_key=s3_server.service.access_key,
+        s3_secret_key=s3_server.service.secret_key,
         bucket=f"test-{uuid.uuid4().hex[:16]}",
         work_dir=str(tmp_path / "work"),
     )

@@ -9,7 +9,6 @@ import signal
 import time
 import uuid
 
-import grpc
 import pytest
 
 from integration.equivalence import tree
@@ -45,7 +44,7 @@ def stop(process: dict, signum=signal.SIGTERM) -> None:
 
 def queue_drained(config) -> bool:
     async def check():
-        nc, js = await connect(config.settings())
+        nc, js = await connect(commands.nats_settings(config))
         try:
             info = await js.consumer_info(JOBS_STREAM, "mask-scorers")
             return info.num_pending == 0 and info.num_ack_pending == 0
@@ -79,7 +78,7 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         inputs = task.inputs(options)
         spec = runs_pb2.RunSpec(task=task.name, options=encode(relocated(options, inputs, {n: n for n in inputs.roots})),
                                 tables=tables, input_prefix=prefix, output_name="x", run_id=run_id)
-        with grpc.insecure_channel(config.aggregator_address) as channel:
+        with config.channel() as channel:
             stub = services_pb2_grpc.AggregatorStub(channel)
             stub.SubmitRun(spec, timeout=30)
             planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
@@ -97,7 +96,7 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         config.write(path)
         commands.wait_healthy(restarted[1])
 
-        with grpc.insecure_channel(config.aggregator_address) as channel:
+        with config.channel() as channel:
             stub = services_pb2_grpc.AggregatorStub(channel)
             done = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
                             in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and s, "the run to finish")

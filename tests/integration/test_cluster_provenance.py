@@ -180,7 +180,7 @@ def test_the_validator_runs_the_embedded_checks_and_names_the_files_by_key(datas
     assert "ref/journals/J0000.json" in run.tables and f"sys/json/{NOT_JSON}.json" not in run.tables
     store = ObjectStore(config.settings())
     spec = run.spec()
-    with grpc.insecure_channel(config.validator_address) as channel:
+    with config.channel(config.validator_address) as channel:
         validator = services_pb2_grpc.ValidatorStub(channel)
         report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
         assert report.valid and not report.findings
@@ -213,14 +213,14 @@ def test_provenance_scorer_scores_one_trial_as_the_core_does(task_name, dataset,
     cases = [(jobs["json/P00000.json"], "record"), (jobs["json/P00001.json"], "record"),
              (jobs[f"json/{MISSING}.json"], "does not exist"), (jobs[f"json/{NOT_JSON}.json"], "not valid JSON"),
              (replace(p2, work=replace(p2.work, max_json_bytes=1000)), "more than the limit of 1000")]
-    with grpc.insecure_channel(scorer_address(config)) as channel:
+    with config.channel(scorer_address(config)) as channel:
         stub = services_pb2_grpc.ScorerStub(channel)
 
         def score(job, **blobs):
             wire = run.wire(job, **blobs)
             reply = stub.Score(wire, timeout=30)
             assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
-                "grpc", task_name, job.key, "provenance-scorer", "")
+                run.run_id, task_name, job.key, "provenance-scorer", "")
             return outcome(task, reply)
 
         for job, expected_kind in cases:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 import urllib.request
+import uuid
+from pathlib import Path
 
 import grpc
 import pytest
@@ -15,11 +18,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from integration.uploads import same_outcome, upload
+from mfscore.cli.main import main
 from mfscore.codec import encode
 from mfscore.masks.mask_record import UNREADABLE
 from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.video import sample_video_dataset
+from mfscore.services.commands.local_cluster import add_caller
 from mfscore.services.commands.submit import localize
 from mfscore.services.common.messages import job_key, outcome
 from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
@@ -46,7 +51,7 @@ def test_every_service_serves_health_reflection_and_metrics(service, local_clust
     _, config = local_cluster
     full_name = services_pb2.DESCRIPTOR.services_by_name[SERVICE_NAMES[service]].full_name
     assert full_name == f"mfscore.v1.{SERVICE_NAMES[service]}"
-    with grpc.insecure_channel(address(config, service)) as channel:
+    with config.channel(address(config, service)) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for name in ("", full_name):
             assert health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5).status == \
@@ -81,7 +86,7 @@ def uploaded_masks(mask_data, local_cluster):
 
 def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_cluster):
     _, config = local_cluster
-    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+    with config.channel(address(config, "mask-scorer")) as channel:
         stub = services_pb2_grpc.ScorerStub(channel)
         for run in uploaded_masks:
             task = run.task
@@ -93,7 +98,7 @@ def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_clust
                 reply = stub.Score(message, timeout=30)
                 expected = task.score(planned.work)
                 assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
-                    "grpc", "mask", planned.key, "mask-scorer", "")
+                    run.run_id, "mask", planned.key, "mask-scorer", "")
                 got = outcome(task, reply)
                 assert encode_outcome(got) == encode_outcome(expected)
                 assert got.status == "scored" and got.positive.sum() > 0
@@ -105,7 +110,7 @@ def test_a_missing_object_is_the_cores_does_not_exist_problem(uploaded_masks, lo
     task = run.task
     planned = next(job for job in run.plan.jobs if all(task.blobs(job.work).values()))
     absent = os.path.join(run.roots["sys"], "mask", "absent.png")
-    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+    with config.channel(address(config, "mask-scorer")) as channel:
         reply = services_pb2_grpc.ScorerStub(channel).Score(run.wire(planned, system="sys/mask/absent.png"), timeout=30)
     got = outcome(task, reply)
     expected = task.score(dataclasses.replace(planned.work, system_path=absent))
@@ -121,7 +126,7 @@ def test_a_job_naming_no_task_is_refused(uploaded_masks, local_cluster):
     _, config = local_cluster
     message = uploaded_masks[0].wire(uploaded_masks[0].plan.jobs[0])
     message.task = "no-such-task"
-    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+    with config.channel(address(config, "mask-scorer")) as channel:
         with pytest.raises(grpc.RpcError) as error:
             services_pb2_grpc.ScorerStub(channel).Score(message, timeout=30)
     assert "no-such-task" in (error.value.details() or "")
@@ -134,7 +139,7 @@ def test_the_mask_scorer_pool_scores_a_video_spatial_job_as_the_core_does(tmp_pa
     task = run.task
     assert task.resource == "video"
     said = {"scored": 0, "problem": 0}
-    with grpc.insecure_channel(address(config, "mask-scorer")) as channel:
+    with config.channel(address(config, "mask-scorer")) as channel:
         stub = services_pb2_grpc.ScorerStub(channel)
         for planned in run.plan.jobs:
             reply = stub.Score(run.wire(planned), timeout=60)
@@ -148,7 +153,7 @@ def test_the_mask_scorer_pool_scores_a_video_spatial_job_as_the_core_does(tmp_pa
 def test_validator_accepts_and_rejects(uploaded_masks, local_cluster):
     _, config = local_cluster
     run = uploaded_masks[0]
-    with grpc.insecure_channel(config.validator_address) as channel:
+    with config.channel(config.validator_address) as channel:
         validator = services_pb2_grpc.ValidatorStub(channel)
         report = validator.Validate(services_pb2.ValidateRequest(run=run.spec()), timeout=30)
         assert report.valid, [f.message for f in report.findings]
@@ -167,7 +172,7 @@ def test_validator_accepts_and_rejects(uploaded_masks, local_cluster):
 
 def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
     _, config = local_cluster
-    with grpc.insecure_channel(config.aggregator_address) as channel:
+    with config.channel() as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
         with pytest.raises(grpc.RpcError) as error:
             stub.GetRun(runs_pb2.RunRef(run_id="no-such-run"), timeout=5)
@@ -184,9 +189,96 @@ def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
         with pytest.raises(grpc.RpcError) as error:
             stub.SubmitRun(runs_pb2.RunSpec(task="nonesuch", run_id="no-task", output_name="x"), timeout=5)
         assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "is not a task" in error.value.details()
+        large = runs_pb2.RunSpec(task="mask", run_id="large-spec", output_name="x", options=b"{" + b" " * (600 << 10) + b"}")
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(large, timeout=10)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "more than the limit" in error.value.details()
         huge = runs_pb2.RunSpec(task="mask", run_id="huge-spec", output_name="x", options=b"{" + b" " * (2 << 20) + b"}")
         with pytest.raises(grpc.RpcError) as error:
             stub.SubmitRun(huge, timeout=10)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "more than the limit" in error.value.details()
+        assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # gRPC's own limit, before the servicer
+        elsewhere = runs_pb2.RunSpec(task="mask", run_id="elsewhere", output_name="x", input_prefix="runs/other/inputs/")
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(elsewhere, timeout=10)
+        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "its own prefix" in error.value.details()
         listed = {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
-        assert all(listed) and not listed & {"no-task", "huge-spec"}  # nothing recorded for either
+        assert all(listed) and not listed & {"no-task", "large-spec", "huge-spec", "elsewhere"}  # nothing recorded
+
+
+def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster, monkeypatch, capsys):
+    path, config = local_cluster
+    alice = dataclasses.replace(config, token=add_caller(config, "alice", "client"))
+    bob = dataclasses.replace(config, token=add_caller(config, "bob", "client"))
+    time.sleep(1.5)  # the services read the tokens file again within a second
+    run_id = f"alice-{uuid.uuid4().hex[:8]}"
+    spec = runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x", input_prefix=f"runs/{run_id}/inputs/",
+                            submitted_by="mallory")
+    ref = runs_pb2.RunRef(run_id=run_id)
+    with alice.channel() as channel:
+        stub = services_pb2_grpc.AggregatorStub(channel)
+        status = stub.SubmitRun(spec, timeout=10)
+        assert status.owner == "alice"
+        assert stub.GetRun(ref, timeout=5).run_id == run_id
+    with bob.channel() as channel:
+        stub = services_pb2_grpc.AggregatorStub(channel)
+        for call in (stub.GetRun, stub.GetReport, lambda r, timeout: list(stub.WatchRun(r, timeout=timeout))):
+            with pytest.raises(grpc.RpcError) as error:
+                call(ref, timeout=5)
+            assert error.value.code() == grpc.StatusCode.NOT_FOUND
+        assert run_id not in {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
+        with pytest.raises(grpc.RpcError) as error:
+            stub.SubmitRun(spec, timeout=5)
+        assert error.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        with pytest.raises(grpc.RpcError) as error:
+            services_pb2_grpc.ValidatorStub(bob.channel(config.validator_address)).Validate(
+                services_pb2.ValidateRequest(run=spec), timeout=5)
+        assert error.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    with config.channel() as channel:  # the cluster file's token is its operator's
+        listed = {s.run_id: s for s in services_pb2_grpc.AggregatorStub(channel).ListRuns(
+            runs_pb2.ListRunsRequest(), timeout=5).runs}
+        assert listed[run_id].owner == "alice"
+    for who, sees in ((alice, True), (bob, False)):  # 'mfscore report --list' with the caller's MFSCORE_TOKEN
+        monkeypatch.setenv("MFSCORE_TOKEN", who.token)
+        capsys.readouterr()
+        assert main(["report", "--list", "--cluster", str(path)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].split()[:3] == ["RUN", "TASK", "STATE"]
+        assert any(line.split()[0] == run_id and "alice" in line.split() for line in lines[1:]) == sees
+    with grpc.insecure_channel(config.aggregator_address) as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
+        assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses a TCP socket listens on ``port`` with, from /proc/net/tcp{,6}."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.split(":")
+                if state == "0A" and int(hex_port, 16) == port:
+                    found.add(address)
+    return found
+
+
+def test_every_service_listens_on_loopback_only(local_cluster):
+    _, config = local_cluster
+    loopback = {"0100007F", "0000000000000000FFFF00000100007F"}  # 127.0.0.1, and as an IPv4-mapped IPv6 address
+    for process in config.processes:
+        for name in ("grpc_port", "metrics_port"):
+            if name in process:
+                assert listening_addresses(process[name]) and listening_addresses(process[name]) <= loopback, \
+                    (process["name"], name)
+
+
+def test_no_secret_reaches_a_log(local_cluster):
+    path, config = local_cluster
+    state = Path(config.state_dir)
+    secrets = {config.token, config.s3_secret_key, *(p.read_text().split()[-1] for p in (state / "secrets").iterdir())}
+    secrets = {s for s in secrets if len(s) >= 16}
+    assert config.token in secrets
+    for log in (state / "logs").iterdir():
+        text = log.read_text(errors="replace")
+        assert not [s for s in secrets if s in text], log.name

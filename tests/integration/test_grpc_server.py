@@ -13,6 +13,7 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from mfscore.services.common.auth import Caller, Callers, aio_client_channel, client_channel, new_token
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.processes import ProcessError, find_executable, start_nats_server, start_s3_server
@@ -34,9 +35,13 @@ class FixedScorer(services_pb2_grpc.ScorerServicer):
         )
 
 
+TOKEN = new_token()
+CALLERS = Callers.of_tokens({TOKEN: Caller("aggregator", "service")})
+
+
 def reflected(port: int) -> tuple[list[str], list[str]]:
     """The service names the server lists, and the methods of Scorer, through reflection (blocking)."""
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+    with client_channel(f"127.0.0.1:{port}", token=TOKEN) as channel:
         database = ProtoReflectionDescriptorDatabase(channel)
         services = database.get_services()
         methods = DescriptorPool(database).FindServiceByName(SCORER).methods_by_name
@@ -47,11 +52,11 @@ def test_servicer_health_and_reflection_are_served_then_drained():
     async def scenario():
         server, port = await start_grpc_server(
             [(services_pb2_grpc.add_ScorerServicer_to_server, FixedScorer(), SCORER)],
-            port=0, host="127.0.0.1",
+            port=0, host="127.0.0.1", callers=CALLERS,
         )
         assert port > 0
         try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            async with aio_client_channel(f"127.0.0.1:{port}", token=TOKEN) as channel:
                 key = jobs_pb2.JobKey(query=0, role="probe", ordinal=1)
                 record = await services_pb2_grpc.ScorerStub(channel).Score(
                     jobs_pb2.Job(run_id="r1", task="mask", key=key, work=b"{}")
@@ -92,29 +97,33 @@ def test_metrics_endpoint_serves_the_mfscore_metrics():
         body = response.read().decode()
     for name in (
         "mfscore_jobs_total", "mfscore_job_duration_seconds", "mfscore_jobs_in_flight", "mfscore_s3_bytes_total",
-        "mfscore_s3_request_duration_seconds", "mfscore_runs", "mfscore_run_trials_planned",
-        "mfscore_run_trials_received", "mfscore_aggregator_fold_duration_seconds",
+        "mfscore_s3_request_duration_seconds", "mfscore_runs", "mfscore_trials_planned_total",
+        "mfscore_trials_received_total", "mfscore_aggregator_fold_duration_seconds",
         "mfscore_aggregator_report_duration_seconds",
     ):
         assert f"# TYPE {name} " in body
 
 
-def test_a_server_refuses_a_port_in_use(nats_server, s3_server, tmp_path):
+def test_a_server_refuses_a_port_in_use(nats_server, nats_users, s3_server, tmp_path):
     with pytest.raises(ProcessError, match=f"nats-server cannot listen on 127.0.0.1:{nats_server.port}"):
-        start_nats_server(tmp_path / "nats", port=nats_server.port)
+        start_nats_server(tmp_path / "nats", port=nats_server.port, users=nats_users)
     with pytest.raises(ProcessError, match=f"moto_server cannot listen on 127.0.0.1:{s3_server.port}"):
         start_s3_server(port=s3_server.port, log_dir=tmp_path)
 
 
-def test_a_server_that_exits_while_starting_reports_its_log(tmp_path):
+def test_a_server_that_exits_while_starting_reports_its_log(nats_users, tmp_path):
+    absent = tmp_path / "absent.pem"
+    with pytest.raises(ProcessError, match=f"nats-server exited with status 1 while starting: .*open {absent}: no such"):
+        start_nats_server(tmp_path / "nats", users=nats_users, tls_cert=absent, tls_key=absent,
+                          log_dir=tmp_path / "logs")
     not_a_directory = tmp_path / "store"
     not_a_directory.write_text("a file where JetStream wants a directory")
-    with pytest.raises(ProcessError, match="nats-server exited with status 1 while starting: .*not a directory"):
-        start_nats_server(not_a_directory, log_dir=tmp_path / "logs")
+    with pytest.raises(ProcessError, match="nats-server cannot keep its configuration in .*store: File exists"):
+        start_nats_server(not_a_directory, users=nats_users, log_dir=tmp_path / "logs")
 
 
-def test_server_process_stop_is_idempotent_and_a_context_manager(tmp_path):
-    with start_nats_server(tmp_path / "nats") as server:
+def test_server_process_stop_is_idempotent_and_a_context_manager(nats_users, tmp_path):
+    with start_nats_server(tmp_path / "nats", users=nats_users) as server:
         assert server.running() and server.url == f"nats://127.0.0.1:{server.port}"
     assert not server.running()
     server.stop()

@@ -1,5 +1,6 @@
 """Jobs through a real nats-server with JetStream: de-duplication, the worker's outcomes, heartbeats, shutdown,
-and the jobs a worker refuses (an unknown task, or a task of another resource class)."""
+the jobs a worker refuses (an unknown task, or a task of another resource class), infrastructure failures against
+the job's own, and a run's subject (purged when the run ends)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import asyncio
 import time
 import uuid
 
+import nats
 import pytest
+from nats.js import api
 from prometheus_client import REGISTRY
 
 from mfscore import tasks
@@ -23,13 +26,16 @@ from mfscore.services.common.jetstream import (
     RESULTS_STREAM,
     JobWorker,
     dead_subject,
+    job_filter,
     job_id,
     job_subject,
     publish_job,
+    purge_run_jobs,
     result_subject,
     runs_bucket,
 )
 from mfscore.services.common.messages import job, job_key, job_message, outcome
+from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.wire import jobs_pb2, records_pb2
 from mfscore.tasks.base import PLANNER, Job
 
@@ -161,6 +167,15 @@ async def _at_least(js, stream, n):
     return await stream_count(js, stream) >= n
 
 
+async def run_until(w, condition) -> None:
+    """Run the worker until ``condition()`` holds, then stop it."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(w.run(stop))
+    assert await eventually(condition)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
 async def run_until_dead_lettered(js, w) -> None:
     """Run the worker until a job is dead-lettered and its error record published; a moment for a (wrong)
     redelivery to show; then stop it."""
@@ -190,11 +205,7 @@ def test_a_job_that_fails_once_is_redelivered_and_succeeds(jetstream):
                 return scored(job)
 
             w = worker(js, handle, retry_delay_seconds=0.3)
-            stop = asyncio.Event()
-            task = asyncio.create_task(w.run(stop))
-            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
-            stop.set()
-            await asyncio.wait_for(task, 5)
+            await run_until(w, lambda: _at_least(js, RESULTS_STREAM, 1))
 
             assert len(calls) == 2
             assert calls[1] - calls[0] >= 0.25, "the nak delay was not honoured"
@@ -225,7 +236,7 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
             assert dead.subject == dead_subject("mask")
             assert jobs_pb2.Job.FromString(dead.data) == job
             assert dead.headers[ERROR_HEADER] == (
-                "failed on delivery 3 of 3: RuntimeError: mask unreadable: bad PNG header"
+                "failed on attempt 3 of 3: RuntimeError: mask unreadable: bad PNG header"
             )
             [result] = await stream_messages(js, RESULTS_STREAM)
             record = records_pb2.TrialRecord.FromString(result.data)
@@ -242,7 +253,7 @@ def test_a_job_failing_every_delivery_is_dead_lettered_with_an_error_record(jets
 def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
     async def scenario():
         async with jetstream() as (_, js):
-            await js.publish(job_subject("mask"), b"\xff\xff\xff not a protobuf")
+            await js.publish(job_subject("mask", "runJ"), b"\xff\xff\xff not a protobuf")
             calls = []
 
             async def handle(job):
@@ -250,11 +261,7 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
                 return scored(job)
 
             w = worker(js, handle)
-            stop = asyncio.Event()
-            task = asyncio.create_task(w.run(stop))
-            assert await eventually(lambda: _at_least(js, DEAD_STREAM, 1))
-            stop.set()
-            await asyncio.wait_for(task, 5)
+            await run_until(w, lambda: _at_least(js, DEAD_STREAM, 1))
 
             [dead] = await stream_messages(js, DEAD_STREAM)
             assert dead.data == b"\xff\xff\xff not a protobuf"
@@ -270,9 +277,12 @@ def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_
     resources = {tasks.get(n).resource for n in tasks.names()} - {PLANNER}
     assert set(JOB_KINDS) == resources == {"mask", "video", "json"}
     for kind in JOB_KINDS:
-        assert (job_subject(kind), dead_subject(kind)) == (f"mfscore.jobs.{kind}", f"mfscore.dead.{kind}")
+        assert (job_subject(kind, "runK"), job_filter(kind), dead_subject(kind)) == (
+            f"mfscore.jobs.{kind}.runK", f"mfscore.jobs.{kind}.>", f"mfscore.dead.{kind}")
     with pytest.raises(ValueError):
-        job_subject("detection")  # a PLANNER task's jobs are never published
+        job_subject("detection", "runK")  # a PLANNER task's jobs are never published
+    with pytest.raises(ValueError, match="not a single NATS subject token"):
+        job_subject("mask", "run.K")
     message = mask_job("runK", 4, role="donor", query=1)
     assert job_id(message) == "runK/1/donor/4"
     assert job_id(records_pb2.TrialRecord(run_id="runK", key=message.key)) == job_id(message)
@@ -289,7 +299,8 @@ def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_
                 stop.set()
                 await asyncio.wait_for(w.run(stop), 5)
                 consumer = await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")
-                assert consumer.config.filter_subject == job_subject(kind)
+                assert consumer.config.filter_subject == job_filter(kind)
+                assert consumer.config.max_deliver == -1  # the worker counts failures itself
 
     asyncio.run(scenario())
 
@@ -470,3 +481,117 @@ def test_a_job_outliving_the_shutdown_grace_is_cancelled_and_handed_back(jetstre
             assert outcomes(successor.service)["done"] == 1
 
     asyncio.run(scenario())
+
+
+def test_the_worker_updates_a_consumer_of_the_old_configuration(jetstream):
+    """Before jobs had a subject per run, ``mask-scorers`` filtered ``mfscore.jobs.mask`` and JetStream stopped
+    delivering after max_deliver deliveries, outages included: a worker brings it to the new configuration."""
+    async def scenario():
+        async with jetstream() as (_, js):
+            await js.add_consumer(JOBS_STREAM, api.ConsumerConfig(
+                name="mask-scorers", durable_name="mask-scorers", filter_subject="mfscore.jobs.mask",
+                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=5, max_deliver=5))
+            await publish_job(js, "mask", mask_job("runO", 1))
+
+            async def handle(job):
+                return scored(job)
+
+            stop = asyncio.Event()
+            task = asyncio.create_task(worker(js, handle).run(stop))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 1))
+            stop.set()
+            await asyncio.wait_for(task, 5)
+            return (await js.consumer_info(JOBS_STREAM, "mask-scorers")).config
+
+    config = asyncio.run(scenario())
+    assert (config.filter_subject, config.max_deliver) == ("mfscore.jobs.mask.>", -1)
+
+
+def test_purge_run_jobs_removes_the_queued_jobs_of_that_run_only(jetstream):
+    async def scenario():
+        async with jetstream() as (_, js):
+            for run in ("runP", "runQ"):
+                for n in range(3):
+                    await publish_job(js, "mask", mask_job(run, n))
+            video = mask_job("runP", 9)
+            video.task = "video-spatial"
+            await publish_job(js, "video", video)
+            assert await stream_count(js, JOBS_STREAM) == 7
+            await purge_run_jobs(js, "runP")
+            left = await stream_messages(js, JOBS_STREAM)
+            await purge_run_jobs(js, "runP")  # nothing left of it: no error
+
+            async def handle(job):
+                return scored(job)
+
+            stop = asyncio.Event()
+            task = asyncio.create_task(worker(js, handle).run(stop))
+            assert await eventually(lambda: _at_least(js, RESULTS_STREAM, 3))
+            await asyncio.sleep(0.3)
+            stop.set()
+            await asyncio.wait_for(task, 5)
+            return left, await stream_messages(js, RESULTS_STREAM)
+
+    left, results = asyncio.run(scenario())
+    assert sorted(m.subject for m in left) == [job_subject("mask", "runQ")] * 3
+    assert sorted(m.headers[MSG_ID_HEADER] for m in results) == [f"runQ/0/probe/{n}" for n in range(3)]
+    with pytest.raises(ValueError, match="not a single NATS subject token"):
+        asyncio.run(purge_run_jobs(None, "run.*"))
+
+
+def test_infrastructure_failures_do_not_count_against_max_deliver(jetstream):
+    """Four infrastructure failures, then two of the job itself, then success, with max_deliver = 3: only the
+    job's own failures count, so it is done, not dead-lettered."""
+    failures = [ConnectionError("S3 refused the connection"), ObjectStoreUnavailable("S3 failed get 4 times"),
+                nats.errors.NoRespondersError(), TimeoutError("NATS did not answer"),
+                RuntimeError("mask unreadable"), RuntimeError("mask unreadable")]
+
+    async def scenario():
+        async with jetstream() as (_, js):
+            await publish_job(js, "mask", mask_job("runI", 1))
+            calls = []
+
+            async def handle(job):
+                calls.append(name(job))
+                if len(calls) <= len(failures):
+                    raise failures[len(calls) - 1]
+                return scored(job)
+
+            w = worker(js, handle, max_deliver=3, retry_delay_seconds=0.02, retry_delay_max_seconds=0.1)
+            await run_until(w, lambda: _at_least(js, RESULTS_STREAM, 1))
+            [result] = await stream_messages(js, RESULTS_STREAM)
+            return calls, result, await stream_count(js, DEAD_STREAM), w
+
+    calls, result, dead, w = asyncio.run(scenario())
+    assert calls == ["0/probe/1"] * 7
+    assert not records_pb2.TrialRecord.FromString(result.data).error and dead == 0
+    assert outcomes(w.service) == {"done": 1, "retried": 6, "dead": 0}
+
+
+def test_a_job_delivered_more_than_max_deliveries_times_is_dead_lettered_unhandled(jetstream):
+    """A job whose worker dies on it each time is never seen failing: the delivery ceiling stops it."""
+    async def scenario():
+        async with jetstream() as (_, js):
+            message = mask_job("runX", 2)
+            await publish_job(js, "mask", message)
+            w = worker(js, None, max_deliveries=3)
+            sub = await w._subscribe()
+            for _ in range(3):  # three workers that took the job and died (handed back at once, to be quick)
+                [msg] = await sub.fetch(1, timeout=5)
+                await msg.nak()
+            await sub.unsubscribe()
+            calls = []
+
+            async def handle(job):
+                calls.append(job)
+                return scored(job)
+
+            w.handle = handle
+            await run_until_dead_lettered(js, w)
+            [dead] = await stream_messages(js, DEAD_STREAM)
+            return calls, dead, w
+
+    calls, dead, w = asyncio.run(scenario())
+    assert calls == []
+    assert dead.headers[ERROR_HEADER] == "the job was delivered 4 times, more than the 3 allowed; a worker may be dying on it"
+    assert outcomes(w.service) == {"done": 0, "retried": 0, "dead": 1}

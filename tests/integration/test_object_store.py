@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import socket
-import socketserver
-import threading
 import time
 import urllib.request
 
 import pytest
+from botocore.auth import S3SigV4Auth  # botocore comes with moto, the test S3 server
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 from prometheus_client import REGISTRY
 
+from integration.faults import FaultyProxy
 from mfscore.errors import OptionError
 from mfscore.services.common.object_store import (
     ObjectMissing,
@@ -94,9 +96,11 @@ def test_upload_tree_refuses_a_symlink_escaping_the_directory_and_uploads_nothin
 def test_download_prefix_refuses_a_dotdot_key_and_writes_nothing(store, s3_server, cluster_settings, tmp_path):
     store.put_bytes("run-3/in/good.png", b"good")
     # minio refuses to write such a key, but another S3 client will: PUT it over plain HTTP (moto accepts it).
-    hostile = urllib.request.Request(
-        f"{s3_server.url}/{cluster_settings.bucket}/run-3/in/..%2F..%2Fescaped.txt", data=b"evil", method="PUT"
-    )
+    url = f"{s3_server.url}/{cluster_settings.bucket}/run-3/in/..%2F..%2Fescaped.txt"
+    signed = AWSRequest(method="PUT", url=url, data=b"evil")
+    key = Credentials(s3_server.service.access_key, s3_server.service.secret_key)
+    S3SigV4Auth(key, "s3", "us-east-1").add_auth(signed)
+    hostile = urllib.request.Request(url, data=b"evil", method="PUT", headers=dict(signed.headers))
     with urllib.request.urlopen(hostile) as response:
         assert response.status == 200
     assert "run-3/in/../../escaped.txt" in store.list_keys("run-3/")
@@ -164,7 +168,7 @@ def test_a_missing_object_is_one_clear_error_and_not_retried(store, tmp_path):
 
 
 def test_an_unreachable_server_fails_after_the_configured_attempts(cluster_settings):
-    dead = Settings(s3_endpoint=f"127.0.0.1:{free_port()}", bucket=cluster_settings.bucket)
+    dead = dataclasses.replace(cluster_settings, s3_endpoint=f"127.0.0.1:{free_port()}")
     store = ObjectStore(dead, attempts=3, base_delay=0.05, connect_timeout=1.0)
     attempts_before = get_attempts()
     started = time.monotonic()
@@ -175,86 +179,18 @@ def test_an_unreachable_server_fails_after_the_configured_attempts(cluster_setti
     assert 0.15 <= elapsed < 5
 
 
-class FaultyProxy(socketserver.ThreadingTCPServer):
-    """Forwards TCP to ``upstream``, but answers the first ``faults`` connections with ``fault``:
-    ``reset`` closes the connection unanswered, ``slowdown`` answers 503 SlowDown as S3 does under load."""
-
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, upstream: tuple[str, int], fault: str, faults: int):
-        self.upstream = upstream
-        self.fault = fault
-        self.faults = faults
-        self.connections = 0
-        self.lock = threading.Lock()
-        super().__init__(("127.0.0.1", 0), ProxyHandler)
-        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.server_address[1]}"
-
-
-SLOWDOWN_BODY = b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
-
-
-class ProxyHandler(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        proxy: FaultyProxy = self.server
-        with proxy.lock:
-            proxy.connections += 1
-            faulty = proxy.connections <= proxy.faults
-        client = self.request
-        if faulty and proxy.fault == "reset":
-            client.close()
-            return
-        if faulty:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = client.recv(65536)
-                if not chunk:
-                    return
-                head += chunk
-            client.sendall(
-                b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nConnection: close\r\n"
-                + f"Content-Length: {len(SLOWDOWN_BODY)}\r\n\r\n".encode() + SLOWDOWN_BODY
-            )
-            client.close()
-            return
-        upstream = socket.create_connection(proxy.upstream)
-        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
-        pump(client, upstream)
-
-
-def pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        for sock in (source, sink):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            sock.close()
-
-
 @pytest.mark.parametrize("fault", ["reset", "slowdown"])
 def test_transient_failures_are_retried_until_the_server_answers(store, cluster_settings, s3_server, fault):
     store.put_bytes("run-6/mask.png", b"\x89PNG payload")
     proxy = FaultyProxy(("127.0.0.1", s3_server.port), fault, faults=2)
     try:
-        via_proxy = Settings(s3_endpoint=proxy.endpoint, bucket=cluster_settings.bucket)
+        via_proxy = dataclasses.replace(cluster_settings, s3_endpoint=proxy.endpoint)
         assert ObjectStore(via_proxy, attempts=3, base_delay=0.01).get_bytes("run-6/mask.png", max_bytes=100) == (
             b"\x89PNG payload"
         )
         assert proxy.connections >= 3
     finally:
-        proxy.shutdown()
-        proxy.server_close()
+        proxy.close()
 
 
 @pytest.mark.parametrize("fault", ["reset", "slowdown"])
@@ -262,13 +198,12 @@ def test_transient_failures_beyond_the_attempts_raise_unavailable(store, cluster
     store.put_bytes("run-7/mask.png", b"data")
     proxy = FaultyProxy(("127.0.0.1", s3_server.port), fault, faults=2)
     try:
-        via_proxy = Settings(s3_endpoint=proxy.endpoint, bucket=cluster_settings.bucket)
+        via_proxy = dataclasses.replace(cluster_settings, s3_endpoint=proxy.endpoint)
         with pytest.raises(ObjectStoreUnavailable, match="2 times"):
             ObjectStore(via_proxy, attempts=2, base_delay=0.01).get_bytes("run-7/mask.png", max_bytes=100)
         assert proxy.connections == 2
     finally:
-        proxy.shutdown()
-        proxy.server_close()
+        proxy.close()
 
 
 def test_settings_parse_the_endpoint_and_name_a_bad_integer():

@@ -35,11 +35,16 @@ class Uploaded:
         return runs_pb2.RunSpec(**{"task": self.task.name, "options": encode(moved), "tables": self.tables,
                                    "input_prefix": self.prefix, "output_name": "x", **fields})
 
-    def wire(self, job: Job, run_id: str = "grpc", **blobs: str) -> jobs_pb2.Job:
+    @property
+    def run_id(self) -> str:
+        """The run the upload is for: scorers take only a job whose inputs are ``runs/<its run id>/inputs/``."""
+        return self.prefix.split("/")[1]
+
+    def wire(self, job: Job, **blobs: str) -> jobs_pb2.Job:
         """The job as the aggregator publishes it: its files named by their key in the upload (or by ``blobs``)."""
         keys = {name: key_of(path, self.roots, what=path) if path else ""
                 for name, path in self.task.blobs(job.work).items()} | blobs
-        return job_message(run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
+        return job_message(self.run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
 
 
 def upload(config, name: str, arguments: list[str]) -> Uploaded:
@@ -49,7 +54,7 @@ def upload(config, name: str, arguments: list[str]) -> Uploaded:
     task = tasks.get(args.task_name)
     store = ObjectStore(config.settings())
     store.ensure_bucket()
-    prefix = f"test/{uuid.uuid4().hex}/"
+    prefix = f"runs/{uuid.uuid4().hex}/inputs/"  # the cluster file's S3 key may upload only under runs/
     files, tables = run_inputs(task, options)
     for path, key in files:
         store.put_file(prefix + key, path)

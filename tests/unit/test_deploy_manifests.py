@@ -25,6 +25,15 @@ exceeds ``MFSCORE_ACK_WAIT``. KEDA ScaledObjects target the scorer pools with on
 resource class the pool pulls, each on an existing consumer. No Secret values are committed, no
 MinIO server is deployed, and the image installs the committed ``services/`` with the ``cluster``
 extra, generating nothing.
+
+Credentials (docs/distributed.md "Credentials"): the pods listen on all addresses (the code's default
+is loopback); every Deployment reads its callers from the tokens Secret, mounted read-only as a
+directory; the aggregator sends its own token from a Secret; every service that uses NATS
+(``local_cluster.NATS_ROLES``) connects as its role's user with a password from a Secret, the
+validator as nobody; a secret variable never has a literal value. The dev overlay's NATS admits only
+those users, with exactly the permissions of ``services/common/nats_auth.py``, and nothing else in the
+manifests is a NATS client (KEDA reads the monitoring port). ``secret.example.yaml`` shows every
+Secret referenced, with placeholders only.
 """
 
 from __future__ import annotations
@@ -66,13 +75,7 @@ GRPC_SERVICES = {
 # names of the five-service layout: detection is scored in the aggregator, provenance jobs are class json
 RETIRED_NAMES = ("detection-scorer", "detection_scorer", "detection-scorers", "provenance-scorers",
                  "mfscore.jobs.detection", "mfscore.jobs.provenance")
-OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats"})  # not services
-ENV_VARS = frozenset({
-    "MFSCORE_GRPC_PORT", "MFSCORE_METRICS_PORT", "MFSCORE_NATS_URL", "MFSCORE_S3_ENDPOINT",
-    "MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY", "MFSCORE_S3_REGION", "MFSCORE_BUCKET",
-    "MFSCORE_VALIDATOR_ADDRESS", "MFSCORE_AGGREGATOR_ADDRESS", "MFSCORE_WORK_DIR",
-    "MFSCORE_ACK_WAIT", "MFSCORE_MAX_DELIVER",
-})
+OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config"})  # not services
 SECRET_KEYS = frozenset({"MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY"})
 CONFIGMAP_KEYS = frozenset({
     "MFSCORE_NATS_URL", "MFSCORE_S3_ENDPOINT", "MFSCORE_S3_REGION", "MFSCORE_BUCKET", "MFSCORE_ACK_WAIT",
@@ -80,6 +83,13 @@ CONFIGMAP_KEYS = frozenset({
 })
 CONFIGMAP = "mfscore-config"
 SECRET = "mfscore-s3-credentials"
+TOKENS_SECRET, TOKENS_KEY = "mfscore-grpc-tokens", "tokens"      # the tokens file, mounted into every pod
+AGGREGATOR_TOKEN_SECRET, AGGREGATOR_TOKEN_KEY = "mfscore-aggregator-token", "token"
+NATS_SECRET = "mfscore-nats-passwords"                           # a key per NATS user, named after its role
+SECRETS = frozenset({SECRET, TOKENS_SECRET, AGGREGATOR_TOKEN_SECRET, NATS_SECRET})
+NATS_CONFIG = "nats-config"
+LISTEN_ALL = "0.0.0.0"
+DISTRIBUTED_DOCS = REPO / "docs" / "distributed.md"
 GRPC_PORT, METRICS_PORT, NATS_MONITOR_PORT = 50051, 9100, 8222
 SHUTDOWN_MARGIN = 10  # seconds after the ack wait: gRPC stop (5 s) and NATS drain
 CLUSTER_RUNTIME = frozenset({"grpcio", "grpcio-health-checking", "protobuf", "nats-py", "minio", "prometheus-client"})
@@ -141,6 +151,62 @@ def proto_services() -> frozenset[str]:
     text = (REPO / "proto" / "mfscore" / "v1" / "services.proto").read_text()
     (package,) = re.findall(r"^package\s+([\w.]+)\s*;", text, re.MULTILINE)
     return frozenset(f"{package}.{s}" for s in re.findall(r"^service\s+(\w+)", text, re.MULTILINE))
+
+
+SETTINGS_SRC = SERVICES_SRC / "common" / "settings.py"
+AUTH_SRC = SERVICES_SRC / "common" / "auth.py"
+
+
+@functools.cache
+def settings_env_vars() -> dict[str, str]:
+    """Setting to environment variable: every variable a service reads (services/common/settings.py ENV_VARS)."""
+    return ast.literal_eval(top_level_value(SETTINGS_SRC, "ENV_VARS"))
+
+
+@functools.cache
+def secret_env_vars() -> frozenset[str]:
+    """The variables that hold secrets (settings.py SECRET_FIELDS): never a literal value in a manifest."""
+    return frozenset(settings_env_vars()[f] for f in ast.literal_eval(top_level_value(SETTINGS_SRC, "SECRET_FIELDS")))
+
+
+@functools.cache
+def nats_roles() -> dict[str, str]:
+    """The NATS user (a role of nats_auth.py) each service connects as, as a local cluster gives it
+    (services/commands/local_cluster.py NATS_ROLES); a service not listed uses no NATS."""
+    roles = ast.literal_eval(top_level_value(SERVICES_SRC / "commands" / "local_cluster.py", "NATS_ROLES"))
+    known = ast.literal_eval(top_level_value(SERVICES_SRC / "common" / "nats_auth.py", "SERVICE_ROLES"))
+    assert set(roles.values()) <= set(known), f"NATS_ROLES names {roles}, not roles of nats_auth.py {known}"
+    return roles
+
+
+@functools.cache
+def grpc_roles() -> tuple[str, ...]:
+    """The roles a tokens-file line may give (services/common/auth.py ROLES)."""
+    return tuple(ast.literal_eval(top_level_value(AUTH_SRC, "ROLES")))
+
+
+def method_roles(prefix: str) -> tuple[str, ...]:
+    """The roles that may call the methods under ``prefix`` (auth.py METHOD_ROLES)."""
+    table = top_level_value(AUTH_SRC, "METHOD_ROLES")
+    for key, value in zip(table.keys, table.values):
+        if ast.literal_eval(key) == prefix:
+            return tuple(ast.literal_eval(value))
+    raise AssertionError(f"auth.py METHOD_ROLES has no entry {prefix!r}")
+
+
+def imports_jetstream(module: Path) -> bool:
+    """Whether ``module`` imports services/common/jetstream.py, i.e. connects to NATS."""
+    return any(isinstance(node, ast.ImportFrom) and (node.module or "").endswith("common.jetstream")
+               for node in ast.walk(ast.parse(module.read_text())))
+
+
+def nats_auth_module():
+    """services/common/nats_auth.py itself; it imports nats-py and the wire code, so it needs the cluster extra."""
+    try:
+        from mfscore.services.common import nats_auth
+    except ImportError as error:
+        pytest.skip(f"services/common/nats_auth.py needs the cluster extra ({error})")
+    return nats_auth
 
 
 # ----------------------------------------------------------------------------- loading
@@ -250,6 +316,44 @@ def overlay_view(kdir: Path) -> list[dict]:
                     tc.update({k: v for k, v in pc.items() if k != "env"})
                     tc.setdefault("env", []).extend(pc.get("env", []))
     return objs
+
+
+def env_of(container: dict) -> dict[str, dict]:
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def secret_ref(entry: dict) -> tuple[str, str] | None:
+    """(Secret, key) of an env entry read from a Secret; None for a literal or another source."""
+    ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+    return (ref["name"], ref["key"]) if ref else None
+
+
+def pod_specs(objs: list[dict]) -> list[dict]:
+    return [spec for o in objs if (spec := ((o.get("spec") or {}).get("template") or {}).get("spec"))]
+
+
+def referenced_secrets(objs: list[dict]) -> dict[str, set[str]]:
+    """Secret name to the keys the objects read from it by name (an envFrom reads all, adding none)."""
+    refs: dict[str, set[str]] = {}
+    for pod in pod_specs(objs):
+        for c in pod.get("containers", []) + pod.get("initContainers", []):
+            for e in c.get("envFrom", []):
+                if "secretRef" in e:
+                    refs.setdefault(e["secretRef"]["name"], set())
+            for e in c.get("env", []):
+                if ref := secret_ref(e):
+                    refs.setdefault(ref[0], set()).add(ref[1])
+        for v in pod.get("volumes", []):
+            if "secret" in v:
+                refs.setdefault(v["secret"]["secretName"], set()).update(i["key"] for i in v["secret"].get("items", []))
+    return refs
+
+
+def nats_config(objs: list[dict]) -> dict:
+    """The dev NATS configuration. nats-server reads an unquoted ``$NAME`` as a variable (from the environment
+    when the file does not define it); JSON has no such thing, so those are parsed as the strings ``"$NAME"``."""
+    text = one(objs, "ConfigMap", NATS_CONFIG)["data"]["nats.conf"]
+    return json.loads(re.sub(r'(?<=:)(\s*)\$(\w+)', r'\1"$\2"', text))
 
 
 def nats_host(url_or_endpoint: str) -> str:
@@ -475,16 +579,23 @@ def test_scorers_leave_replicas_to_the_autoscaler():
 # ----------------------------------------------------------------------------- configuration
 
 def test_env_var_names_are_documented():
+    """Every variable an mfscore pod is given is one the services read and docs/distributed.md documents."""
     names = set()
     for path, doc in all_yaml_docs():
         spec = doc.get("spec", {}).get("template", {}).get("spec", {})
-        for c in spec.get("containers", []) + spec.get("initContainers", []):
-            names |= {e["name"] for e in c.get("env", [])}
-        if doc.get("kind") == "ConfigMap":
+        if doc.get("kind") == "Deployment":             # the mfscore pods (the dev NATS has its own variables)
+            for c in spec.get("containers", []) + spec.get("initContainers", []):
+                names |= {e["name"] for e in c.get("env", [])}
+        if doc.get("kind") == "ConfigMap" and doc["metadata"]["name"] == CONFIGMAP:
             names |= set(doc.get("data", {}))
     secret_keys = set(one(load_docs(SECRET_EXAMPLE), "Secret", SECRET)["stringData"])
-    undocumented = sorted(n for n in names | secret_keys if n not in ENV_VARS)
-    assert not undocumented, f"undocumented environment variables: {undocumented}"
+    unknown = sorted(n for n in names | secret_keys if n not in settings_env_vars().values())
+    assert not unknown, f"no service reads {unknown} (services/common/settings.py ENV_VARS)"
+    table = DISTRIBUTED_DOCS.read_text()
+    undocumented = sorted(n for n in names | secret_keys if f"`{n}`" not in table)
+    assert not undocumented, f"docs/distributed.md does not document {undocumented}"
+    assert {"MFSCORE_TOKENS_FILE", "MFSCORE_TOKEN", "MFSCORE_NATS_USER", "MFSCORE_NATS_PASSWORD",
+            "MFSCORE_GRPC_HOST", "MFSCORE_METRICS_HOST"} <= names, "the credentials and listeners are set somewhere"
     assert all(n.startswith("MFSCORE_") for n in names | secret_keys)
     assert secret_keys == SECRET_KEYS
     data = one(objects(BASE), "ConfigMap", CONFIGMAP)["data"]
@@ -506,14 +617,35 @@ def test_grace_period_exceeds_ack_wait(kdir):
             f"MFSCORE_ACK_WAIT {ack_wait} by at least {SHUTDOWN_MARGIN} s (finish or nak the job, then stop)")
 
 
+PLACEHOLDER = r"<[^<>\n]+>"
+# a tokens-file line of the example: a name and a role (placeholders or not: neither is secret), a placeholder digest
+EXAMPLE_TOKENS_LINE = re.compile(rf"(?P<name>{PLACEHOLDER}|[\w-]+) (?P<role>{PLACEHOLDER}|\w+) {PLACEHOLDER}")
+
+
 def test_no_secret_values_committed():
     for path, doc in all_yaml_docs():
         if doc.get("kind") == "Secret":
             assert not doc.get("data") and not doc.get("stringData"), f"{path.relative_to(REPO)} commits a Secret"
     for kdir in KUSTOMIZATION_DIRS:
         assert "secretGenerator" not in kustomization(kdir)
-    example = one(load_docs(SECRET_EXAMPLE), "Secret", SECRET)
-    assert all(v.startswith("<") for v in example["stringData"].values()), "the example holds placeholders only"
+    examples = load_docs(SECRET_EXAMPLE)
+    assert examples and all(d["kind"] == "Secret" and not d.get("data") for d in examples)
+    for example in examples:
+        name = example["metadata"]["name"]
+        assert example["stringData"], f"the example of {name} shows no key"
+        for key, value in example["stringData"].items():
+            lines = [ln.strip() for ln in value.splitlines() if ln.strip()]
+            assert lines, f"{name}/{key} is empty"
+            for line in lines:
+                if (name, key) == (TOKENS_SECRET, TOKENS_KEY):
+                    m = EXAMPLE_TOKENS_LINE.fullmatch(line)
+                    assert m, f"{name}/{key}: {line!r} is not `<name> <role> <placeholder digest>`"
+                    assert m["role"].startswith("<") or m["role"] in grpc_roles(), f"{line!r}: no role of auth.py"
+                else:
+                    assert re.fullmatch(PLACEHOLDER, line), f"{name}/{key} holds {line!r}: placeholders only"
+    for path in sorted(K8S.rglob("*.yaml")):
+        digests = re.findall(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", path.read_text())
+        assert not digests, f"{path.relative_to(REPO)} holds a token digest: tokens files belong in the cluster"
 
 
 def test_no_minio_server_anywhere():
@@ -530,6 +662,179 @@ def test_no_minio_server_anywhere():
     assert images and not [i for i in images if "minio" in i.lower()], f"MinIO server image in {images}"
     for line in (DEPLOY / "Dockerfile").read_text().splitlines():
         assert not (line.upper().startswith("FROM") and "minio" in line.lower())
+
+
+# ----------------------------------------------------------------------------- credentials
+
+def check_credentials(objs: list[dict], where: str) -> None:
+    """No mfscore pod runs open: it listens where probes reach it, accepts only the tokens file's callers,
+    and reaches NATS as its role's user; every secret comes from a Secret, each pod only its own."""
+    data = one(objs, "ConfigMap", CONFIGMAP)["data"]
+    for var in ("MFSCORE_GRPC_HOST", "MFSCORE_METRICS_HOST"):
+        assert data.get(var) == LISTEN_ALL, \
+            f"{where}: {var} is {data.get(var)!r}; the services listen on loopback unless it is {LISTEN_ALL}, " \
+            "and then no probe, Service or PodMonitor reaches them"
+    leaked = sorted(secret_env_vars() & data.keys())
+    assert not leaked, f"{where}: the ConfigMap holds the secrets {leaked}"
+    deployments = find(objs, "Deployment")
+    assert sorted(d["metadata"]["name"] for d in deployments) == sorted(SERVICES)
+    for d in deployments:
+        name = d["metadata"]["name"]
+        at = f"{where}/{name}"
+        pod = d["spec"]["template"]["spec"]
+        (c,) = containers(d)
+        env = env_of(c)
+        assert not {"MFSCORE_GRPC_HOST", "MFSCORE_METRICS_HOST"} & env.keys(), f"{at}: the hosts are the ConfigMap's"
+        # the callers it accepts: a file of the tokens Secret, mounted as a directory so rotation reaches it
+        volumes = [v for v in pod.get("volumes", []) if (v.get("secret") or {}).get("secretName") == TOKENS_SECRET]
+        assert len(volumes) == 1, f"{at} mounts the Secret {TOKENS_SECRET} {len(volumes)} times, not once"
+        secret = volumes[0]["secret"]
+        paths = {i["key"]: i["path"] for i in secret.get("items") or [{"key": TOKENS_KEY, "path": TOKENS_KEY}]}
+        assert TOKENS_KEY in paths and not secret.get("optional"), f"{at}: the key {TOKENS_KEY} is required"
+        assert secret.get("defaultMode", 0o644) & 0o007 == 0, f"{at}: the tokens file is readable by others"
+        mounts = [m for m in c.get("volumeMounts", []) if m["name"] == volumes[0]["name"]]
+        assert len(mounts) == 1, f"{at}: the container mounts the tokens Secret {len(mounts)} times"
+        assert mounts[0].get("readOnly") is True, f"{at}: mount the tokens Secret read-only"
+        assert "subPath" not in mounts[0], f"{at}: a subPath mount never sees the Secret rotated"
+        expected = f"{mounts[0]['mountPath'].rstrip('/')}/{paths[TOKENS_KEY]}"
+        assert env.get("MFSCORE_TOKENS_FILE", {}).get("value") == expected, \
+            f"{at}: MFSCORE_TOKENS_FILE must be {expected}, the mounted tokens file (without it no service starts)"
+        # its own bearer token: only the aggregator calls another service
+        if name == "aggregator":
+            assert secret_ref(env.get("MFSCORE_TOKEN", {})) == (AGGREGATOR_TOKEN_SECRET, AGGREGATOR_TOKEN_KEY), \
+                f"{at}: MFSCORE_TOKEN must come from {AGGREGATOR_TOKEN_SECRET}/{AGGREGATOR_TOKEN_KEY} (secretKeyRef)"
+        else:
+            assert "MFSCORE_TOKEN" not in env, f"{at} calls no other service: it needs no token"
+        # NATS: its role's user and that role's password, or none at all
+        role = nats_roles().get(name)
+        if role:
+            assert env.get("MFSCORE_NATS_USER", {}).get("value") == role, f"{at}: MFSCORE_NATS_USER must be {role!r}"
+            assert secret_ref(env.get("MFSCORE_NATS_PASSWORD", {})) == (NATS_SECRET, role), \
+                f"{at}: MFSCORE_NATS_PASSWORD must come from {NATS_SECRET}/{role} (secretKeyRef)"
+        else:
+            assert not {"MFSCORE_NATS_USER", "MFSCORE_NATS_PASSWORD"} & env.keys(), f"{at} uses no NATS"
+        for var, entry in env.items():
+            ref = secret_ref(entry)
+            if var in secret_env_vars():
+                assert ref and "value" not in entry, f"{at}: {var} is a secret: a secretKeyRef, never a value"
+            if ref:
+                assert not entry["valueFrom"]["secretKeyRef"].get("optional"), f"{at}: {var} is required"
+                assert ref[0] != NATS_SECRET or ref[1] == role, f"{at}: {var} reads another role's NATS password"
+        for e in c.get("envFrom", []):
+            assert (e.get("secretRef") or {}).get("name") in (None, SECRET), \
+                f"{at}: envFrom {e['secretRef']['name']} would hand the pod every key of it; pick its own by key"
+
+
+@pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
+def test_every_service_authenticates_and_is_reachable(kdir):
+    check_credentials(overlay_view(kdir), kdir.name)
+
+
+def test_nats_users_are_those_of_the_services_that_use_nats():
+    """The services given NATS credentials are exactly those whose code connects to NATS (the validator does not)."""
+    for name in SERVICES:
+        uses_nats = imports_jetstream(GRPC_SERVICES[name][1])
+        assert uses_nats == (name in nats_roles()), \
+            f"{name} {'connects' if uses_nats else 'does not connect'} to NATS, but local_cluster.NATS_ROLES " \
+            f"{'omits' if uses_nats else 'lists'} it"
+    assert "validator" not in nats_roles()
+
+
+def test_aggregator_token_is_a_service_caller_of_the_validator():
+    assert "service" in grpc_roles() and "service" in method_roles("/mfscore.v1.Validator/"), \
+        "the aggregator's token has role service, which must be allowed to call the validator"
+    (tokens,) = [d for d in load_docs(SECRET_EXAMPLE) if d["metadata"]["name"] == TOKENS_SECRET]
+    lines = [EXAMPLE_TOKENS_LINE.fullmatch(ln.strip()) for ln in tokens["stringData"][TOKENS_KEY].splitlines()]
+    assert any(m and (m["name"], m["role"]) == ("aggregator", "service") for m in lines), \
+        "the example tokens file must admit the aggregator's token as `aggregator service <digest>`"
+
+
+def test_secret_example_shows_every_secret_the_manifests_read():
+    referenced: dict[str, set[str]] = {}
+    for kdir in KUSTOMIZATION_DIRS:
+        for secret, keys in referenced_secrets(overlay_view(kdir)).items():
+            referenced.setdefault(secret, set()).update(keys)
+    assert referenced.keys() == SECRETS, f"the manifests read the Secrets {sorted(referenced)}, not {sorted(SECRETS)}"
+    examples = {d["metadata"]["name"]: d for d in load_docs(SECRET_EXAMPLE)}
+    assert examples.keys() == referenced.keys(), \
+        f"secret.example.yaml shows {sorted(examples)}; the manifests read {sorted(referenced)}"
+    for secret, keys in referenced.items():
+        missing = sorted(keys - examples[secret]["stringData"].keys())
+        assert not missing, f"the example of {secret} lacks the keys {missing}"
+    assert referenced[NATS_SECRET] == set(nats_roles().values()), "one NATS password per role the services use"
+
+
+DEV = K8S / "overlays" / "dev"
+
+
+def check_dev_nats(objs: list[dict], where: str) -> None:
+    """The dev NATS reads its configuration from the ConfigMap, admits only the services' users, and takes
+    each password from the environment, set from that user's key of the NATS Secret."""
+    (c,) = containers(one(objs, "StatefulSet", "nats"))
+    args = c["args"]
+    flag = next((f for f in ("-c", "--config") if f in args), None)
+    assert flag, f"{where}: nats-server runs without the configuration that holds its users"
+    assert not [a for a in args if re.match(r"--?(user|pass|auth|no_auth_user)\b", a)], \
+        f"{where}: a user or token on the command line bypasses the configuration: {args}"
+    pod = one(objs, "StatefulSet", "nats")["spec"]["template"]["spec"]
+    (volume,) = [v for v in pod.get("volumes", []) if (v.get("configMap") or {}).get("name") == NATS_CONFIG]
+    (mount,) = [m for m in c["volumeMounts"] if m["name"] == volume["name"]]
+    assert args[args.index(flag) + 1] == f"{mount['mountPath'].rstrip('/')}/nats.conf", \
+        f"{where}: nats-server reads {args[args.index(flag) + 1]}, not the ConfigMap {NATS_CONFIG}"
+    config = nats_config(objs)
+    assert config.keys() == {"authorization"}, \
+        f"{where}: nats.conf has {sorted(config)}: no accounts, no no_auth_user, nothing but its users"
+    assert config["authorization"].keys() == {"users"}, \
+        f"{where}: a server-wide user, password or token besides the users: {sorted(config['authorization'])}"
+    users = config["authorization"]["users"]
+    names = [u["user"] for u in users]
+    assert sorted(names) == sorted(set(nats_roles().values())), \
+        f"{where}: NATS admits {names}; the services connect as {sorted(set(nats_roles().values()))}"
+    env = env_of(c)
+    for user in users:
+        assert user.keys() == {"user", "password", "permissions"}, f"{where}: user {user['user']}: {sorted(user)}"
+        variable = re.fullmatch(r"\$(\w+)", user["password"])
+        assert variable, f"{where}: the password of {user['user']} must be read from the environment ($NAME)"
+        assert secret_ref(env.get(variable[1], {})) == (NATS_SECRET, user["user"]), \
+            f"{where}: ${variable[1]} must come from {NATS_SECRET}/{user['user']} (secretKeyRef)"
+
+
+def test_dev_nats_admits_only_the_services_users():
+    check_dev_nats(overlay_view(DEV), "dev")
+
+
+def test_dev_nats_users_have_their_roles_permissions():
+    """The dev configuration is nats_auth.server_config's, passwords aside: each user has its role's permissions."""
+    nats_auth = nats_auth_module()
+    config = nats_config(overlay_view(DEV))
+    for user in config["authorization"]["users"]:
+        assert user["permissions"] == nats_auth.permissions(user["user"]), \
+            f"the dev NATS user {user['user']} has other permissions than nats_auth.permissions({user['user']!r}): " \
+            "regenerate nats.conf with the command in deploy/k8s/overlays/dev/nats.yaml"
+    rendered = json.loads(nats_auth.server_config({u["user"]: "p" * 16 for u in config["authorization"]["users"]}))
+    for users in (config["authorization"]["users"], rendered["authorization"]["users"]):
+        for user in users:
+            user.pop("password")
+    assert config == rendered, "the dev nats.conf is not server_config's: regenerate it (the command in nats.yaml)"
+
+
+def test_nothing_else_is_a_nats_client():
+    """Only the services connect to NATS (through MFSCORE_NATS_URL); KEDA reads the monitoring port, which needs
+    no user, and carries no NATS credentials."""
+    client_port = re.compile(r"nats://|tls://|(?<!\d)4222(?!\d)")
+    for path, doc in all_yaml_docs():
+        kind, name = doc.get("kind"), (doc.get("metadata") or {}).get("name")   # kustomization.yaml has none
+        if kind == "ConfigMap" and name == CONFIGMAP:
+            keys = [k for k, v in doc.get("data", {}).items() if client_port.search(str(v))]
+            assert keys in ([], ["MFSCORE_NATS_URL"]), f"{path.relative_to(REPO)}: {keys} point at NATS clients' port"
+        elif (kind, name) not in (("Service", "nats"), ("StatefulSet", "nats")):
+            assert not client_port.search(yaml.safe_dump(doc)), \
+                f"{path.relative_to(REPO)}: {kind} {name} reaches NATS's client port; only the services may"
+        if kind == "ScaledObject":
+            for trigger in (doc.get("spec") or {}).get("triggers", []):   # none in a `$patch: delete`
+                assert "authenticationRef" not in trigger, f"{name}: KEDA needs no NATS credentials"
+                assert not [k for k in trigger["metadata"] if re.search(r"user|pass|token|cred", k, re.I)], \
+                    f"{name}: KEDA's trigger carries credentials: {sorted(trigger['metadata'])}"
 
 
 # ----------------------------------------------------------------------------- scaling, monitoring
@@ -787,6 +1092,9 @@ def test_overlays_render_with_kustomize(kdir):
     for name in SERVICES:
         (c,) = containers(one(rendered, "Deployment", name))
         assert c["readinessProbe"]["grpc"].get("service") == GRPC_SERVICES[name][0]
+    check_credentials(rendered, f"{kdir.name} (rendered)")
+    if kdir == DEV:
+        check_dev_nats(rendered, "dev (rendered)")
 
 
 # ----------------------------------------------------------------------------- the guide
@@ -795,3 +1103,21 @@ def test_deploy_guide_names_the_services_and_consumers():
     text = DOCS.read_text()
     for name in (*SERVICES, *(consumer(c) for c in job_classes()), *{s for s, _ in GRPC_SERVICES.values()}):
         assert name in text, f"docs/deploy.md does not mention {name}"
+
+
+def test_deploy_guide_explains_the_credentials():
+    text = DOCS.read_text()
+    for secret in sorted(SECRETS):
+        assert f"`{secret}`" in text, f"docs/deploy.md does not say how to create the Secret {secret}"
+    for var in ("MFSCORE_GRPC_HOST", "MFSCORE_METRICS_HOST", "MFSCORE_TOKENS_FILE", "MFSCORE_TOKEN",
+                "MFSCORE_NATS_USER", "MFSCORE_NATS_PASSWORD", "MFSCORE_TLS_CERT", "MFSCORE_TLS_KEY", "MFSCORE_TLS_CA"):
+        assert var in settings_env_vars().values(), f"{var} is not a variable of services/common/settings.py"
+        assert f"`{var}`" in text, f"docs/deploy.md does not explain {var}"
+    for role in {*nats_roles().values(), "client", "operator", "service"}:
+        assert f"`{role}`" in text, f"docs/deploy.md does not name the role {role}"
+    # the commands it gives import what auth.py defines
+    defined = {n.name for n in ast.parse(AUTH_SRC.read_text()).body if isinstance(n, ast.FunctionDef)}
+    imported = {name.strip() for names in re.findall(r"from mfscore\.services\.common\.auth import ([\w, ]+)", text)
+                for name in names.split(",")}
+    assert {"new_token", "tokens_line"} <= imported, "show how to make a token and its tokens-file line"
+    assert imported <= defined, f"docs/deploy.md imports {sorted(imported - defined)}, which auth.py does not define"
