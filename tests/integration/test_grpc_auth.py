@@ -4,6 +4,7 @@ health; TLS when a certificate is configured; no request over the size limit rea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import grpc
 import pytest
@@ -14,7 +15,8 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from mfscore.errors import OptionError
 from mfscore.services.common import auth
 from mfscore.services.common.auth import Caller, Callers, aio_client_channel, new_token, server_credentials, tokens_line
-from mfscore.services.common.grpc_server import MAX_REQUEST_BYTES, start_grpc_server
+from mfscore.services.common.grpc_server import MAX_REQUEST_BYTES, start_grpc_server, start_service_server
+from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -156,3 +158,13 @@ def test_the_tokens_file_is_checked_line_by_line_and_read_again_when_it_changes(
     path.write_text("not a line\n")  # a broken rotation keeps the callers read before
     assert callers.find(CLIENT) == Caller("alice", "client")
     assert callers.find("") is None
+
+
+def test_a_service_without_callers_does_not_start(tmp_path):
+    settings = Settings(grpc_port=0, tokens_file="")
+    with pytest.raises(OptionError, match="accepts no anonymous calls"):
+        asyncio.run(start_service_server([], settings))
+    empty = tmp_path / "tokens"
+    empty.write_text("# nobody yet\n")
+    with pytest.raises(OptionError, match="accepts no anonymous calls"):
+        asyncio.run(start_service_server([], dataclasses.replace(settings, tokens_file=str(empty))))
