@@ -30,7 +30,9 @@ MESSAGE_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 SERVER_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                   ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
 
-_health_of: weakref.WeakKeyDictionary[grpc.aio.Server, health.aio.HealthServicer] = weakref.WeakKeyDictionary()
+# Each server's health servicer and the names it reports on ("" is the whole server).
+_health_of: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServicer, tuple[str, ...]]] = \
+    weakref.WeakKeyDictionary()
 
 
 async def start_grpc_server(
@@ -58,7 +60,7 @@ async def start_grpc_server(
     if bound == 0:
         raise OSError(f"the gRPC server could not bind {host}:{port}")
     await server.start()
-    _health_of[server] = health_servicer
+    _health_of[server] = (health_servicer, ("", *names))
     return server, bound
 
 
@@ -71,7 +73,7 @@ async def start_service_server(servicers: Sequence[Servicer], settings: Settings
 
 async def stop_grpc_server(server: grpc.aio.Server, grace: float | None) -> None:
     """Report NOT_SERVING first (so load balancers drain it), then stop, letting calls finish within ``grace``."""
-    health_servicer = _health_of.pop(server, None)
+    health_servicer, _ = _health_of.pop(server, (None, ()))
     if health_servicer is not None:
         await health_servicer.enter_graceful_shutdown()
     await server.stop(grace)
@@ -80,11 +82,11 @@ async def stop_grpc_server(server: grpc.aio.Server, grace: float | None) -> None
 async def set_serving(server: grpc.aio.Server, serving: bool) -> None:
     """Report the whole server and each of its services SERVING or NOT_SERVING, say while a dependency it cannot
     work without (NATS) is unreachable. Nothing changes once the server is shutting down."""
-    health_servicer = _health_of.get(server)
+    health_servicer, names = _health_of.get(server, (None, ()))
     if health_servicer is None:
         return
     status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
-    for name in list(health_servicer._server_status):  # the names start_grpc_server set, as its own shutdown reads
+    for name in names:
         await health_servicer.set(name, status)
 
 
