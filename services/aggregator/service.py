@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 import nats.errors
@@ -57,6 +58,7 @@ from mfscore.services.wire import records_pb2, runs_pb2, services_pb2, services_
 from mfscore.tasks.base import PLANNER, Job, Plan
 
 log = logging.getLogger("mfscore.aggregator")
+T = TypeVar("T")
 State = runs_pb2.RunState
 TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED}
 _RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -190,7 +192,8 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         try:
             if validate and not await self._validate(entry):
                 return
-            task, plan = await asyncio.to_thread(plan_run, self.store, entry.spec, input_dir)
+            task, plan = await self._outlasting(f"run {run_id}: fetching its tables",
+                                                lambda: asyncio.to_thread(plan_run, self.store, entry.spec, input_dir))
             entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
             if task.resource == PLANNER:  # microseconds per job: scored here (see Task.resource)
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
@@ -223,7 +226,8 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
 
     async def _validate(self, entry: RunEntry) -> bool:
         request = services_pb2.ValidateRequest(run=entry.spec)
-        report = await self.validator.Validate(request, timeout=VALIDATION_TIMEOUT)
+        report = await self._outlasting(f"run {entry.spec.run_id}: validating",
+                                        lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT))
         entry.status.validation.CopyFrom(report)
         if report.valid:
             return True
@@ -286,6 +290,8 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             if failure is not None:
                 await self._fail(entry, failure)
                 return
+            await self._outlasting(f"run {run_id}: storing its reports",
+                                   lambda: asyncio.to_thread(self._store_report, run_id))
             entry.status.finished_at.CopyFrom(_now())
             await self._set_state(entry, State.RUN_STATE_DONE)
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
@@ -297,11 +303,15 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             log.exception("run %s: reporting failed", run_id)
             await self._fail(entry, f"internal error while reporting: {type(error).__name__}: {error}")
 
+    def _out_dir(self, run_id: str) -> str:
+        return os.path.join(self.settings.work_dir, "runs", run_id, "out")
+
     def _write_report(self, entry: RunEntry) -> str | None:
-        """Report into a scratch directory and store the files; the sentence of a report's error, if any."""
+        """Report into a scratch directory, with what the command says beside it; the sentence of a report's error,
+        if any."""
         run_id = entry.spec.run_id
         input_dir = self._input_dir(run_id)
-        out_dir = os.path.join(self.settings.work_dir, "runs", run_id, "out")
+        out_dir = self._out_dir(run_id)
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
         plan = entry.plan
@@ -309,14 +319,21 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
         if lines.error is not None:
             return named_by_key(lines.error.sentence(), input_dir)
+        said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
+                "status": lines.status}
+        with open(out_dir + ".json", "w") as f:
+            json.dump(said, f)
+        return None
+
+    def _store_report(self, run_id: str) -> None:
+        """Store what ``_write_report`` wrote (blocking; again after an S3 outage, whole)."""
+        out_dir = self._out_dir(run_id)
         prefix = reports_prefix(run_id)
         for name, content in files_under(out_dir).items():
             self.store.put_bytes(prefix + name, content)
-        said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
-                "status": lines.status}
-        self.store.put_bytes(summary_key(run_id), json.dumps(said).encode())
+        with open(out_dir + ".json", "rb") as f:
+            self.store.put_bytes(summary_key(run_id), f.read())
         shutil.rmtree(os.path.dirname(out_dir), ignore_errors=True)
-        return None
 
     def _read_report(self, run_id: str) -> runs_pb2.Report:
         prefix = reports_prefix(run_id)
@@ -438,6 +455,31 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                                                              "was not recorded; submit it again")
         self._abandoned.discard(run_id)
         self._spawn(self._start(entry, validate=not entry.spec.skip_validation, publish=True))
+
+    async def _outlasting(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, again with backoff while S3 or the validator is unavailable (``ObjectStoreUnavailable``, gRPC
+        UNAVAILABLE), for up to the retry budget (MFSCORE_RETRY_BUDGET); then, or for any other error, it raises."""
+        delay, longest = STATE_RETRY_SECONDS
+        since = time.monotonic()
+        while True:
+            try:
+                result = await call()
+            except (ObjectStoreUnavailable, grpc.aio.AioRpcError) as error:
+                if isinstance(error, grpc.aio.AioRpcError) and error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                waited = time.monotonic() - since
+                why = error.sentence() if isinstance(error, MfscoreError) else f"the validator: {error.details()}"
+                if waited >= self.settings.retry_budget_seconds:
+                    raise MfscoreError(f"{what} failed for {waited:.0f} s, the retry budget (MFSCORE_RETRY_BUDGET): "
+                                       f"{why}") from None
+                if delay == STATE_RETRY_SECONDS[0]:
+                    log.warning("%s: waiting for it to be available (%s)", what, " ".join(why.split()))
+                await asyncio.sleep(delay)
+                delay = min(longest, delay * 2)
+            else:
+                if delay != STATE_RETRY_SECONDS[0]:
+                    log.info("%s: done, after %.1f s waiting", what, time.monotonic() - since)
+                return result
 
     def _connected(self) -> bool:
         return self.nc is None or self.nc.is_connected

@@ -14,11 +14,13 @@ import logging
 import os
 import tempfile
 
+import grpc
+
 from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.services.common.grpc_server import start_service_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
-from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.object_store import ObjectStore, ObjectStoreUnavailable
 from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
@@ -42,6 +44,8 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
             if submission is None:
                 task.plan(options)
                 return runs_pb2.ValidationReport(valid=True)
+        except ObjectStoreUnavailable:
+            raise  # not the submission's fault: the aggregator asks again when S3 is back
         except MfscoreError as error:
             return _refused(named_by_key(error.sentence(), directory))
         validation = validate_submission(submission.system, submission.index, submission.options)
@@ -57,7 +61,11 @@ class Validator(services_pb2_grpc.ValidatorServicer):
         self._work_dir = work_dir
 
     async def Validate(self, request, context):
-        return await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run)
+        try:
+            return await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run)
+        except ObjectStoreUnavailable as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the validator cannot read the run's tables now: "
+                                                             f"{error.sentence()}")
 
 
 async def run_validator(settings: Settings, stop: asyncio.Event) -> None:

@@ -19,11 +19,14 @@ from nats.js.api import DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from integration.equivalence import tree
+from integration.faults import FaultyProxy
 from integration.test_outages import (
     ENDED,
     State,
+    cluster,  # noqa: F401 (a fixture)
     embedded,
     figures,
+    freeze_while_reporting,
     get_run,
     kill,
     mask_arguments,
@@ -36,6 +39,7 @@ from integration.test_outages import (
     trials_reported,
     wait_for,
 )
+from integration.test_s3_outage import replace_through
 from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster as commands
@@ -47,6 +51,7 @@ from mfscore.tasks import get as get_task
 
 pytestmark = pytest.mark.integration
 SHORT_ACK_WAIT = 5  # seconds; MFSCORE_ACK_WAIT is 60 by default
+S3_OUTAGE_SECONDS = 4.0  # long enough for the object store's own four attempts to fail
 
 
 @pytest.fixture
@@ -378,3 +383,52 @@ def test_a_conflicting_record_fails_the_run_with_one_sentence(tmp_path, local_cl
     figures("conflicting record", trials_planned=failed.trials_planned,
             trials_received_when_published=before.trials_received, trials_received=failed.trials_received)
 
+
+
+@pytest.mark.faults  # about 25 s; make test has the S3 outage of one job (test_s3_outage.py)
+def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, capsys, cluster):
+    """S3 refuses the validator and the aggregator (both reach it through a proxy) first while a run is validated,
+    then while its reports are stored: each waits for S3 (the validator answers UNAVAILABLE, not a rejection; the
+    aggregator asks again) and the run ends DONE with the embedded command's files."""
+    path, config = cluster
+    proxy = FaultyProxy(("127.0.0.1", int(config.s3_endpoint.rsplit(":", 1)[1])))
+    try:
+        replace_through(config, proxy, ("validator", "aggregator"))
+        data = generate_mask_dataset(tmp_path / "data", 24)
+        arguments = mask_arguments(data)
+        said = embedded(tmp_path, arguments, capsys)
+        proxy.refuse()
+        submit, stdout, stderr = start_submit(path, arguments, tmp_path / "submitted")
+        try:
+            run = wait_for(lambda: next(iter(runs(config)), None), "the run")
+            time.sleep(S3_OUTAGE_SECONDS)
+            during_validation = get_run(config, run.run_id)
+            assert during_validation.state == State.RUN_STATE_VALIDATING and submit.poll() is None
+            proxy.accept()
+            aggregator = process(config, "aggregator")
+            if freeze_while_reporting(config, aggregator, run.run_id):
+                proxy.refuse()
+                os.kill(aggregator["pid"], signal.SIGCONT)
+                time.sleep(S3_OUTAGE_SECONDS)
+                during_reporting = get_run(config, run.run_id)
+                assert during_reporting.state == State.RUN_STATE_REPORTING and submit.poll() is None
+                proxy.accept()
+            else:  # the run ended before the aggregator could be stopped: the reporting outage was not tried
+                os.kill(aggregator["pid"], signal.SIGCONT)
+                pytest.fail("the run was not caught while REPORTING")
+            back = time.monotonic()
+            assert submit.wait(timeout=300) == 0, stderr.read_text()
+            recovered = time.monotonic() - back
+        finally:
+            if submit.poll() is None:
+                submit.kill()
+    finally:
+        proxy.close()
+    done = get_run(config, run.run_id)
+    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
+    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
+    log = Path(process(config, "aggregator")["log"]).read_text()
+    assert f"run {run.run_id}: validating: waiting" in log and f"run {run.run_id}: storing its reports: waiting" in log
+    figures("S3 down while validating, then while reporting", trials_planned=done.trials_planned,
+            trials_received=done.trials_received, trials_reported=trials_reported(tmp_path / "submitted"),
+            seconds_down_each=S3_OUTAGE_SECONDS, seconds_from_s3_back_to_exit=recovered)
