@@ -42,6 +42,7 @@ ERROR_HEADER = "Mfscore-Error"
 MSG_ID_HEADER = "Nats-Msg-Id"
 MAX_ERROR_CHARS = 1000
 OUTCOMES = ("done", "retried", "dead")
+OUTAGE_PAUSE_MAX_SECONDS = 5.0  # the longest a worker waits before it tries S3 or NATS again with a job
 # Failures of the infrastructure, not of the job: retried for a time budget, never counted against max_deliver.
 INFRASTRUCTURE_ERRORS = (
     ObjectStoreUnavailable, ConnectionError, TimeoutError, nats.errors.NoRespondersError,
@@ -265,9 +266,11 @@ class JobWorker:
 
     A failure is of one of two kinds. An infrastructure failure (``INFRASTRUCTURE_ERRORS``: S3 still unavailable
     after the object store's own retries, a connection error or timeout, NATS not taking the record) says nothing
-    about the job: the job is handed back (nak) with a delay of ``retry_delay_seconds``, doubled per delivery up to
-    ``retry_delay_max_seconds``, until ``retry_budget_seconds`` have passed since its first such failure, and only
-    then dead-lettered, with a sentence saying the budget is spent; these failures never count against
+    about the job: the worker takes no job for a pause (``retry_delay_seconds``, doubled per such failure, at most
+    ``OUTAGE_PAUSE_MAX_SECONDS`` or ``retry_delay_max_seconds``; back to none after a job succeeds), so an outage
+    is probed by one job at a time instead of every queued job gathering a backoff of its own, and the job is
+    handed back (nak) for that pause; until ``retry_budget_seconds`` have passed since its first such failure, then
+    it is dead-lettered, with a sentence saying the budget is spent. These failures never count against
     ``max_deliver``. Any other failure (an input the task cannot take, a bug) is retried with the same delays until
     the job has failed ``max_deliver`` times, then dead-lettered.
 
@@ -330,6 +333,8 @@ class JobWorker:
         self.consumer = f"{kind}-scorers"
         self.log = logging.getLogger(f"mfscore.{service}")
         self._failures: dict[int, _Failures] = {}
+        self._pause = 0.0       # how long the worker waits after an infrastructure failure before taking a job
+        self._resume_at = 0.0
         self._pruned = time.monotonic()
         for outcome in OUTCOMES:
             JOBS_TOTAL.labels(service, outcome)
@@ -366,6 +371,10 @@ class JobWorker:
 
         try:
             while not stop.is_set():
+                if (paused := self._resume_at - time.monotonic()) > 0:  # S3 or NATS is out: no job is taken
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(stop.wait(), paused)
+                    continue
                 await slots.acquire()
                 try:
                     msgs = [] if stop.is_set() else await sub.fetch(1, timeout=self.fetch_timeout_seconds)
@@ -436,6 +445,7 @@ class JobWorker:
                              job_id(job), failures.errors, self.max_deliver, delay, _one_line(exc))
             return await self._nak(msg, delay)
         self._failures.pop(msg.metadata.sequence.stream, None)
+        self._pause = 0.0
         await msg.ack()
         self.log.info("job %s done", job_id(job))
         return "done"
@@ -451,7 +461,10 @@ class JobWorker:
             return await self._dead(msg, job, f"gave up after {waited:.0f} s of retrying: the retry budget of "
                                               f"{self.retry_budget_seconds:g} s (MFSCORE_RETRY_BUDGET) is spent; the "
                                               f"last failure: {_one_line(exc)}")
-        delay = self._delay(msg.metadata.num_delivered)
+        self._pause = min(self.retry_delay_max_seconds, OUTAGE_PAUSE_MAX_SECONDS,
+                          max(self.retry_delay_seconds, 2 * self._pause))
+        self._resume_at = now + self._pause
+        delay = self._pause
         self.log.warning("job %s: infrastructure unavailable, retrying in %.3g s (%.0f s of the %g s retry budget "
                          "left): %s", job_id(job), delay, self.retry_budget_seconds - waited,
                          self.retry_budget_seconds, _one_line(exc))
