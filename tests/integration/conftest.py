@@ -85,3 +85,16 @@ def local_cluster(tmp_path_factory):
         yield path, config
     finally:
         commands.down(path)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A local cluster of a test's own (for tests that kill and restart its processes); always stopped."""
+    from mfscore.services.commands import local_cluster as commands
+
+    path = tmp_path / "cluster" / "cluster.json"
+    config = commands.up(path)
+    try:
+        yield path, config
+    finally:
+        commands.down(path)

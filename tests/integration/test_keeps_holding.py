@@ -23,7 +23,6 @@ from integration.faults import FaultyProxy
 from integration.test_outages import (
     ENDED,
     State,
-    cluster,  # noqa: F401 (a fixture)
     embedded,
     figures,
     freeze_while_reporting,

@@ -59,17 +59,6 @@ def figures(test: str, **values) -> None:
                                           for k, v in values.items()))
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    """A local cluster of its own (these tests kill and restart its processes); always stopped."""
-    path = tmp_path / "cluster" / "cluster.json"
-    config = commands.up(path)
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
-
-
 def process(config: ClusterConfig, name: str) -> dict:
     """The latest process of a service (``aggregator``, ``mask-scorer``) or a server (``nats-server``)."""
     return [p for p in config.processes if p.get("service", p["name"]) == name][-1]
