@@ -393,6 +393,7 @@ def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, ca
     proxy = FaultyProxy(("127.0.0.1", int(config.s3_endpoint.rsplit(":", 1)[1])))
     try:
         replace_through(config, proxy, ("validator", "aggregator"))
+        config.write(path)  # so 'down' stops the replacements too
         data = generate_mask_dataset(tmp_path / "data", 24)
         arguments = mask_arguments(data)
         said = embedded(tmp_path, arguments, capsys)
