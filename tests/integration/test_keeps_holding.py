@@ -101,6 +101,16 @@ def mask_consumer(config: ClusterConfig):
     return on_nats(config, info, role="observer")
 
 
+def kill_mid_run(config: ClusterConfig, victim: dict) -> tuple[runs_pb2.RunStatus, runs_pb2.RunStatus, float]:
+    """SIGKILL ``victim`` once the new run has 3 records in and still scores: the run, its status then, and when."""
+    run = new_run(config, set())
+    at_kill = once_received(config, run.run_id, 3)
+    kill(victim, signal.SIGKILL)
+    killed = time.monotonic()
+    assert at_kill.state == State.RUN_STATE_SCORING and 0 < at_kill.trials_received < at_kill.trials_planned
+    return run, at_kill, killed
+
+
 def same_as_embedded(tmp_path: Path, out_dir: Path, stdout: Path, stderr: Path, said: tuple[str, str]) -> None:
     """``mfscore submit``'s files, stdout and stderr are the embedded command's."""
     assert tree(out_dir) == tree(tmp_path / "embedded")
@@ -121,11 +131,7 @@ def test_a_sigkilled_scorers_jobs_are_scored_by_another_after_the_ack_wait(tmp_p
     scorer = process(config, "mask-scorer")
     submit, stdout, stderr = start_submit(path, arguments, tmp_path / "submitted")
     try:
-        run = new_run(config, set())
-        at_kill = once_received(config, run.run_id, 3)
-        kill(scorer, signal.SIGKILL)
-        killed = time.monotonic()
-        assert at_kill.state == State.RUN_STATE_SCORING and 0 < at_kill.trials_received < at_kill.trials_planned
+        run, at_kill, killed = kill_mid_run(config, scorer)
         time.sleep(0.5)  # the server notices the closed connection
         held = mask_consumer(config).num_ack_pending  # jobs delivered to the dead scorer, never acked
         assert held >= 1, "the scorer held no job when it was killed: no evidence of a redelivery"
@@ -169,11 +175,7 @@ def test_nats_sigkilled_and_started_again_while_a_run_scores_ends_done(tmp_path,
     nats = process(config, "nats-server")
     submit, stdout, stderr = start_submit(path, arguments, tmp_path / "submitted")
     try:
-        run = new_run(config, set())
-        at_kill = once_received(config, run.run_id, 3)
-        kill(nats, signal.SIGKILL)
-        killed = time.monotonic()
-        assert at_kill.state == State.RUN_STATE_SCORING and 0 < at_kill.trials_received < at_kill.trials_planned
+        run, at_kill, killed = kill_mid_run(config, nats)
         time.sleep(max(0.0, outage - (time.monotonic() - killed)))
         during = get_run(config, run.run_id)  # the aggregator answers from memory meanwhile
         assert during.state == State.RUN_STATE_SCORING and submit.poll() is None
