@@ -83,10 +83,12 @@ def new_run(config: ClusterConfig, known: set[str]) -> runs_pb2.RunStatus:
 
 
 def once_received(config: ClusterConfig, run_id: str, at_least: int) -> runs_pb2.RunStatus:
-    """Follow the run (``WatchRun``) until ``at_least`` of its trials are in, or it ended; its status then."""
+    """Follow the run (``WatchRun``) until it is SCORING with ``at_least`` of its trials in, or it ended; its status
+    then. (Records fold while the aggregator still publishes a run's jobs, when it says VALIDATING.)"""
     with config.channel() as channel:
         for status in services_pb2_grpc.AggregatorStub(channel).WatchRun(runs_pb2.RunRef(run_id=run_id), timeout=300):
-            if status.trials_received >= at_least or status.state in ENDED:
+            scoring = status.state == State.RUN_STATE_SCORING
+            if (scoring and status.trials_received >= at_least) or status.state in ENDED:
                 return status
     raise AssertionError(f"run {run_id}'s watch ended before it did")
 
