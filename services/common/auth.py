@@ -185,23 +185,20 @@ def _as(handler: grpc.RpcMethodHandler, who: Caller) -> grpc.RpcMethodHandler:
             _caller.set(who)
             return await inner(request, context)
         return grpc.unary_unary_rpc_method_handler(unary_unary, **serializers)
-    if handler.unary_stream is not None:
-        inner_stream = handler.unary_stream
-
-        async def unary_stream(request, context):
-            _caller.set(who)
-            async for reply in inner_stream(request, context):
-                yield reply
-        return grpc.unary_stream_rpc_method_handler(unary_stream, **serializers)
-    if handler.stream_stream is not None:
-        inner_streams = handler.stream_stream
-
-        async def stream_stream(requests, context):
-            _caller.set(who)
-            async for reply in inner_streams(requests, context):
-                yield reply
-        return grpc.stream_stream_rpc_method_handler(stream_stream, **serializers)
+    for inner, wrap in ((handler.unary_stream, grpc.unary_stream_rpc_method_handler),
+                        (handler.stream_stream, grpc.stream_stream_rpc_method_handler)):
+        if inner is not None:
+            return wrap(_streaming_as(inner, who), **serializers)
     return handler
+
+
+def _streaming_as(inner, who: Caller):
+    """A streaming behaviour (its argument a request or a request iterator) with the caller set."""
+    async def streaming(requests, context):
+        _caller.set(who)
+        async for reply in inner(requests, context):
+            yield reply
+    return streaming
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):

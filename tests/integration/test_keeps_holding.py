@@ -113,6 +113,16 @@ def kill_mid_run(config: ClusterConfig, victim: dict) -> tuple[runs_pb2.RunStatu
     return run, at_kill, killed
 
 
+def done_as_embedded(config: ClusterConfig, run_id: str, tmp_path: Path, stdout: Path, stderr: Path,
+                     said: tuple[str, str]) -> runs_pb2.RunStatus:
+    """The run's final status, after checking it is DONE with every trial in and ``mfscore submit`` wrote what the
+    embedded command did (into ``tmp_path / "submitted"``)."""
+    done = get_run(config, run_id)
+    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
+    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
+    return done
+
+
 def same_as_embedded(tmp_path: Path, out_dir: Path, stdout: Path, stderr: Path, said: tuple[str, str]) -> None:
     """``mfscore submit``'s files, stdout and stderr are the embedded command's."""
     assert tree(out_dir) == tree(tmp_path / "embedded")
@@ -143,10 +153,8 @@ def test_a_sigkilled_scorers_jobs_are_scored_by_another_after_the_ack_wait(tmp_p
     finally:
         if submit.poll() is None:
             submit.kill()
-    done = get_run(config, run.run_id)
-    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
+    done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     assert done.trials_dead == 0
-    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
     consumer = mask_consumer(config)
     redelivered = consumer.delivered.consumer_seq - done.trials_planned
     assert redelivered == held, f"{redelivered} redeliveries, {held} jobs held by the killed scorer"
@@ -188,10 +196,8 @@ def test_nats_sigkilled_and_started_again_while_a_run_scores_ends_done(tmp_path,
     finally:
         if submit.poll() is None:
             submit.kill()
-    done = get_run(config, run.run_id)
-    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
+    done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     assert done.trials_dead == 0
-    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
     figures(f"NATS SIGKILLed for {outage:g} s while scoring", trials_planned=done.trials_planned,
             trials_received_at_kill=at_kill.trials_received, trials_received_when_back=during.trials_received,
             trials_received=done.trials_received, trials_reported=trials_reported(tmp_path / "submitted"),
@@ -337,9 +343,7 @@ def test_duplicate_and_unplanned_records_leave_the_run_unchanged(tmp_path, capsy
     finally:
         if submit.poll() is None:
             submit.kill()
-    done = get_run(config, run.run_id)
-    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
-    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
+    done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     figures("duplicate and unplanned records", trials_planned=done.trials_planned,
             trials_received_when_published=before.trials_received, records_published=len(dropped),
             dropped_by_jetstream=sum(dropped), trials_received=done.trials_received,
@@ -428,9 +432,7 @@ def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, ca
                 submit.kill()
     finally:
         proxy.close()
-    done = get_run(config, run.run_id)
-    assert done.state == State.RUN_STATE_DONE and done.trials_received == done.trials_planned, done.message
-    same_as_embedded(tmp_path, tmp_path / "submitted", stdout, stderr, said)
+    done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     log = Path(process(config, "aggregator")["log"]).read_text()
     assert f"run {run.run_id}: validating: waiting" in log and f"run {run.run_id}: storing its reports: waiting" in log
     figures("S3 down while validating, then while reporting", trials_planned=done.trials_planned,
