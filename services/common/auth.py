@@ -4,7 +4,9 @@ A service reads its callers from a tokens file (``MFSCORE_TOKENS_FILE``, a Kuber
 a file), one caller a line: ``<name> <role> <sha256 of the token, hex>``; ``#`` starts a comment. The
 file holds digests, so it can be read by anyone who may see the deployment without giving a way in.
 Every method but health needs a token of a role the method allows; the caller's name and role reach
-the servicer through ``caller()``.
+the servicer through ``caller()``. An empty token is never a token: a call without one is refused before
+any lookup, and a file listing the empty string's digest is refused, so no file can let anonymous calls
+in. A name has one role: a run's owner is its name, so a name under two roles would be two principals.
 
 Roles: ``client`` submits runs and sees its own, ``operator`` sees and fetches every run, ``service``
 is one mfscore service calling another (the aggregator's Validate calls).
@@ -67,6 +69,9 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+EMPTY_DIGEST = digest("")
+
+
 def tokens_line(name: str, role: str, token: str) -> str:
     """The tokens-file line that lets ``token`` in as ``name`` with ``role``."""
     return f"{name} {role} {digest(token)}"
@@ -79,6 +84,13 @@ class Callers:
         if not by_digest:
             raise OptionError("no callers are configured, and a service accepts no anonymous calls: list them in "
                               "the file MFSCORE_TOKENS_FILE names (docs/distributed.md, 'Credentials')")
+        if EMPTY_DIGEST in by_digest:
+            raise OptionError("the empty token cannot be a caller's: it would let anonymous calls in")
+        roles: dict[str, str] = {}
+        for who in by_digest.values():
+            if roles.setdefault(who.name, who.role) != who.role:
+                raise OptionError(f"the caller {who.name!r} has two roles, {roles[who.name]} and {who.role}: "
+                                  "a name belongs to one role")
         self._digests = [(bytes.fromhex(d), c) for d, c in by_digest.items()]
 
     def _by_digest(self) -> dict[str, Caller]:
@@ -101,7 +113,8 @@ class Callers:
                 lines = f.read().splitlines()
         except OSError as error:
             raise OptionError(f"the tokens file cannot be read ({error.strerror})", path=path) from None
-        by_digest = {}
+        by_digest: dict[str, Caller] = {}
+        first: dict[str, tuple[str, int]] = {}  # a name's role and the line that gave it
         for number, line in enumerate(lines, 1):
             fields = line.split("#", 1)[0].split()
             if not fields:
@@ -110,6 +123,13 @@ class Callers:
                     or any(c not in "0123456789abcdef" for c in fields[2])):
                 raise OptionError(f"a line must be '<name> <role> <sha256 hex>' with a role of {', '.join(ROLES)}",
                                   path=path, line=number)
+            if fields[2] == EMPTY_DIGEST:
+                raise OptionError("the digest is the SHA-256 of the empty token, which would let anonymous calls in; "
+                                  "give the caller a token (new_token())", path=path, line=number)
+            role, line_of_role = first.setdefault(fields[0], (fields[1], number))
+            if role != fields[1]:
+                raise OptionError(f"{fields[0]!r} has the role {role} on line {line_of_role}, not {fields[1]}: a name "
+                                  "belongs to one role", path=path, line=number)
             by_digest[fields[2]] = Caller(fields[0], fields[1])
         return cls(by_digest)
 
@@ -212,7 +232,8 @@ class BearerAuth(grpc.aio.ServerInterceptor):
         method = details.method
         if method.startswith(HEALTH_PREFIX):
             return await continuation(details)
-        who = self.callers.find(_bearer(details.invocation_metadata))
+        token = _bearer(details.invocation_metadata)
+        who = self.callers.find(token) if token else None  # no token is no caller, whatever the file says
         if who is None:
             return _refusal(grpc.StatusCode.UNAUTHENTICATED, "no valid bearer token: every call needs one "
                             "(MFSCORE_TOKEN, or the cluster file's token)")

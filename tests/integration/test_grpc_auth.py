@@ -14,7 +14,15 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from mfscore.errors import OptionError
 from mfscore.services.common import auth
-from mfscore.services.common.auth import Caller, Callers, aio_client_channel, new_token, server_credentials, tokens_line
+from mfscore.services.common.auth import (
+    Caller,
+    Callers,
+    aio_client_channel,
+    digest,
+    new_token,
+    server_credentials,
+    tokens_line,
+)
 from mfscore.services.common.grpc_server import MAX_REQUEST_BYTES, start_grpc_server, start_service_server
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
@@ -168,3 +176,66 @@ def test_a_service_without_callers_does_not_start(tmp_path):
     empty.write_text("# nobody yet\n")
     with pytest.raises(OptionError, match="accepts no anonymous calls"):
         asyncio.run(start_service_server([], dataclasses.replace(settings, tokens_file=str(empty))))
+
+
+class AnyToken(Callers):
+    """Callers that would take any token at all, the empty one included: what a careless file might say."""
+
+    def __init__(self):
+        self.looked_up = []
+
+    def find(self, token):
+        self.looked_up.append(token)
+        return Caller("anyone", "service")
+
+
+def test_a_call_without_a_token_or_with_an_empty_one_is_refused_before_any_lookup():
+    scorer, callers = CountingScorer(), AnyToken()
+
+    async def scenario():
+        server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, scorer, SCORER)],
+                                               port=0, host="127.0.0.1", callers=callers)
+        try:
+            async with aio_client_channel(f"127.0.0.1:{port}") as anonymous:
+                stub = services_pb2_grpc.ScorerStub(anonymous)
+                for metadata in ((), (("authorization", "Bearer "),), (("authorization", "Basic x"),)):
+                    code, details = await code_of(stub.Score(JOB, metadata=metadata))
+                    assert code == grpc.StatusCode.UNAUTHENTICATED and "bearer token" in details
+                assert (await stub.Score(JOB, metadata=(("authorization", f"Bearer {SERVICE}"),))).scorer
+        finally:
+            await server.stop(None)
+
+    asyncio.run(scenario())
+    assert callers.looked_up == [SERVICE] and len(scorer.callers) == 1
+
+
+def test_no_tokens_file_can_admit_the_empty_token(tmp_path, monkeypatch):
+    path = tmp_path / "tokens"
+    path.write_text(f"{tokens_line('alice', 'client', CLIENT)}\n# anonymous, by mistake\nnobody client {digest('')}\n")
+    with pytest.raises(OptionError, match="is the SHA-256 of the empty token") as error:
+        Callers.read(str(path))
+    assert (error.value.path, error.value.line) == (str(path), 3)
+    with pytest.raises(OptionError, match="is the SHA-256 of the empty token"):  # a service refuses to start
+        asyncio.run(start_service_server([], Settings(grpc_port=0, tokens_file=str(path))))
+    with pytest.raises(OptionError, match="empty token"):
+        Callers.of_tokens({"": Caller("nobody", "client"), CLIENT: Caller("alice", "client")})
+
+    path.write_text(tokens_line("alice", "client", CLIENT) + "\n")
+    monkeypatch.setattr(auth, "RELOAD_SECONDS", 0.0)
+    callers = Callers.watching(str(path))
+    path.write_text(f"nobody client {digest('')}\n")  # a reload to it keeps the callers read before
+    assert callers.find("") is None and callers.find(CLIENT) == Caller("alice", "client")
+
+
+def test_a_name_belongs_to_one_role(tmp_path):
+    path = tmp_path / "tokens"
+    second = new_token()
+    path.write_text(f"{tokens_line('alice', 'client', CLIENT)}\n{tokens_line('alice', 'client', second)}\n")
+    callers = Callers.read(str(path))  # two tokens for one principal
+    assert callers.find(CLIENT) == callers.find(second) == Caller("alice", "client")
+    path.write_text(path.read_text() + tokens_line("alice", "operator", STRANGER) + "\n")
+    with pytest.raises(OptionError, match="'alice' has the role client on line 1, not operator") as error:
+        Callers.read(str(path))
+    assert (error.value.path, error.value.line) == (str(path), 3)
+    with pytest.raises(OptionError, match="a name belongs to one role"):
+        Callers.of_tokens({CLIENT: Caller("alice", "client"), STRANGER: Caller("alice", "operator")})
