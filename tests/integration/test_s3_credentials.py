@@ -76,7 +76,9 @@ def test_a_made_up_access_key_is_refused_once_in_one_sentence(s3_server, service
 
 
 def test_the_right_key_with_a_wrong_secret_is_refused(s3_server, service_store):
-    wrong = dataclasses.replace(s3_server.service, secret_key=s3_server.service.secret_key[:-1] + "x")
+    secret = s3_server.service.secret_key
+    wrong = dataclasses.replace(s3_server.service, secret_key=secret[:-1] + ("y" if secret.endswith("x") else "x"))
+    assert wrong.secret_key != secret and len(wrong.secret_key) == len(secret)  # wrong every time, not 63 in 64
     store = ObjectStore(dataclasses.replace(settings_for(s3_server, wrong), bucket=service_store.bucket))
     service_store.put_bytes("runs/r3/inputs/a.png", b"a")
     before = attempts("get")
