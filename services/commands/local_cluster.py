@@ -3,6 +3,8 @@
 ``up`` starts a real nats-server with JetStream, a real S3-compatible server (moto) and every
 service as its own process, each on a free port, waits until every service answers its gRPC
 health check, and writes the connection settings where ``submit`` and ``report`` find them.
+Everything it keeps is under ``<cluster file>-state/`` (mode 0700; every file in it 0600): logs,
+secrets, NATS's store, the services' work directories and, with ``--tls``, its certificates.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--name", default="client", help="token: the caller's name (default client); it sees its own runs")
     p.add_argument("--role", choices=("client", "operator"), default="client",
                    help="token: client (default) or operator (sees every run)")
+    p.add_argument("--out", metavar="FILE",
+                   help="token: write a cluster file for the caller (mode 0600: its token, no S3 or NATS credential) "
+                        "instead of printing the token")
+    p.add_argument("--tls", action="store_true",
+                   help="up: make a CA and a certificate for 127.0.0.1, and speak TLS on gRPC, NATS and S3")
     p.set_defaults(run=run)
 
 
@@ -45,8 +52,10 @@ def _cluster_file(args) -> Path:
 
 def run(args) -> int:
     path = _cluster_file(args)
+    if args.out and args.action != "token":
+        raise OptionError("--out goes with 'token' only")
     if args.action == "up":
-        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers)
+        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers, tls=args.tls)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -55,13 +64,18 @@ def run(args) -> int:
         print(f"cluster down ({path} removed)")
         return 0
     if args.action == "token":
-        print(add_caller(ClusterConfig.read(path), args.name, args.role))
+        out = Path(args.out) if args.out else None
+        if out and out.resolve() == path.resolve():
+            raise OptionError(f"--out {out} is the cluster's own file: name another file for the caller")
+        token = add_caller(ClusterConfig.read(path), args.name, args.role, out=out)
+        print(f"wrote {out} for the {args.role} {args.name!r}: use it with --cluster {out}" if out else token)
         return 0
     return status(path)
 
 
-def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> ClusterConfig:
-    """Start everything and write ``path``; on any failure stop what was started."""
+def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: bool = False) -> ClusterConfig:
+    """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
+    (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names."""
     from mfscore.services.common.processes import (
         free_ports,
         start_nats_server,
@@ -73,15 +87,20 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
     if min(mask_scorers, provenance_scorers) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
     state_dir = path.parent / (path.stem + "-state")
-    (state_dir / "logs").mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(state_dir, 0o700)  # made by an older mfscore, or by hand: what is inside is private either way
+    (state_dir / "logs").mkdir(mode=0o700, exist_ok=True)
     operator_token = new_callers(state_dir)
     nats_users = new_nats_users(state_dir)
+    ca, cert, key = new_tls(state_dir) if tls else ("", "", "")
     processes: list[dict] = []
-    nats = s3 = None
     try:
-        nats = start_nats_server(state_dir / "jetstream", users=nats_users, log_dir=state_dir / "logs", detach=True)
+        nats = start_nats_server(state_dir / "jetstream", users=nats_users, tls_cert=cert, tls_key=key,
+                                 log_dir=state_dir / "logs", detach=True)
         processes.append({"name": "nats-server", "pid": nats.popen.pid, "log": str(nats.log_path)})
-        s3 = start_s3_server(bucket=BUCKET, log_dir=state_dir / "logs", detach=True)
+        s3 = start_s3_server(bucket=BUCKET, log_dir=state_dir / "logs", tls_cert=cert, tls_key=key, tls_ca=ca,
+                             detach=True)
         _write_secret(_secrets(state_dir) / "s3-service.json",
                       json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
         processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
@@ -91,8 +110,8 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
         config = ClusterConfig(
             aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
             nats_url=nats.url, s3_endpoint=s3.url, s3_access_key=s3.client.access_key,
-            s3_secret_key=s3.client.secret_key, bucket=BUCKET, token=operator_token, state_dir=str(state_dir),
-            processes=processes)
+            s3_secret_key=s3.client.secret_key, bucket=BUCKET, token=operator_token, tls_ca=ca,
+            state_dir=str(state_dir), processes=processes)
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port))
         for process in processes[2:]:
@@ -106,7 +125,9 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1) -> Clu
 
 def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
                   metrics_port: int | None = None) -> dict:
-    from mfscore.services.common.processes import free_port
+    """Start service ``name`` as its own process (umask 077, logging to ``<state>/logs/<label>.log``, mode 0600);
+    with the cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too."""
+    from mfscore.services.common.processes import PRIVATE_UMASK, free_port, private_log
 
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
@@ -123,12 +144,16 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
                 "MFSCORE_TOKEN": (_secrets(state_dir) / "aggregator.token").read_text() if name == "aggregator" else ""})
     role = NATS_ROLES.get(name, "")
     env.update({"MFSCORE_NATS_USER": role, "MFSCORE_NATS_PASSWORD": _nats_password(state_dir, role) if role else ""})
+    if config.tls_ca:  # SSL_CERT_FILE: the CA the S3 client (ObjectStore) checks the S3 server against
+        tls = Path(state_dir) / "tls"
+        env.update({"MFSCORE_TLS_CERT": str(tls / "server.pem"), "MFSCORE_TLS_KEY": str(tls / "server.key"),
+                    "MFSCORE_TLS_CA": config.tls_ca, "SSL_CERT_FILE": config.tls_ca})
     log_path = state_dir / "logs" / f"{label}.log"
-    with open(log_path, "ab") as log:
+    with private_log(log_path) as log:
         popen = subprocess.Popen([sys.executable, "-m", "mfscore", "serve", name], env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
     return {"name": label, "service": name, "pid": popen.pid, "grpc_port": grpc_port, "metrics_port": metrics_port,
-            "log": str(log_path)}
+            "log": str(log_path), "tls_ca": config.tls_ca}
 
 
 def _secrets(state_dir: Path) -> Path:
@@ -158,6 +183,57 @@ def new_callers(state_dir: Path) -> str:
     return operator
 
 
+def new_tls(state_dir: Path) -> tuple[str, str, str]:
+    """A fresh CA and a certificate it signs for 127.0.0.1 and localhost, in ``<state>/tls/`` (each file 0600):
+    returns the paths of ``ca.pem``, ``server.pem`` and ``server.key``. The CA's key is never written, so nothing
+    else can ever be signed with it; a new ``up`` makes a new CA."""
+    import datetime
+    import ipaddress
+
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    except ImportError:
+        raise OptionError("--tls needs the 'cryptography' package: pip install 'mfscore[local]'") from None
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"mfscore local cluster CA {secrets.token_hex(4)}")])
+
+    def signed(subject: x509.Name, public_key, extensions: list) -> x509.Certificate:
+        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=365))
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                                  critical=False))
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical=critical)
+        return builder.sign(ca_key, hashes.SHA256())
+
+    usage = dict.fromkeys(("content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
+                           "encipher_only", "decipher_only"), False)
+    ca = signed(ca_name, ca_key.public_key(), [
+        (x509.BasicConstraints(ca=True, path_length=0), True),
+        (x509.KeyUsage(digital_signature=False, key_cert_sign=True, crl_sign=True, **usage), True)])
+    server = signed(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]), key.public_key(), [
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+        (x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage), True),
+        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        (x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                      x509.DNSName("localhost")]), False)])
+    directory = Path(state_dir) / "tls"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    pem = serialization.Encoding.PEM
+    files = {"ca.pem": ca.public_bytes(pem), "server.pem": server.public_bytes(pem),
+             "server.key": key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())}
+    for name, data in files.items():
+        _write_secret(directory / name, data.decode())
+    return tuple(str(directory / name) for name in files)
+
+
 def new_nats_users(state_dir: Path) -> dict[str, str]:
     """A fresh password per NATS role (services/common/nats_auth.py), one file each in the state directory
     (mode 0600): clients never talk to NATS, so the cluster file carries none."""
@@ -183,24 +259,49 @@ def nats_settings(config: ClusterConfig, role: str = "observer"):
     return config.settings(nats_user=role, nats_password=_nats_password(Path(config.state_dir), role))
 
 
-def add_caller(config: ClusterConfig, name: str, role: str) -> str:
-    """A new token for ``name`` with ``role``, accepted by the running services within a second."""
+def add_caller(config: ClusterConfig, name: str, role: str, out: Path | None = None) -> str:
+    """A new token for ``name`` with ``role``, accepted by the running services within a second; with ``out``
+    also a cluster file for that caller there (``caller_file``). A name already there under another role is
+    refused: a name belongs to one role (another token for the same name and role is a second key of one
+    principal)."""
     from mfscore.services.common.auth import new_token, tokens_line
 
     if not name.replace("-", "").replace("_", "").isalnum():
         raise OptionError(f"a caller's name is letters, digits, '-' and '_', not {name!r}")
-    token = new_token()
     tokens = _secrets(Path(config.state_dir)) / "tokens"
-    _write_secret(tokens, tokens.read_text() + tokens_line(name, role, token) + "\n")
+    text = tokens.read_text()
+    roles = {f[0]: f[1] for f in (line.split("#", 1)[0].split() for line in text.splitlines()) if len(f) == 3}
+    if roles.get(name, role) != role:
+        raise OptionError(f"{name!r} already has the role {roles[name]} in this cluster, and a name belongs to one "
+                          f"role: give the {role} another --name")
+    token = new_token()
+    if out is not None:
+        try:
+            caller_file(config, token).write(out)
+        except OSError as exc:
+            raise OptionError(f"the caller's cluster file cannot be written ({exc.strerror})", path=str(out)) from None
+    _write_secret(tokens, text + tokens_line(name, role, token) + "\n")
     return token
 
 
-def health(address: str, timeout: float = 1.0) -> str:
-    """The gRPC health status of a service ("SERVING", ...), or why it has none."""
+def caller_file(config: ClusterConfig, token: str) -> ClusterConfig:
+    """What a caller's cluster file holds: where the aggregator and validator are, its token and the cluster's CA.
+    No S3 key or NATS password (a client uploads through the aggregator), and no state directory or processes,
+    so 'down' with it stops nothing."""
+    return ClusterConfig(aggregator_address=config.aggregator_address, validator_address=config.validator_address,
+                         nats_url="", s3_endpoint=config.s3_endpoint, s3_access_key="", s3_secret_key="",
+                         bucket=config.bucket, token=token, tls_ca=config.tls_ca)
+
+
+def health(address: str, timeout: float = 1.0, tls_ca: str = "") -> str:
+    """The gRPC health status of a service ("SERVING", ...), or why it has none; over TLS checked against
+    ``tls_ca`` when set."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    from mfscore.services.common.auth import client_channel
+
+    with client_channel(address, tls_ca=tls_ca) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
         except grpc.RpcError as error:
@@ -215,7 +316,7 @@ def wait_healthy(process: dict) -> None:
         if not pid_alive(process["pid"]):
             tail = Path(process["log"]).read_text(errors="replace")[-1500:]
             raise OptionError(f"the service {process['name']} exited while starting; its log ends: {tail}")
-        if health(address, timeout=0.5) == "SERVING":
+        if health(address, timeout=0.5, tls_ca=process.get("tls_ca", "")) == "SERVING":
             return
         time.sleep(0.1)
     raise OptionError(f"the service {process['name']} did not become healthy within {START_TIMEOUT:g} s "
@@ -267,7 +368,7 @@ def status(path: Path) -> int:
     for p in config.processes:
         state = "running" if pid_alive(p["pid"]) else "stopped"
         if state == "running" and "grpc_port" in p:
-            state = health(f"127.0.0.1:{p['grpc_port']}")
+            state = health(f"127.0.0.1:{p['grpc_port']}", tls_ca=p.get("tls_ca", ""))
         rows.append({"name": p["name"], "pid": p["pid"], "state": state, "log": p["log"]})
     for row in rows:
         print(f"{row['name']:<22} pid {row['pid']:<8} {row['state']:<14} {row['log']}")

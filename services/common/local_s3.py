@@ -1,7 +1,8 @@
 """moto's S3 server with request authentication enforced, for ``processes.start_s3_server``.
 
-``python -m mfscore.services.common.local_s3 HOST PORT SETUP_REQUESTS`` serves moto as ``moto_server`` does,
-but for three things stock ``moto_server`` leaves open to anyone who can reach the port:
+``python -m mfscore.services.common.local_s3 HOST PORT SETUP_REQUESTS [CERT KEY]`` serves moto as ``moto_server``
+does (over https with the PEM certificate and key when given), but for three things stock ``moto_server``
+leaves open to anyone who can reach the port:
 
 - its control API (``/moto-api/``) is refused: ``data.json`` there lists every IAM secret, ``reset-auth``
   switches authentication off and ``seed`` makes the generated keys predictable;
@@ -43,7 +44,7 @@ def guarded(app):
 
 
 def main(argv: list[str]) -> None:
-    host, port, setup_requests = argv[0], int(argv[1]), int(argv[2])
+    host, port, setup_requests, tls = argv[0], int(argv[1]), int(argv[2]), tuple(argv[3:5])
     os.environ.setdefault("MOTO_PORT", str(port))
 
     from moto import settings
@@ -56,7 +57,7 @@ def main(argv: list[str]) -> None:
     mock_random.getrandbits = system.getrandbits
     settings.INITIAL_NO_AUTH_ACTION_COUNT = setup_requests
     app = guarded(DomainDispatcherApplication(create_backend_app))
-    run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler)
+    run_simple(host, port, app, threaded=True, request_handler=MotoRequestHandler, ssl_context=tls or None)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Local nats-server and S3 (moto) processes on loopback, for the integration tests and
 ``mfscore local-cluster``.
 
-Servers log to files, never to pipes: a pipe nobody reads fills up and stalls the server.
+Servers log to files, never to pipes: a pipe nobody reads fills up and stalls the server. What a server
+writes is its own: its log is opened mode 0600 and it runs with umask 077, so its data files (JetStream's
+store) are 0600 and its directories 0700 (logs and stores hold run ids, file names and scores).
 """
 
 from __future__ import annotations
@@ -113,15 +115,24 @@ def _ensure_free(name: str, port: int) -> None:
             raise ProcessError(f"{name} cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}") from None
 
 
+PRIVATE_UMASK = 0o077
+
+
+def private_log(path: Path):
+    """``path`` opened for appending, mode 0600 even when it was there before (a cluster started again)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
+
+
 def _spawn(name: str, argv: list[str], log_dir: Path, scheme: str, port: int, detach: bool) -> ServerProcess:
     _ensure_free(name, port)
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = log_dir / f"{name}-{port}.log"
-    with open(log_path, "ab") as log:
+    with private_log(log_path) as log:
         try:
-            popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=detach
-            )
+            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=detach, umask=PRIVATE_UMASK)
         except OSError as exc:
             raise ProcessError(f"{name} could not be started: {exc}") from exc
     return ServerProcess(name, popen, log_path, scheme, port)
@@ -168,9 +179,16 @@ def _nats_jetstream_ready(port: int, server_name: str, tls: bool = False) -> boo
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+_UNVERIFIED = ssl.create_default_context()
+_UNVERIFIED.check_hostname, _UNVERIFIED.verify_mode = False, ssl.CERT_NONE
+_DIRECT_TLS = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                          urllib.request.HTTPSHandler(context=_UNVERIFIED))
+
+
 def _http_answers(url: str) -> bool:
+    """Whether a server answers at ``url`` at all; an https certificate is not checked (is it up, not is it ours)."""
     try:
-        with _DIRECT.open(url, timeout=0.5) as response:
+        with _DIRECT_TLS.open(url, timeout=0.5) as response:
             return response.status < 500
     except urllib.error.HTTPError as exc:
         return exc.code < 500
@@ -198,7 +216,7 @@ def start_nats_server(
     name = f"mfscore-{uuid.uuid4().hex[:12]}"
     config = Path(data_dir) / "nats-server.conf"
     try:
-        config.parent.mkdir(parents=True, exist_ok=True)
+        config.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         config.unlink(missing_ok=True)
         with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
             f.write(text)
@@ -227,7 +245,7 @@ class S3Server(ServerProcess):
     ``client`` (what ``submit`` does: upload under ``runs/``)."""
 
     def __init__(self, process: ServerProcess, service: S3Credentials, client: S3Credentials):
-        super().__init__(process.name, process.popen, process.log_path, "http", process.port)
+        super().__init__(process.name, process.popen, process.log_path, process.url.split("://")[0], process.port)
         self.service = service
         self.client = client
 
@@ -256,7 +274,7 @@ def s3_policies(bucket: str) -> dict[str, list[dict]]:
 S3_SETUP_REQUESTS = 3 * len(s3_policies("-"))  # per role: CreateUser, PutUserPolicy, CreateAccessKey
 
 
-def _create_s3_credentials(server: ServerProcess, bucket: str) -> dict[str, S3Credentials]:
+def _create_s3_credentials(server: ServerProcess, bucket: str, tls_ca: str = "") -> dict[str, S3Credentials]:
     """An IAM user, its policy and a generated access key per role: the ``S3_SETUP_REQUESTS`` requests the
     server lets through unchecked. Then a made-up key must be refused, or authentication is not on."""
     import boto3  # a requirement of moto, which the 'cluster' extra installs as moto[server]
@@ -264,7 +282,8 @@ def _create_s3_credentials(server: ServerProcess, bucket: str) -> dict[str, S3Cr
     from botocore.exceptions import BotoCoreError, ClientError
 
     iam = boto3.client("iam", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="mfscore-setup",
-                       aws_secret_access_key="unchecked", config=Config(proxies={}, retries={"max_attempts": 1}))
+                       aws_secret_access_key="unchecked", config=Config(proxies={}, retries={"max_attempts": 1}),
+                       verify=tls_ca or None)
     made = {}
     try:
         for role, statements in s3_policies(bucket).items():
@@ -287,23 +306,28 @@ def _create_s3_credentials(server: ServerProcess, bucket: str) -> dict[str, S3Cr
 
 def start_s3_server(
     port: int | None = None, *, bucket: str = "mfscore", log_dir: str | os.PathLike | None = None,
+    tls_cert: str | os.PathLike = "", tls_key: str | os.PathLike = "", tls_ca: str | os.PathLike = "",
     timeout: float = 30.0, detach: bool = False,
 ) -> S3Server:
     """moto's S3 server (in memory, run by ``local_s3``), refusing every request not signed by a key
     generated in it; returns once those keys exist.
 
     ``service`` may create ``bucket``, list it, and read, write and delete objects in it; ``client`` may only
-    upload under ``runs/``. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). It logs
+    upload under ``runs/``. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). With
+    ``tls_cert`` and ``tls_key`` it speaks https only, and the setup checks it against ``tls_ca``. It logs
     to ``log_dir`` (default a new temporary directory); ``detach`` as for ``start_nats_server``.
     """
+    if bool(tls_cert) != bool(tls_key):
+        raise ProcessError("the S3 server's TLS needs both a certificate and a key")
     port = port or free_port()
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
     find_executable("moto_server")  # moto[server] is installed, or one sentence names the package
-    argv = [sys.executable, "-m", "mfscore.services.common.local_s3", LOOPBACK, str(port), str(S3_SETUP_REQUESTS)]
-    server = _spawn("moto_server", argv, log_dir, "http", port, detach)
+    argv = [sys.executable, "-m", "mfscore.services.common.local_s3", LOOPBACK, str(port), str(S3_SETUP_REQUESTS),
+            *([str(tls_cert), str(tls_key)] if tls_cert else [])]
+    server = _spawn("moto_server", argv, log_dir, "https" if tls_cert else "http", port, detach)
     _wait_until(server, lambda: _http_answers(server.url + "/moto-api/"), timeout)  # a path moto does not count
     try:
-        return S3Server(server, **_create_s3_credentials(server, bucket))
+        return S3Server(server, **_create_s3_credentials(server, bucket, str(tls_ca)))
     except BaseException:
         server.stop()
         raise
