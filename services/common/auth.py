@@ -6,7 +6,7 @@ file holds digests, so it can be read by anyone who may see the deployment witho
 Every method but health needs a token of a role the method allows; the caller's name and role reach
 the servicer through ``caller()``. An empty token is never a token: a call without one is refused before
 any lookup, and a file listing the empty string's digest is refused, so no file can let anonymous calls
-in. A name has one role: a run's owner is its name, so a name under two roles would be two principals.
+in. A name has one role, so one name is never two callers (runs are owned by caller).
 
 Roles: ``client`` submits runs and sees its own, ``operator`` sees and fetches every run, ``service``
 is one mfscore service calling another (the aggregator's Validate calls).
@@ -198,18 +198,23 @@ def _as(handler: grpc.RpcMethodHandler, who: Caller) -> grpc.RpcMethodHandler:
     """``handler`` with the caller set for its servicer."""
     serializers = {"request_deserializer": handler.request_deserializer,
                    "response_serializer": handler.response_serializer}
-    if handler.unary_unary is not None:
-        inner = handler.unary_unary
-
-        async def unary_unary(request, context):
-            _caller.set(who)
-            return await inner(request, context)
-        return grpc.unary_unary_rpc_method_handler(unary_unary, **serializers)
+    for inner, wrap in ((handler.unary_unary, grpc.unary_unary_rpc_method_handler),
+                        (handler.stream_unary, grpc.stream_unary_rpc_method_handler)):
+        if inner is not None:
+            return wrap(_unary_as(inner, who), **serializers)
     for inner, wrap in ((handler.unary_stream, grpc.unary_stream_rpc_method_handler),
                         (handler.stream_stream, grpc.stream_stream_rpc_method_handler)):
         if inner is not None:
             return wrap(_streaming_as(inner, who), **serializers)
     return handler
+
+
+def _unary_as(inner, who: Caller):
+    """A behaviour with one reply (its argument a request or a request iterator) with the caller set."""
+    async def unary(request, context):
+        _caller.set(who)
+        return await inner(request, context)
+    return unary
 
 
 def _streaming_as(inner, who: Caller):
@@ -245,7 +250,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
 
 
 class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
-             grpc.StreamStreamClientInterceptor):
+             grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
     """Adds ``authorization: Bearer <token>`` to every call of a synchronous channel."""
 
     def __init__(self, token: str):
@@ -259,6 +264,9 @@ class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor
 
     def intercept_unary_stream(self, continuation, details, request):
         return continuation(self._with_token(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):
+        return continuation(self._with_token(details), requests)
 
     def intercept_stream_stream(self, continuation, details, requests):
         return continuation(self._with_token(details), requests)
