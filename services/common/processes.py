@@ -176,19 +176,15 @@ def _nats_jetstream_ready(port: int, server_name: str, tls: bool = False) -> boo
     return info.get("server_name") == server_name and bool(info.get("jetstream"))
 
 
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-_UNVERIFIED = ssl.create_default_context()
+_UNVERIFIED = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 _UNVERIFIED.check_hostname, _UNVERIFIED.verify_mode = False, ssl.CERT_NONE
-_DIRECT_TLS = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                          urllib.request.HTTPSHandler(context=_UNVERIFIED))
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=_UNVERIFIED))
 
 
 def _http_answers(url: str) -> bool:
     """Whether a server answers at ``url`` at all; an https certificate is not checked (is it up, not is it ours)."""
     try:
-        with _DIRECT_TLS.open(url, timeout=0.5) as response:
+        with _DIRECT.open(url, timeout=0.5) as response:
             return response.status < 500
     except urllib.error.HTTPError as exc:
         return exc.code < 500
