@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 import os
-import re
 import shutil
 import time
 import uuid
@@ -23,6 +22,7 @@ from typing import TypeVar
 
 import grpc
 import nats.errors
+from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import DeliverPolicy
 from nats.js.errors import NoKeysError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
@@ -31,10 +31,9 @@ from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.records import fold
 from mfscore.reports import figure_process
-from mfscore.reports.staged_outputs import files_under
 from mfscore.run.local import report_into, score_plan
 from mfscore.services.common import metrics
-from mfscore.services.common.auth import aio_client_channel, caller
+from mfscore.services.common.auth import Caller, aio_client_channel, caller
 from mfscore.services.common.grpc_server import (
     MESSAGE_OPTIONS,
     follow_health,
@@ -51,8 +50,17 @@ from mfscore.services.common.jetstream import (
     runs_bucket,
 )
 from mfscore.services.common.messages import job_key, job_message, outcome
-from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectStoreError, ObjectStoreUnavailable
+from mfscore.services.aggregator import reports, state, uploads
+from mfscore.services.common.object_store import ObjectStore, ObjectStoreError, ObjectStoreUnavailable
 from mfscore.services.common.planning import named_by_key, plan_run
+from mfscore.services.common.run_layout import (
+    BadName,
+    check_file_name,
+    check_output_name,
+    check_run_id,
+    input_prefix,
+    run_prefix,
+)
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2, services_pb2_grpc
 from mfscore.tasks.base import PLANNER, Job, Plan
@@ -61,8 +69,6 @@ log = logging.getLogger("mfscore.aggregator")
 T = TypeVar("T")
 State = runs_pb2.RunState
 TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED}
-_RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_OUTPUT_NAME = re.compile(r"^[^/\\\0]{0,200}$")
 MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
 VALIDATION_TIMEOUT = 600
 RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
@@ -70,21 +76,8 @@ STATE_RETRY_SECONDS = (0.2, 5.0)  # the first and the longest wait between attem
 SUBMIT_WRITE_SECONDS = 10.0       # how long SubmitRun tries to record a new run before answering UNAVAILABLE
 SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
 STORAGE_SWEEP_SECONDS = 3600.0    # how often uploads no run claims are looked for
-ORPHAN_UPLOAD_SECONDS = 86400.0   # an upload no run claims, untouched this long, is deleted (a submit gave up)
+ORPHAN_UPLOAD_SECONDS = 86400.0   # a run created this long ago and never submitted is deleted (a client gave up)
 DAY_SECONDS = 86400
-
-
-def input_prefix(run_id: str) -> str:
-    """Where ``mfscore submit`` uploads a run's inputs: a prefix of its own, so no run reads another's."""
-    return f"runs/{run_id}/inputs/"
-
-
-def reports_prefix(run_id: str) -> str:
-    return f"runs/{run_id}/reports/"
-
-
-def summary_key(run_id: str) -> str:
-    return f"runs/{run_id}/summary.json"
 
 
 @dataclass
@@ -100,6 +93,7 @@ class RunEntry:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     saving: asyncio.Lock = field(default_factory=asyncio.Lock)  # a run's state writes land one at a time, in order
     cleaned: bool = False  # a finished run's jobs, records, inputs and work directory are gone
+    uploading: int = 0     # UploadInputs streams under way (a created run)
 
 
 class Aggregator(services_pb2_grpc.AggregatorServicer):
@@ -120,38 +114,79 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
 
     # --- gRPC ---------------------------------------------------------------------------------
 
+    async def CreateRun(self, request, context):
+        who = caller()
+        run_id = uuid.uuid4().hex
+        spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name)
+        status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=_now(),
+                                    owner=who.name, owner_role=who.role)
+        entry = RunEntry(spec, status)
+        self.runs[run_id] = entry
+        await self._record(entry, context, spec, status)
+        log.info("run %s: created", run_id)
+        return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
+
+    async def UploadInputs(self, request_iterator, context):
+        first = await anext(aiter(request_iterator), None)
+        if first is None:
+            return runs_pb2.UploadInputsResponse()
+        entry = await self._entry(first.run_id, context, owned=True)
+        if entry.status.state != State.RUN_STATE_CREATED:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {first.run_id} is submitted; its inputs "
+                                                                     "cannot change")
+        run_id = entry.spec.run_id
+        spool_dir = os.path.join(self._work_dir(run_id), "uploading")
+        os.makedirs(spool_dir, exist_ok=True)
+
+        async def put(name, data, size):
+            await asyncio.to_thread(self.store.put_stream, input_prefix(run_id) + name, data, size)
+
+        entry.uploading += 1
+        try:
+            stored = await uploads.receive(_chained(first, request_iterator), run_id, put,
+                                           max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
+        except MfscoreError as error:
+            code = grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable) else \
+                grpc.StatusCode.INVALID_ARGUMENT
+            await context.abort(code, f"run {run_id}: {error.sentence()}")
+        finally:
+            entry.uploading -= 1
+        return runs_pb2.UploadInputsResponse(files=stored)
+
     async def SubmitRun(self, request, context):
-        run_id = request.run_id or uuid.uuid4().hex
-        if not _RUN_ID.match(run_id):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run id {run_id!r} is not 1-64 letters, digits, '-' or '_'")
-        if not _OUTPUT_NAME.match(request.output_name) or request.output_name == "..":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the output name {request.output_name!r} is not a file name")
+        try:
+            check_output_name(request.output_name)
+            for table in request.tables:
+                check_file_name(table, "table name")
+        except BadName as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        entry = await self._entry(request.run_id, context, owned=True)
+        if entry.status.state != State.RUN_STATE_CREATED:
+            return entry.status  # submitted already: the same run (a client resubmits after a reconnection)
+        run_id = entry.spec.run_id
         if request.task not in tasks.names():
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"{request.task[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
         if request.ByteSize() > MAX_RUN_SPEC_BYTES:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
                                 f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
-        if request.input_prefix != input_prefix(run_id):
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs must be uploaded under "
-                                f"{input_prefix(run_id)!r}, its own prefix, not {request.input_prefix[:200]!r}")
-        who = caller()
-        if run_id in self.runs:
-            entry = self.runs[run_id]
-            if entry.status.owner != who.name:
-                await context.abort(grpc.StatusCode.ALREADY_EXISTS, f"the run id {run_id!r} is taken; submit "
-                                    "without one, or with another")
-            return entry.status
+        if request.input_prefix != entry.spec.input_prefix:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs are under "
+                                f"{entry.spec.input_prefix!r}, its own prefix, not {request.input_prefix[:200]!r}")
+        if entry.uploading:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
+                                                                     "submit it once they are uploaded")
         spec = runs_pb2.RunSpec()
         spec.CopyFrom(request)
-        spec.run_id = run_id
-        spec.submitted_by = who.name
-        status = runs_pb2.RunStatus(run_id=run_id, task=spec.task, state=State.RUN_STATE_VALIDATING,
-                                    submitted_at=_now(), owner=who.name)
-        entry = RunEntry(spec, status)
-        await self._record(entry, context)
+        spec.submitted_by = entry.spec.submitted_by
+        status = runs_pb2.RunStatus()
+        status.CopyFrom(entry.status)
+        status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
+        status.submitted_at.CopyFrom(_now())
+        await self._record(entry, context, spec, status)
+        self._spawn(self._start(entry, validate=not spec.skip_validation, publish=True))
         log.info("run %s: %s submitted", run_id, spec.task)
-        return status
+        return entry.status
 
     async def GetRun(self, request, context):
         return (await self._entry(request.run_id, context)).status
@@ -170,17 +205,33 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                 return
             await asyncio.sleep(0.1)  # coalesce bursts of records into one update
 
-    async def GetReport(self, request, context):
+    async def FetchReport(self, request, context):
         entry = await self._entry(request.run_id, context)
+        run_id = entry.spec.run_id
         if entry.status.state != State.RUN_STATE_DONE:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"run {request.run_id} is {State.Name(entry.status.state)}, not done")
-        return await self._stored_report(request.run_id, context)
+                                f"run {run_id} is {State.Name(entry.status.state)}, not done")
+        try:
+            seal = await state.report_seal(self.kv, run_id)
+            if seal is None:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"no report of run {run_id} was recorded")
+            async for message in reports.stream_report(self.store, run_id, seal):
+                yield message
+        except reports.ReportTampered as error:
+            metrics.REPORTS_TAMPERED.inc()
+            log.error("run %s: %s", run_id, error.sentence())
+            await context.abort(grpc.StatusCode.DATA_LOSS, f"{error.sentence()}; nothing of it should be used")
+        except (ObjectStoreUnavailable, nats.errors.Error, TimeoutError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the report of run {run_id} cannot be read now: "
+                                                             f"{_one_line(error)}")
+        except ObjectStoreError as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"the report of run {run_id} cannot be read: "
+                                                          f"{error.sentence()}")
 
     async def ListRuns(self, request, context):
         who = caller()
         runs = [e.status for e in self.runs.values()
-                if (who.operator or e.status.owner == who.name)
+                if _may_see(who, e.status)
                 and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state)]
         return runs_pb2.ListRunsResponse(runs=sorted(runs, key=lambda s: s.submitted_at.ToNanoseconds()))
 
@@ -242,7 +293,12 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
     async def on_result(self, msg) -> None:
         """Fold one record (a JetStream message of the results stream)."""
         started = time.perf_counter()
-        record = records_pb2.TrialRecord.FromString(msg.data)
+        try:
+            record = records_pb2.TrialRecord.FromString(msg.data)
+        except DecodeError:
+            log.warning("dropped a message on %s that is not a trial record", msg.subject[:200])
+            self._strays.add(msg.subject)
+            return
         entry = self.runs.get(record.run_id)
         if entry is None:
             self._strays.add(msg.subject)
@@ -268,7 +324,12 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             return
         before = len(entry.outcomes)
         try:
-            fold([(key, outcome(entry.task, record))], into=entry.outcomes)
+            decoded = outcome(entry.task, record)
+        except Exception as error:  # untrusted bytes: whatever the decoder raises, the run cannot go on
+            await self._fail(entry, f"the record of the job {key} could not be decoded ({_one_line(error)[:300]})")
+            return
+        try:
+            fold([(key, decoded)], into=entry.outcomes)
         except MfscoreError as error:
             await self._fail(entry, error.sentence())
             return
@@ -290,8 +351,11 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             if failure is not None:
                 await self._fail(entry, failure)
                 return
-            await self._outlasting(f"run {run_id}: storing its reports",
-                                   lambda: asyncio.to_thread(self._store_report, run_id))
+            seal = await self._outlasting(f"run {run_id}: storing its reports",
+                                          lambda: asyncio.to_thread(self._store_report, run_id))
+            await self._durably(f"run {run_id}: recording its report's digest",
+                                lambda: state.seal_report(self.kv, run_id, seal))
+            shutil.rmtree(self._work_dir(run_id), ignore_errors=True)
             entry.status.finished_at.CopyFrom(_now())
             await self._set_state(entry, State.RUN_STATE_DONE)
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
@@ -325,37 +389,13 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             json.dump(said, f)
         return None
 
-    def _store_report(self, run_id: str) -> None:
-        """Store what ``_write_report`` wrote (blocking; again after an S3 outage, whole)."""
+    def _store_report(self, run_id: str) -> str:
+        """Store what ``_write_report`` wrote, with its manifest (blocking; again after an S3 outage, whole); the
+        manifest's SHA-256."""
         out_dir = self._out_dir(run_id)
-        prefix = reports_prefix(run_id)
-        for name, content in files_under(out_dir).items():
-            self.store.put_bytes(prefix + name, content)
-        with open(out_dir + ".json", "rb") as f:
-            self.store.put_bytes(summary_key(run_id), f.read())
-        shutil.rmtree(os.path.dirname(out_dir), ignore_errors=True)
-
-    def _read_report(self, run_id: str) -> runs_pb2.Report:
-        prefix = reports_prefix(run_id)
-        files = [runs_pb2.ReportFile(name=key[len(prefix):], content=self.store.get_bytes(key, max_bytes=4 << 30))
-                 for key in sorted(self.store.list_keys(prefix))]
-        said = json.loads(self.store.get_bytes(summary_key(run_id), max_bytes=64 << 20))
-        return runs_pb2.Report(run_id=run_id, files=files, stdout=said["stdout"], exit_status=said["status"])
-
-    async def _stored_report(self, run_id: str, context) -> runs_pb2.Report:
-        """The run's stored report; trouble with S3 reaches the caller as one sentence and the code that says what
-        happened (UNAVAILABLE: try again later)."""
-        try:
-            return await asyncio.to_thread(self._read_report, run_id)
-        except ObjectStoreUnavailable as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the report of run {run_id} cannot be read now: "
-                                                             f"{error.sentence()}")
-        except ObjectMissing as error:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"the report of run {run_id} is incomplete: "
-                                                           f"{error.sentence()}")
-        except ObjectStoreError as error:
-            await context.abort(grpc.StatusCode.INTERNAL, f"the report of run {run_id} cannot be read: "
-                                                          f"{error.sentence()}")
+        with open(out_dir + ".json") as f:
+            said = json.load(f)
+        return reports.store_report(self.store, run_id, out_dir, said["stdout"], said["status"])
 
     # --- state --------------------------------------------------------------------------------
 
@@ -373,15 +413,14 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                 continue
             run_id = key[len("status."):]
             try:
-                status = runs_pb2.RunStatus.FromString((await self.kv.get(key)).value)
-                spec = runs_pb2.RunSpec.FromString((await self.kv.get(f"spec.{run_id}")).value)
+                spec, status = await state.load(self.kv, run_id)
             except NotFoundError:
                 log.warning("run %s: half of its state is missing from the bucket; the rest is purged", run_id)
                 self._abandoned.add(run_id)
                 continue
             entry = RunEntry(spec, status)
             self.runs[run_id] = entry
-            if status.state not in TERMINAL:
+            if status.state not in TERMINAL and status.state != State.RUN_STATE_CREATED:
                 validating = status.state == State.RUN_STATE_VALIDATING
                 entry.status.state = State.RUN_STATE_VALIDATING if validating else State.RUN_STATE_SCORING
                 entry.status.trials_received = 0
@@ -389,13 +428,18 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         self._count_states()
         log.info("restored %d run(s)", len(self.runs))
 
-    async def _entry(self, run_id: str, context) -> RunEntry:
-        """The caller's run ``run_id``; another caller's run is as unknown as a run that never was
-        (an operator sees every run)."""
+    async def _entry(self, run_id: str, context, *, owned: bool = False) -> RunEntry:
+        """The caller's run ``run_id``; another caller's run is as unknown as a run that never was. An operator sees
+        every run, but only the run's own caller (``owned``) may upload into it or submit it."""
+        try:
+            check_run_id(run_id)
+        except BadName as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
         entry = self.runs.get(run_id)
         who = caller()
-        if entry is None or not (who.operator or entry.status.owner == who.name):
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"there is no run {run_id!r}")
+        if entry is None or not (_owns(who, entry.status) if owned else _may_see(who, entry.status)):
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"there is no run {run_id[:80]!r}" +
+                                ("; make one with CreateRun" if owned else ""))
         return entry
 
     async def _fail(self, entry: RunEntry, message: str, state=State.RUN_STATE_FAILED) -> None:
@@ -432,29 +476,31 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         run_id = entry.spec.run_id
         async with entry.saving:
             await self._durably(f"run {run_id}: recording {State.Name(entry.status.state)}",
-                                lambda: self.kv.put(f"status.{run_id}", entry.status.SerializeToString()))
+                                lambda: state.save_status(self.kv, entry.status))
 
-    async def _record(self, entry: RunEntry, context) -> None:
-        """Record a new run (spec, then status) and start it. When NATS cannot take it within SUBMIT_WRITE_SECONDS
-        the run is forgotten, whatever part of it landed is purged later, and the caller is told UNAVAILABLE: a run
-        is accepted only once it is recorded."""
-        run_id = entry.spec.run_id
-        self.runs[run_id] = entry
+    async def _record(self, entry: RunEntry, context, spec: runs_pb2.RunSpec, status: runs_pb2.RunStatus) -> None:
+        """Record the run's new spec and status and make them the entry's. When NATS cannot take them within
+        SUBMIT_WRITE_SECONDS the caller is told UNAVAILABLE and the entry keeps what it had: a run that was never
+        recorded is forgotten, and whatever part of it landed is purged later. A run is accepted once recorded."""
+        run_id = spec.run_id
         try:
             if not self._connected():
                 raise nats.errors.ConnectionReconnectingError()
             async with asyncio.timeout(SUBMIT_WRITE_SECONDS), self._recording, entry.saving:
-                await self.kv.put(f"spec.{run_id}", entry.spec.SerializeToString())
-                await self.kv.put(f"status.{run_id}", entry.status.SerializeToString())
+                await state.save_spec(self.kv, spec)
+                await state.save_status(self.kv, status)
         except (nats.errors.Error, TimeoutError) as error:
-            if self.runs.get(run_id) is entry:
-                del self.runs[run_id]
-            self._abandoned.add(run_id)
+            if entry.status.state == State.RUN_STATE_CREATED and status.state == State.RUN_STATE_CREATED:
+                if self.runs.get(run_id) is entry:
+                    del self.runs[run_id]
+                self._abandoned.add(run_id)
             log.warning("run %s: not recorded, NATS is unavailable: %s", run_id, _one_line(error))
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {run_id} "
-                                                             "was not recorded; submit it again")
+                                                             "was not recorded; try again")
+        entry.spec, entry.status = spec, status
         self._abandoned.discard(run_id)
-        self._spawn(self._start(entry, validate=not entry.spec.skip_validation, publish=True))
+        self._count_states()
+        await self._changed(entry)
 
     async def _outlasting(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """``call()``, again with backoff while S3 or the validator is unavailable (``ObjectStoreUnavailable``, gRPC
@@ -550,13 +596,17 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         now = time.time() if now is None else now
         expired_before = now - self.settings.retention_days * DAY_SECONDS
         for entry in list(self.runs.values()):
+            if entry.status.state == State.RUN_STATE_CREATED and not entry.uploading \
+                    and entry.status.submitted_at.ToSeconds() < now - ORPHAN_UPLOAD_SECONDS:
+                await self._expire(entry, "created a day ago and never submitted")
+                continue
             if entry.status.state not in TERMINAL:
                 continue
             if not entry.cleaned:
                 await self._clean_up(entry)
             ended = entry.status.finished_at if entry.status.HasField("finished_at") else entry.status.submitted_at
             if ended.ToSeconds() < expired_before:
-                await self._expire(entry)
+                await self._expire(entry, f"its retention period of {self.settings.retention_days} day(s) is over")
         try:
             for subject in list(self._strays):
                 await self.js.purge_stream(RESULTS_STREAM, subject=subject)
@@ -564,8 +614,7 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
             for run_id in list(self._abandoned):
                 async with self._recording:
                     if run_id not in self.runs:
-                        await self.kv.purge(f"status.{run_id}")
-                        await self.kv.purge(f"spec.{run_id}")
+                        await state.purge(self.kv, run_id)
                     self._abandoned.discard(run_id)
             if now - self._storage_swept >= STORAGE_SWEEP_SECONDS:
                 await self._sweep_storage(now)
@@ -573,21 +622,20 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
             log.warning("the sweep stopped, the next one goes on: %s", _one_line(error))
 
-    async def _expire(self, entry: RunEntry) -> None:
-        """Delete a run whose retention period is over: its files (the reports), then its state in the bucket."""
+    async def _expire(self, entry: RunEntry, why: str) -> None:
+        """Delete a run: its files (inputs, reports), its work directory, then its state in the bucket."""
         run_id = entry.spec.run_id
         try:
-            await asyncio.to_thread(self.store.delete_prefix, f"runs/{run_id}/")
-            await self.kv.purge(f"status.{run_id}")
-            await self.kv.purge(f"spec.{run_id}")
+            await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
+            await state.purge(self.kv, run_id)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            log.warning("run %s: its retention period is over; deleting it is left to the next sweep: %s",
-                        run_id, _one_line(error))
+            log.warning("run %s: %s; deleting it is left to the next sweep: %s", run_id, why, _one_line(error))
             return
+        await asyncio.to_thread(shutil.rmtree, self._work_dir(run_id), ignore_errors=True)
         if self.runs.get(run_id) is entry:
             del self.runs[run_id]
         self._count_states()
-        log.info("run %s: deleted, its retention period of %d day(s) over", run_id, self.settings.retention_days)
+        log.info("run %s: deleted, %s", run_id, why)
 
     async def _sweep_storage(self, now: float) -> None:
         """Delete the uploads under ``runs/`` that no run claims (a submit that gave up before its run was recorded)
@@ -610,6 +658,21 @@ class Aggregator(services_pb2_grpc.AggregatorServicer):
                 await self.sweep()
             except Exception:  # a bug: logged, and the next sweep tries again
                 log.exception("the sweep failed")
+
+
+def _owns(who: Caller, status: runs_pb2.RunStatus) -> bool:
+    """A run belongs to the principal that created it: its name and its role."""
+    return status.owner == who.name and (status.owner_role or "client") == who.role
+
+
+def _may_see(who: Caller, status: runs_pb2.RunStatus) -> bool:
+    return who.operator or _owns(who, status)
+
+
+async def _chained(first, rest):
+    yield first
+    async for item in rest:
+        yield item
 
 
 def _on_wire(task, work, input_dir: str):

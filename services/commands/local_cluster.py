@@ -109,8 +109,8 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
             aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
-            nats_url=nats.url, s3_endpoint=s3.url, s3_access_key=s3.client.access_key,
-            s3_secret_key=s3.client.secret_key, bucket=BUCKET, token=operator_token, tls_ca=ca,
+            nats_url=nats.url, s3_endpoint=s3.url, s3_access_key="", s3_secret_key="", bucket=BUCKET,
+            token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port))
@@ -132,7 +132,7 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
                                work_dir=str(state_dir / "work" / label))
-    s3_service = json.loads((_secrets(state_dir) / "s3-service.json").read_text())  # the cluster file has the client's
+    s3_service = json.loads((_secrets(state_dir) / "s3-service.json").read_text())  # the cluster file has no S3 key
     env = dict(os.environ)
     env.update({"MFSCORE_NATS_URL": settings.nats_url, "MFSCORE_S3_ENDPOINT": settings.s3_endpoint,
                 "MFSCORE_S3_ACCESS_KEY": s3_service["access_key"], "MFSCORE_S3_SECRET_KEY": s3_service["secret_key"],

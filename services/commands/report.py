@@ -137,21 +137,51 @@ def _progress(run_id: str, interactive: bool):
 
 
 def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line) -> int:
-    """Write the run's files into ``out_root``'s directory (all or nothing), print what the embedded command
-    prints on stdout (``localize`` names the local files), and return its exit status."""
+    """Write the run's files into ``out_root``'s directory, print what the embedded command prints on stdout
+    (``localize`` names the local files), and return its exit status. Every file is checked against the digest the
+    aggregator sent first; on any mismatch, or a stream that breaks off, nothing is written."""
     from mfscore.run.local import placed
     from mfscore.services.wire import runs_pb2
 
-    report = stub.GetReport(runs_pb2.RunRef(run_id=run_id), timeout=600)
+    replies = stub.FetchReport(runs_pb2.FetchReportRequest(run_id=run_id), timeout=3600)
+    first = next(replies, None)
+    if first is None or first.WhichOneof("part") != "manifest":
+        raise MfscoreError(f"the cluster sent the report of run {run_id} without its manifest; nothing was written")
+    manifest = first.manifest
     with staged_outputs(os.path.join(os.path.dirname(out_root), "")) as stage:
-        for item in report.files:
-            name = os.path.normpath(item.name)
-            if os.path.isabs(name) or name.split(os.sep)[0] == os.pardir:
-                raise MfscoreError(f"the cluster sent a report file named {item.name!r}, outside the output directory")
-            stage.path(name).write_bytes(item.content)
-    for line in placed(list(report.stdout), out_root):
+        for declared in manifest.files:
+            _receive_file(replies, declared, _report_path(stage, declared.name), run_id)
+        if next(replies, None) is not None:
+            raise MfscoreError(f"the cluster sent more of the report of run {run_id} than its manifest declares; "
+                               "nothing was written")
+    for line in placed(list(manifest.stdout), out_root):
         print(localize(line))
-    return report.exit_status
+    return manifest.exit_status
+
+
+def _report_path(stage, name: str):
+    normal = os.path.normpath(name)
+    if os.path.isabs(normal) or normal.split(os.sep)[0] == os.pardir:
+        raise MfscoreError(f"the cluster sent a report file named {name!r}, outside the output directory")
+    return stage.path(normal)
+
+
+def _receive_file(replies, declared, path, run_id: str) -> None:
+    """Write the next ``declared.size`` bytes of the stream to ``path``, checking them against ``declared``."""
+    import hashlib
+
+    digest, size = hashlib.sha256(), 0
+    with open(path, "wb") as f:
+        while size < declared.size:
+            reply = next(replies, None)
+            if reply is None or reply.WhichOneof("part") != "chunk":
+                raise MfscoreError(f"the report of run {run_id} ended inside {declared.name}; nothing was written")
+            size += len(reply.chunk)
+            digest.update(reply.chunk)
+            f.write(reply.chunk)
+    if size != declared.size or digest.hexdigest() != declared.sha256:
+        raise MfscoreError(f"the report file {declared.name} of run {run_id} does not match the digest the "
+                           "aggregator recorded; nothing was written")
 
 
 def print_runs(stub) -> int:

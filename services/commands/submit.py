@@ -2,10 +2,11 @@
 
 The command's flags become the task's options exactly as for the embedded command, and the task is
 planned here first, so bad input fails with the embedded command's sentence before any upload.
-Then every file the run reads (the tables, and each job's masks, HDF5 or JSON) is uploaded under
-``runs/<id>/inputs/<root>/...`` (one folder per input directory the task names, ``ref``, ``sys``,
-...), the run is submitted to the aggregator, a progress bar follows ``WatchRun``, and the reports
-land where the embedded command would have written them.
+Then the aggregator creates a run, every file the run reads (the tables, and each job's masks, HDF5 or
+JSON) is streamed to it (``upload``: it stores them under ``runs/<id>/inputs/<root>/...``, one folder
+per input directory the task names, ``ref``, ``sys``, ...; the client holds no object-store key), the
+run is submitted, a progress bar follows ``WatchRun``, and the reports, checked against the digests the
+aggregator recorded, land where the embedded command would have written them.
 """
 
 from __future__ import annotations
@@ -14,12 +15,8 @@ import argparse
 import os
 import re
 import sys
-import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 from mfscore.errors import MfscoreError
-
-UPLOAD_THREADS = 8
 
 
 def add_parser(subparsers) -> None:
@@ -56,7 +53,8 @@ def run(args) -> int:
     from mfscore.cli.main import build_parser
     from mfscore.codec import encode
     from mfscore.services.commands.cluster_config import resolve
-    from mfscore.services.common.object_store import ObjectStore
+    from mfscore.services.commands.upload import upload_run
+    from mfscore.services.common.run_layout import input_prefix
     from mfscore.services.wire import runs_pb2
     from mfscore.tasks.base import relocated
 
@@ -66,14 +64,12 @@ def run(args) -> int:
     files, tables = run_inputs(task, task_run.options)
     inputs = task.inputs(task_run.options)
     config = resolve(args.cluster)
-    store = ObjectStore(config.settings())
-    store.ensure_bucket()
-    run_id = uuid.uuid4().hex
-    prefix = f"runs/{run_id}/inputs/"
-    with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-        list(pool.map(lambda f: store.put_file(prefix + f[1], f[0]), files))
+    try:
+        run_id = upload_run(config, files, interactive=sys.stderr.isatty())
+    except MfscoreError as error:
+        raise MfscoreError(localize(error.sentence(), inputs.roots)) from None
     options = relocated(task_run.options, inputs, {name: name for name in inputs.roots})
-    spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=prefix,
+    spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
                             output_name=os.path.basename(task_run.out_root), run_id=run_id,
                             submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation)
     return follow_run(config, spec, task_run.out_root, inputs.roots)

@@ -21,9 +21,9 @@ from mfscore.services.common.settings import Settings
 
 Servicer = tuple[Callable[[Any, grpc.aio.Server], None], Any, str]
 
-# A run's report (every table and plot) is one GetReport reply; gRPC's default cap is 4 MiB. Requests are small:
-# a RunSpec is at most 512 KiB (the aggregator's own check), so a server takes nothing over 1 MiB.
-MAX_MESSAGE_BYTES = 1 << 30
+# Reports and uploads travel in chunks of at most 512 KiB; a reply of ListRuns (every run's notes) may still be large.
+# Requests are small: a RunSpec is at most 512 KiB (the aggregator's own check), so a server takes nothing over 1 MiB.
+MAX_MESSAGE_BYTES = 64 << 20
 MAX_REQUEST_BYTES = 1 << 20
 MESSAGE_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]

@@ -28,6 +28,11 @@ AGGREGATOR_REPORT_DURATION = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
 )
 
+UPLOADED_BYTES = Counter("mfscore_uploaded_bytes_total", "Input bytes clients uploaded through UploadInputs and "
+                         "the aggregator stored.")
+UPLOADS_REFUSED = Counter("mfscore_uploads_refused_total", "Uploaded files refused: not as declared, or over a limit.")
+REPORTS_TAMPERED = Counter("mfscore_reports_tampered_total", "Stored report files that did not match the digest the "
+                           "aggregator recorded when it wrote them (FetchReport ended with DATA_LOSS).")
 
 def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:
     """Serve ``/metrics`` from a daemon thread; returns the bound port (``port=0`` picks one)."""

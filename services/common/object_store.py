@@ -11,10 +11,10 @@ import io
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import certifi
 import urllib3
@@ -28,6 +28,7 @@ from mfscore.services.common.settings import Settings
 
 T = TypeVar("T")
 CHUNK_BYTES = 1 << 20
+PART_BYTES = 8 << 20  # a multipart upload's part: what one upload holds in memory
 TRANSIENT_S3_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "OperationAborted"})
 MISSING_S3_CODES = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchVersion"})
 REFUSED_S3_CODES = {  # the request's credentials or their permissions; what to check, by code
@@ -190,6 +191,37 @@ class ObjectStore:
         size = os.stat(path).st_size
         self._call("put", key, lambda: self._client.fput_object(self.bucket, key, os.fspath(path)))
         S3_BYTES.labels("written").inc(size)
+
+    def put_stream(self, key: str, data: BinaryIO, length: int) -> None:
+        """Store ``length`` bytes read from the seekable ``data`` under ``key``: one request up to a part's size,
+        multipart beyond it, so memory stays at a part (PART_BYTES) whatever the length."""
+
+        def put() -> None:
+            data.seek(0)
+            self._client.put_object(self.bucket, key, data, length, part_size=PART_BYTES)
+
+        self._call("put", key, put)
+        S3_BYTES.labels("written").inc(length)
+
+    def chunks(self, key: str, *, max_bytes: int, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+        """The object's bytes, ``chunk_bytes`` at a time; the GET is retried, a failure part-way raises
+        ``ObjectStoreUnavailable``; more than ``max_bytes`` raises ``ObjectTooLarge``."""
+        response = self._call("get", key, lambda: self._client.get_object(self.bucket, key))
+        try:
+            received = 0
+            try:
+                for chunk in response.stream(chunk_bytes):
+                    received += len(chunk)
+                    S3_BYTES.labels("read").inc(len(chunk))
+                    if received > max_bytes:
+                        raise ObjectTooLarge(key, None, max_bytes)
+                    yield chunk
+            except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
+                raise ObjectStoreUnavailable(f"S3 at {self.endpoint} broke off reading {key!r}: {_one_line(exc)}") \
+                    from exc
+        finally:
+            response.close()
+            response.release_conn()
 
     def upload_tree(self, local_dir: str | os.PathLike, prefix: str, *, threads: int = 8) -> int:
         """Upload every regular file under ``local_dir`` to ``prefix/<relative path>``; returns the count.

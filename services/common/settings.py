@@ -27,6 +27,7 @@ ENV_VARS = {
     "max_deliver": "MFSCORE_MAX_DELIVER",
     "retry_budget_seconds": "MFSCORE_RETRY_BUDGET",
     "retention_days": "MFSCORE_RETENTION_DAYS",
+    "max_upload_bytes": "MFSCORE_MAX_UPLOAD_BYTES",
     "grpc_host": "MFSCORE_GRPC_HOST",
     "metrics_host": "MFSCORE_METRICS_HOST",
     "token": "MFSCORE_TOKEN",
@@ -40,7 +41,7 @@ ENV_VARS = {
 SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
 
 PORT_FIELDS = ("grpc_port", "metrics_port")
-POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds")
+POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds", "max_upload_bytes")
 
 
 def _default_work_dir() -> str:
@@ -69,6 +70,7 @@ class Settings:
     max_deliver: int = 5
     retry_budget_seconds: int = 900    # how long a job waits out S3 or NATS being unavailable before it is dead-lettered
     retention_days: int = 30           # a finished run's status and reports are kept this long (docs/distributed.md)
+    max_upload_bytes: int = 4 << 30    # the largest input file UploadInputs takes
     grpc_host: str = "127.0.0.1"       # loopback unless told otherwise (Kubernetes sets 0.0.0.0)
     metrics_host: str = "127.0.0.1"
     token: str = ""                    # this process's bearer token, sent on every gRPC call it makes

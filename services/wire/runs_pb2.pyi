@@ -19,6 +19,7 @@ class RunState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUN_STATE_REPORTING: _ClassVar[RunState]
     RUN_STATE_DONE: _ClassVar[RunState]
     RUN_STATE_FAILED: _ClassVar[RunState]
+    RUN_STATE_CREATED: _ClassVar[RunState]
 RUN_STATE_UNSPECIFIED: RunState
 RUN_STATE_VALIDATING: RunState
 RUN_STATE_REJECTED: RunState
@@ -26,6 +27,7 @@ RUN_STATE_SCORING: RunState
 RUN_STATE_REPORTING: RunState
 RUN_STATE_DONE: RunState
 RUN_STATE_FAILED: RunState
+RUN_STATE_CREATED: RunState
 
 class RunSpec(_message.Message):
     __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation")
@@ -54,7 +56,7 @@ class RunRef(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class RunStatus(_message.Message):
-    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner")
+    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +69,7 @@ class RunStatus(_message.Message):
     VALIDATION_FIELD_NUMBER: _ClassVar[int]
     TRIALS_DEAD_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ROLE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     task: str
     state: RunState
@@ -79,7 +82,8 @@ class RunStatus(_message.Message):
     validation: ValidationReport
     trials_dead: int
     owner: str
-    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ...) -> None: ...
+    owner_role: str
+    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("state",)
@@ -92,26 +96,6 @@ class ListRunsResponse(_message.Message):
     RUNS_FIELD_NUMBER: _ClassVar[int]
     runs: _containers.RepeatedCompositeFieldContainer[RunStatus]
     def __init__(self, runs: _Optional[_Iterable[_Union[RunStatus, _Mapping]]] = ...) -> None: ...
-
-class ReportFile(_message.Message):
-    __slots__ = ("name", "content")
-    NAME_FIELD_NUMBER: _ClassVar[int]
-    CONTENT_FIELD_NUMBER: _ClassVar[int]
-    name: str
-    content: bytes
-    def __init__(self, name: _Optional[str] = ..., content: _Optional[bytes] = ...) -> None: ...
-
-class Report(_message.Message):
-    __slots__ = ("run_id", "files", "stdout", "exit_status")
-    RUN_ID_FIELD_NUMBER: _ClassVar[int]
-    FILES_FIELD_NUMBER: _ClassVar[int]
-    STDOUT_FIELD_NUMBER: _ClassVar[int]
-    EXIT_STATUS_FIELD_NUMBER: _ClassVar[int]
-    run_id: str
-    files: _containers.RepeatedCompositeFieldContainer[ReportFile]
-    stdout: _containers.RepeatedScalarFieldContainer[str]
-    exit_status: int
-    def __init__(self, run_id: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ReportFile, _Mapping]]] = ..., stdout: _Optional[_Iterable[str]] = ..., exit_status: _Optional[int] = ...) -> None: ...
 
 class Finding(_message.Message):
     __slots__ = ("severity", "code", "message", "file", "line")
@@ -134,3 +118,65 @@ class ValidationReport(_message.Message):
     valid: bool
     findings: _containers.RepeatedCompositeFieldContainer[Finding]
     def __init__(self, valid: _Optional[bool] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ...) -> None: ...
+
+class CreateRunRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CreateRunResponse(_message.Message):
+    __slots__ = ("run_id", "input_prefix")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    INPUT_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    input_prefix: str
+    def __init__(self, run_id: _Optional[str] = ..., input_prefix: _Optional[str] = ...) -> None: ...
+
+class DeclaredFile(_message.Message):
+    __slots__ = ("name", "size", "sha256")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    size: int
+    sha256: str
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class UploadInputsRequest(_message.Message):
+    __slots__ = ("run_id", "file", "chunk")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    file: DeclaredFile
+    chunk: bytes
+    def __init__(self, run_id: _Optional[str] = ..., file: _Optional[_Union[DeclaredFile, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...
+
+class UploadInputsResponse(_message.Message):
+    __slots__ = ("files",)
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[DeclaredFile]
+    def __init__(self, files: _Optional[_Iterable[_Union[DeclaredFile, _Mapping]]] = ...) -> None: ...
+
+class FetchReportRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class ReportManifest(_message.Message):
+    __slots__ = ("files", "stdout", "exit_status")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    EXIT_STATUS_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[DeclaredFile]
+    stdout: _containers.RepeatedScalarFieldContainer[str]
+    exit_status: int
+    def __init__(self, files: _Optional[_Iterable[_Union[DeclaredFile, _Mapping]]] = ..., stdout: _Optional[_Iterable[str]] = ..., exit_status: _Optional[int] = ...) -> None: ...
+
+class FetchReportResponse(_message.Message):
+    __slots__ = ("manifest", "chunk")
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    manifest: ReportManifest
+    chunk: bytes
+    def __init__(self, manifest: _Optional[_Union[ReportManifest, _Mapping]] = ..., chunk: _Optional[bytes] = ...) -> None: ...

@@ -27,7 +27,7 @@ from mfscore.services.wire import records_pb2 as mfscore_dot_v1_dot_records__pb2
 from mfscore.services.wire import runs_pb2 as mfscore_dot_v1_dot_runs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/services.proto\x12\nmfscore.v1\x1a\x15mfscore/v1/jobs.proto\x1a\x18mfscore/v1/records.proto\x1a\x15mfscore/v1/runs.proto\"3\n\x0fValidateRequest\x12 \n\x03run\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.RunSpec2R\n\tValidator\x12\x45\n\x08Validate\x12\x1b.mfscore.v1.ValidateRequest\x1a\x1c.mfscore.v1.ValidationReport2;\n\x06Scorer\x12\x31\n\x05Score\x12\x0f.mfscore.v1.Job\x1a\x17.mfscore.v1.TrialRecord2\xaf\x02\n\nAggregator\x12\x37\n\tSubmitRun\x12\x13.mfscore.v1.RunSpec\x1a\x15.mfscore.v1.RunStatus\x12\x33\n\x06GetRun\x12\x12.mfscore.v1.RunRef\x1a\x15.mfscore.v1.RunStatus\x12\x37\n\x08WatchRun\x12\x12.mfscore.v1.RunRef\x1a\x15.mfscore.v1.RunStatus0\x01\x12\x33\n\tGetReport\x12\x12.mfscore.v1.RunRef\x1a\x12.mfscore.v1.Report\x12\x45\n\x08ListRuns\x12\x1b.mfscore.v1.ListRunsRequest\x1a\x1c.mfscore.v1.ListRunsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/services.proto\x12\nmfscore.v1\x1a\x15mfscore/v1/jobs.proto\x1a\x18mfscore/v1/records.proto\x1a\x15mfscore/v1/runs.proto\"3\n\x0fValidateRequest\x12 \n\x03run\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.RunSpec2R\n\tValidator\x12\x45\n\x08Validate\x12\x1b.mfscore.v1.ValidateRequest\x1a\x1c.mfscore.v1.ValidationReport2;\n\x06Scorer\x12\x31\n\x05Score\x12\x0f.mfscore.v1.Job\x1a\x17.mfscore.v1.TrialRecord2\xeb\x03\n\nAggregator\x12H\n\tCreateRun\x12\x1c.mfscore.v1.CreateRunRequest\x1a\x1d.mfscore.v1.CreateRunResponse\x12S\n\x0cUploadInputs\x12\x1f.mfscore.v1.UploadInputsRequest\x1a .mfscore.v1.UploadInputsResponse(\x01\x12\x37\n\tSubmitRun\x12\x13.mfscore.v1.RunSpec\x1a\x15.mfscore.v1.RunStatus\x12\x33\n\x06GetRun\x12\x12.mfscore.v1.RunRef\x1a\x15.mfscore.v1.RunStatus\x12\x37\n\x08WatchRun\x12\x12.mfscore.v1.RunRef\x1a\x15.mfscore.v1.RunStatus0\x01\x12P\n\x0b\x46\x65tchReport\x12\x1e.mfscore.v1.FetchReportRequest\x1a\x1f.mfscore.v1.FetchReportResponse0\x01\x12\x45\n\x08ListRuns\x12\x1b.mfscore.v1.ListRunsRequest\x1a\x1c.mfscore.v1.ListRunsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,5 +41,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCORER']._serialized_start=250
   _globals['_SCORER']._serialized_end=309
   _globals['_AGGREGATOR']._serialized_start=312
-  _globals['_AGGREGATOR']._serialized_end=615
+  _globals['_AGGREGATOR']._serialized_end=803
 # @@protoc_insertion_point(module_scope)

@@ -188,6 +188,16 @@ class AggregatorStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.CreateRun = channel.unary_unary(
+                '/mfscore.v1.Aggregator/CreateRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
+                _registered_method=True)
+        self.UploadInputs = channel.stream_unary(
+                '/mfscore.v1.Aggregator/UploadInputs',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsResponse.FromString,
+                _registered_method=True)
         self.SubmitRun = channel.unary_unary(
                 '/mfscore.v1.Aggregator/SubmitRun',
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.RunSpec.SerializeToString,
@@ -203,10 +213,10 @@ class AggregatorStub:
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
                 _registered_method=True)
-        self.GetReport = channel.unary_unary(
-                '/mfscore.v1.Aggregator/GetReport',
-                request_serializer=mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.Report.FromString,
+        self.FetchReport = channel.unary_stream(
+                '/mfscore.v1.Aggregator/FetchReport',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
                 _registered_method=True)
         self.ListRuns = channel.unary_unary(
                 '/mfscore.v1.Aggregator/ListRuns',
@@ -218,8 +228,23 @@ class AggregatorStub:
 class AggregatorServicer:
     """Missing associated documentation comment in .proto file."""
 
+    def CreateRun(self, request, context):
+        """Make a run owned by the caller, to upload its inputs into (UploadInputs) and then submit (SubmitRun).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UploadInputs(self, request_iterator, context):
+        """Stream a created run's input files; each is checked against its declared name, size and SHA-256 and stored
+        under the run's prefix with the aggregator's own key. No client holds an object-store credential.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitRun(self, request, context):
-        """Validate, plan and queue a run; returns at once with its id.
+        """Validate, plan and queue a created run whose inputs are uploaded; returns at once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -238,8 +263,10 @@ class AggregatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def GetReport(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+    def FetchReport(self, request, context):
+        """A finished run's report files, streamed: the manifest with every file's SHA-256 first, then the bytes. A file
+        that does not match the digest the aggregator recorded when it wrote it ends the stream with DATA_LOSS.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -253,6 +280,16 @@ class AggregatorServicer:
 
 def add_AggregatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'CreateRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateRun,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.SerializeToString,
+            ),
+            'UploadInputs': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadInputs,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsResponse.SerializeToString,
+            ),
             'SubmitRun': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitRun,
                     request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunSpec.FromString,
@@ -268,10 +305,10 @@ def add_AggregatorServicer_to_server(servicer, server):
                     request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunRef.FromString,
                     response_serializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.SerializeToString,
             ),
-            'GetReport': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetReport,
-                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunRef.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.Report.SerializeToString,
+            'FetchReport': grpc.unary_stream_rpc_method_handler(
+                    servicer.FetchReport,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.SerializeToString,
             ),
             'ListRuns': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRuns,
@@ -288,6 +325,60 @@ def add_AggregatorServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Aggregator:
     """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def CreateRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.Aggregator/CreateRun',
+            mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UploadInputs(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/mfscore.v1.Aggregator/UploadInputs',
+            mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.UploadInputsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def SubmitRun(request,
@@ -371,7 +462,7 @@ class Aggregator:
             _registered_method=True)
 
     @staticmethod
-    def GetReport(request,
+    def FetchReport(request,
             target,
             options=(),
             channel_credentials=None,
@@ -381,12 +472,12 @@ class Aggregator:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_unary(
+        return grpc.experimental.unary_stream(
             request,
             target,
-            '/mfscore.v1.Aggregator/GetReport',
-            mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.Report.FromString,
+            '/mfscore.v1.Aggregator/FetchReport',
+            mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import time
-import uuid
 
 import pytest
 
@@ -18,8 +17,9 @@ from mfscore.codec import encode
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.submit import run_inputs
+from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.jetstream import JOBS_STREAM, connect
-from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.run_layout import input_prefix
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from mfscore.tasks.base import relocated
 
@@ -68,13 +68,9 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
 
         args = build_parser().parse_args(["mask", *arguments, "-oR", "x"])
         task, options = tasks.get(args.task_name), args.task_options(args).options
-        store = ObjectStore(config.settings())
-        store.ensure_bucket()
-        run_id = uuid.uuid4().hex
-        prefix = f"runs/{run_id}/inputs/"
         files, tables = run_inputs(task, options)
-        for local, key in files:
-            store.put_file(prefix + key, local)
+        run_id = upload_run(config, files)
+        prefix = input_prefix(run_id)
         inputs = task.inputs(options)
         spec = runs_pb2.RunSpec(task=task.name, options=encode(relocated(options, inputs, {n: n for n in inputs.roots})),
                                 tables=tables, input_prefix=prefix, output_name="x", run_id=run_id)

@@ -174,35 +174,31 @@ def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
     _, config = local_cluster
     with config.channel() as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
-        with pytest.raises(grpc.RpcError) as error:
-            stub.GetRun(runs_pb2.RunRef(run_id="no-such-run"), timeout=5)
-        assert error.value.code() == grpc.StatusCode.NOT_FOUND
-        with pytest.raises(grpc.RpcError) as error:
-            stub.GetReport(runs_pb2.RunRef(run_id="no-such-run"), timeout=5)
-        assert error.value.code() == grpc.StatusCode.NOT_FOUND
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(runs_pb2.RunSpec(task="mask", output_name="../x"), timeout=5)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id="not a token", output_name="x"), timeout=5)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(runs_pb2.RunSpec(task="nonesuch", run_id="no-task", output_name="x"), timeout=5)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "is not a task" in error.value.details()
-        large = runs_pb2.RunSpec(task="mask", run_id="large-spec", output_name="x", options=b"{" + b" " * (600 << 10) + b"}")
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(large, timeout=10)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "more than the limit" in error.value.details()
-        huge = runs_pb2.RunSpec(task="mask", run_id="huge-spec", output_name="x", options=b"{" + b" " * (2 << 20) + b"}")
+        for call in (lambda: stub.GetRun(runs_pb2.RunRef(run_id="no-such-run"), timeout=5),
+                     lambda: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id="no-such-run"), timeout=5)),
+                     lambda: stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id="no-such-run"), timeout=5)):
+            with pytest.raises(grpc.RpcError) as error:
+                call()
+            assert error.value.code() == grpc.StatusCode.NOT_FOUND
+        created = [stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=5) for _ in range(5)]
+        own = [runs_pb2.RunSpec(task="mask", run_id=c.run_id, input_prefix=c.input_prefix, output_name="x")
+               for c in created]
+        own[0].output_name = "../x"
+        own[1].task = "nonesuch"
+        own[2].options = b"{" + b" " * (600 << 10) + b"}"
+        own[3].input_prefix = "runs/other/inputs/"
+        own[4].tables.append("ref/../../other/inputs/x.csv")
+        for spec, said in zip(own, ("is not a file name", "is not a task", "more than the limit", "its own prefix",
+                                    "not a relative path of plain names")):
+            with pytest.raises(grpc.RpcError) as error:
+                stub.SubmitRun(spec, timeout=10)
+            assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and said in error.value.details()
+        huge = runs_pb2.RunSpec(task="mask", run_id=created[0].run_id, options=b"{" + b" " * (2 << 20) + b"}")
         with pytest.raises(grpc.RpcError) as error:
             stub.SubmitRun(huge, timeout=10)
         assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # gRPC's own limit, before the servicer
-        elsewhere = runs_pb2.RunSpec(task="mask", run_id="elsewhere", output_name="x", input_prefix="runs/other/inputs/")
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(elsewhere, timeout=10)
-        assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "its own prefix" in error.value.details()
-        listed = {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
-        assert all(listed) and not listed & {"no-task", "large-spec", "huge-spec", "elsewhere"}  # nothing recorded
+        for c in created:  # nothing recorded: each run is still only created
+            assert stub.GetRun(runs_pb2.RunRef(run_id=c.run_id), timeout=5).state == runs_pb2.RUN_STATE_CREATED
 
 
 def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster, monkeypatch, capsys):
@@ -210,25 +206,27 @@ def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster,
     alice = dataclasses.replace(config, token=add_caller(config, "alice", "client"))
     bob = dataclasses.replace(config, token=add_caller(config, "bob", "client"))
     time.sleep(1.5)  # the services read the tokens file again within a second
-    run_id = f"alice-{uuid.uuid4().hex[:8]}"
-    spec = runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x", input_prefix=f"runs/{run_id}/inputs/",
-                            submitted_by="mallory")
-    ref = runs_pb2.RunRef(run_id=run_id)
     with alice.channel() as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
+        run_id = stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=10).run_id
+        spec = runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x", input_prefix=f"runs/{run_id}/inputs/",
+                                submitted_by="mallory")
         status = stub.SubmitRun(spec, timeout=10)
-        assert status.owner == "alice"
+        assert (status.owner, status.owner_role) == ("alice", "client")
+        ref = runs_pb2.RunRef(run_id=run_id)
         assert stub.GetRun(ref, timeout=5).run_id == run_id
     with bob.channel() as channel:
         stub = services_pb2_grpc.AggregatorStub(channel)
-        for call in (stub.GetRun, stub.GetReport, lambda r, timeout: list(stub.WatchRun(r, timeout=timeout))):
+        for call in (stub.GetRun, lambda r, timeout: list(stub.WatchRun(r, timeout=timeout)),
+                     lambda r, timeout: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id=r.run_id),
+                                                              timeout=timeout)),
+                     lambda r, timeout: stub.SubmitRun(spec, timeout=timeout),
+                     lambda r, timeout: stub.UploadInputs(iter([runs_pb2.UploadInputsRequest(run_id=r.run_id)]),
+                                                          timeout=timeout)):
             with pytest.raises(grpc.RpcError) as error:
                 call(ref, timeout=5)
             assert error.value.code() == grpc.StatusCode.NOT_FOUND
         assert run_id not in {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
-        with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(spec, timeout=5)
-        assert error.value.code() == grpc.StatusCode.ALREADY_EXISTS
         with pytest.raises(grpc.RpcError) as error:
             services_pb2_grpc.ValidatorStub(bob.channel(config.validator_address)).Validate(
                 services_pb2.ValidateRequest(run=spec), timeout=5)

@@ -27,13 +27,14 @@ from integration.faults import FaultyProxy
 from mfscore.cli.main import main
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.aggregator.service import Aggregator, input_prefix, reports_prefix
+from mfscore.services.aggregator.service import Aggregator
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.commands.report import Reconnecting, watch
 from mfscore.services.common.jetstream import JOBS_STREAM, RESULTS_STREAM, connect, result_subject, runs_bucket
 from mfscore.services.common.nats_auth import SERVICE_ROLES
 from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.run_layout import input_prefix, reports_prefix
 from mfscore.services.common.processes import free_port, start_nats_server
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
@@ -254,11 +255,9 @@ def test_a_nats_outage_while_reporting_ends_done(tmp_path, capsys, cluster, outa
             wait_for(lambda: health_of(config, service) == "NOT_SERVING", f"the {service} to say NOT_SERVING", 30)
         with config.channel() as channel:
             with pytest.raises(grpc.RpcError) as refused:
-                services_pb2_grpc.AggregatorStub(channel).SubmitRun(runs_pb2.RunSpec(
-                    task="mask", run_id="during-the-outage", output_name="x",
-                    input_prefix=input_prefix("during-the-outage")), timeout=30)
+                services_pb2_grpc.AggregatorStub(channel).CreateRun(runs_pb2.CreateRunRequest(), timeout=30)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert refused.value.details().endswith("was not recorded; submit it again")
+        assert refused.value.details().endswith("was not recorded; try again")
         time.sleep(max(0.0, outage - (time.monotonic() - stopped)))
         assert not seen and submit.poll() is None  # the DONE is not told before it is recorded
         restart_nats(path, config)
@@ -273,7 +272,7 @@ def test_a_nats_outage_while_reporting_ends_done(tmp_path, capsys, cluster, outa
             submit.kill()
     assert seen and seen[0].state == State.RUN_STATE_DONE  # the other watcher was told too
     assert stored_status(config, run.run_id).state == State.RUN_STATE_DONE
-    assert "during-the-outage" not in {r.run_id for r in runs(config)}
+    assert {r.run_id for r in runs(config)} == known  # the run CreateRun could not record is forgotten
     for service in ("aggregator", "mask-scorer"):
         wait_for(lambda: health_of(config, service) == "SERVING", f"the {service} to say SERVING again", 30)
     assert tree(out_dir) == tree(tmp_path / "embedded")

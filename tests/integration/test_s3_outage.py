@@ -11,7 +11,6 @@ import re
 import signal
 import threading
 import time
-import types
 import uuid
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from integration.faults import FaultyProxy
-from integration.uploads import upload
+from integration.uploads import stored
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.aggregator.service import Aggregator, RunEntry
 from mfscore.services.common.jetstream import (
@@ -55,7 +54,7 @@ def mask_run(cluster_settings, tmp_path):
     data = generate_mask_dataset(tmp_path / "data", 4)
     arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
                  "--sysDir", str(data.directory), "-s", data.system, "--sbin", "120", "-oR", "unused/x"]
-    return upload(types.SimpleNamespace(settings=lambda: cluster_settings), "mask", arguments)
+    return stored(cluster_settings, "mask", arguments)
 
 
 def scored_job(run):

@@ -1,5 +1,6 @@
-"""A task's run planned on local files with its inputs uploaded as ``mfscore submit`` uploads them: the RunSpec
-and the wire jobs the cluster would see, for tests that call a service directly."""
+"""A task's run planned on local files with its inputs uploaded as ``mfscore submit`` uploads them (or stored
+straight with the services' key): the RunSpec and the wire jobs the cluster would see, for tests that call a
+service directly."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from mfscore.cli.main import build_parser
 from mfscore.codec import encode
 from mfscore.records import encode_outcome
 from mfscore.services.commands.submit import localize, run_inputs
+from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.run_layout import input_prefix
 from mfscore.services.wire import jobs_pb2, runs_pb2
 from mfscore.tasks.base import Job, key_of, relocated
 
@@ -47,15 +50,29 @@ class Uploaded:
         return job_message(self.run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
 
 
-def upload(config, name: str, arguments: list[str]) -> Uploaded:
-    """``mfscore <name> ARGUMENTS`` planned here and its inputs uploaded under a fresh prefix."""
+def _planned(name: str, arguments: list[str]):
     args = build_parser().parse_args([name, *arguments])
     options = args.task_options(args).options
     task = tasks.get(args.task_name)
-    store = ObjectStore(config.settings())
-    store.ensure_bucket()
-    prefix = f"runs/{uuid.uuid4().hex}/inputs/"  # the cluster file's S3 key may upload only under runs/
     files, tables = run_inputs(task, options)
+    return task, options, files, tables
+
+
+def upload(config, name: str, arguments: list[str]) -> Uploaded:
+    """``mfscore <name> ARGUMENTS`` planned here and its inputs uploaded as ``submit`` uploads them: a run created
+    on the cluster ``config`` names, its files streamed through the aggregator."""
+    task, options, files, tables = _planned(name, arguments)
+    run_id = upload_run(config, files)
+    return Uploaded(task, options, task.plan(options), task.inputs(options).roots, files, tables, input_prefix(run_id))
+
+
+def stored(settings, name: str, arguments: list[str]) -> Uploaded:
+    """The same, its inputs put straight into the object store with ``settings``' (the services') key under a fresh
+    run's prefix: for tests that call a scorer with no aggregator."""
+    task, options, files, tables = _planned(name, arguments)
+    store = ObjectStore(settings)
+    store.ensure_bucket()
+    prefix = input_prefix(uuid.uuid4().hex)
     for path, key in files:
         store.put_file(prefix + key, path)
     return Uploaded(task, options, task.plan(options), task.inputs(options).roots, files, tables, prefix)

@@ -1,0 +1,102 @@
+"""Receiving a run's input files from an UploadInputs stream: each checked against its declaration, then stored.
+
+A client declares a file (name, size, SHA-256) and sends its bytes in chunks; they are spooled (in memory up to
+SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is stored under the run's prefix with
+the aggregator's own key only once its size and digest match. A file that does not match, or breaks a limit, is
+refused with one sentence naming it, and nothing of it is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import BinaryIO
+
+from mfscore.errors import MfscoreError
+from mfscore.services.common import metrics
+from mfscore.services.common.run_layout import check_file_name
+from mfscore.services.wire import runs_pb2
+
+SPOOL_MEMORY_BYTES = 1 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+Store = Callable[[str, BinaryIO, int], Awaitable[None]]
+
+
+class UploadRefused(MfscoreError):
+    """An uploaded file is not as declared, or breaks a limit; nothing of it was stored."""
+
+
+def check_declared(declared: runs_pb2.DeclaredFile, max_bytes: int) -> None:
+    check_file_name(declared.name, "input file name")
+    if not _SHA256.fullmatch(declared.sha256):
+        raise UploadRefused(f"the SHA-256 declared for {declared.name} is not 64 lowercase hexadecimal digits")
+    if not 0 <= declared.size <= max_bytes:
+        raise UploadRefused(f"{declared.name} is declared as {declared.size} bytes; a file may have 0 to {max_bytes} "
+                            "(MFSCORE_MAX_UPLOAD_BYTES)")
+
+
+class _Spool:
+    """One declared file's bytes as they arrive: spooled, counted and hashed."""
+
+    def __init__(self, declared: runs_pb2.DeclaredFile, spool_dir: str):
+        self.declared = declared
+        self.data = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, dir=spool_dir)
+        self.received = 0
+        self.digest = hashlib.sha256()
+
+    def write(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self.declared.size:
+            raise UploadRefused(f"more bytes of {self.declared.name} arrived than the {self.declared.size} declared")
+        self.digest.update(chunk)
+        self.data.write(chunk)
+
+    def check(self) -> None:
+        if self.received != self.declared.size:
+            raise UploadRefused(f"{self.declared.name} was declared as {self.declared.size} bytes but "
+                                f"{self.received} arrived")
+        if self.digest.hexdigest() != self.declared.sha256:
+            raise UploadRefused(f"the bytes of {self.declared.name} do not match the SHA-256 declared for it")
+
+
+async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id: str, store: Store, *,
+                  max_bytes: int, spool_dir: str) -> list[runs_pb2.DeclaredFile]:
+    """Store every file of the stream (its first message already read, naming ``run_id``) with ``store(name, data,
+    size)`` once it is complete and as declared; the files stored, in order. ``UploadRefused`` stops at the first
+    file that is not."""
+    stored: list[runs_pb2.DeclaredFile] = []
+    current: _Spool | None = None
+
+    async def finish() -> None:
+        current.check()
+        await store(current.declared.name, current.data, current.declared.size)
+        metrics.UPLOADED_BYTES.inc(current.declared.size)
+        stored.append(current.declared)
+        current.data.close()
+
+    try:
+        async for message in messages:
+            if message.run_id not in ("", run_id):
+                raise UploadRefused(f"one upload carries files of one run, {run_id}, not also {message.run_id[:80]!r}")
+            part = message.WhichOneof("part")
+            if part == "file":
+                if current is not None:
+                    await finish()
+                check_declared(message.file, max_bytes)
+                current = _Spool(message.file, spool_dir)
+            elif part == "chunk":
+                if current is None:
+                    raise UploadRefused("bytes arrived before any file was declared")
+                current.write(message.chunk)
+        if current is not None:
+            await finish()
+    except MfscoreError:
+        metrics.UPLOADS_REFUSED.inc()
+        raise
+    finally:
+        if current is not None:
+            current.data.close()
+    return stored

@@ -1,0 +1,97 @@
+"""A run's inputs, sent through the aggregator: ``CreateRun``, then ``UploadInputs`` streams.
+
+The client holds no object-store credential: it declares each file (its key in the upload, size, SHA-256) and
+streams its bytes; the aggregator checks all three and stores the file under the run's own prefix. The files are
+spread over a few concurrent streams, by size; a stream the aggregator could not finish (UNAVAILABLE: it
+restarted, or S3 is away) is sent again, and a file sent twice is stored once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from mfscore.errors import MfscoreError
+
+UPLOAD_THREADS = 8
+CHUNK_BYTES = 256 << 10
+HASH_BLOCK = 1 << 20
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _requests(run_id: str, files: list[tuple[str, str]], sent):
+    """The UploadInputs messages for ``files`` ((local path, key) pairs): the run, then each file declared and
+    chunked; ``sent(n)`` is told of every chunk."""
+    from mfscore.services.wire import runs_pb2
+
+    yield runs_pb2.UploadInputsRequest(run_id=run_id)
+    for path, key in files:
+        declared = runs_pb2.DeclaredFile(name=key, size=os.path.getsize(path), sha256=sha256_of(path))
+        yield runs_pb2.UploadInputsRequest(file=declared)
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_BYTES):
+                yield runs_pb2.UploadInputsRequest(chunk=chunk)
+                sent(len(chunk))
+
+
+def batches(files: list[tuple[str, str]], count: int) -> list[list[tuple[str, str]]]:
+    """``files`` spread over at most ``count`` batches of about equal bytes (largest first, each to the lightest)."""
+    loads = [[0, []] for _ in range(max(1, min(count, len(files))))]
+    for path, key in sorted(files, key=lambda f: -os.path.getsize(f[0])):
+        lightest = min(loads, key=lambda load: load[0])
+        lightest[0] += os.path.getsize(path)
+        lightest[1].append((path, key))
+    return [load[1] for load in loads if load[1]]
+
+
+def upload_run(config, files: list[tuple[str, str]], *, threads: int = UPLOAD_THREADS,
+               interactive: bool = False) -> str:
+    """Create a run on the cluster ``config`` names and upload ``files`` ((local path, key) pairs) into it; its id."""
+    import grpc
+
+    from mfscore.services.commands.report import Reconnecting, calling
+    from mfscore.services.wire import runs_pb2
+
+    address = config.aggregator_address
+    try:
+        run_id = calling(config, lambda stub: stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=60).run_id,
+                         Reconnecting(address, "(a new run)"))
+    except grpc.RpcError as error:
+        raise MfscoreError(f"the aggregator at {address} did not create a run: "
+                           f"{error.details() or error.code().name}") from None
+    total = sum(os.path.getsize(path) for path, _ in files)
+    with _progress(run_id, total, interactive) as sent:
+        def send(batch):
+            call = lambda stub: stub.UploadInputs(_requests(run_id, batch, sent), timeout=3600)  # noqa: E731
+            return calling(config, call, Reconnecting(address, run_id))
+
+        try:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(send, batches(files, threads)))
+        except grpc.RpcError as error:
+            raise MfscoreError(f"the aggregator at {address} did not take the inputs of run {run_id}: "
+                               f"{error.details() or error.code().name}") from None
+    return run_id
+
+
+@contextlib.contextmanager
+def _progress(run_id: str, total: int, interactive: bool):
+    """``sent(n)``: a bar of the bytes uploaded on an interactive terminal, nothing otherwise."""
+    if not (interactive and total):
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+    columns = (TextColumn(f"run {run_id[:8]} uploading"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, transient=True) as progress:
+        bar = progress.add_task("upload", total=total)
+        yield lambda n: progress.advance(bar, n)

@@ -1,0 +1,65 @@
+"""Where a run's things live in the object store, and which names may reach a NATS subject, an S3 key or a log line.
+
+Every name a caller sends (run id, input file name, output name, table name) is checked here with a full match:
+a name with a newline, a carriage return, a NUL or another control character, a backslash or a '..' part is
+refused before it is used anywhere. One place knows the layout ``runs/<id>/inputs/``, ``runs/<id>/reports/``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mfscore.errors import MfscoreError
+
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_NAME_BYTES = 1024
+MAX_PART_BYTES = 255
+MAX_OUTPUT_NAME = 200
+
+
+class BadName(MfscoreError):
+    """A caller's name that may not be used as a run id, a key or a file name."""
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.fullmatch(run_id):
+        raise BadName(f"the run id {run_id[:80]!r} is not 1-64 letters, digits, '-' or '_'")
+    return run_id
+
+
+def check_file_name(name: str, what: str = "file name") -> str:
+    """A relative '/'-separated path: no empty, '.' or '..' part, no backslash or control character, bounded."""
+    parts = name.split("/")
+    if (not name or _CONTROL.search(name) or "\\" in name or len(name.encode()) > MAX_NAME_BYTES
+            or any(part in ("", ".", "..") or len(part.encode()) > MAX_PART_BYTES for part in parts)):
+        raise BadName(f"the {what} {name[:200]!r} is not a relative path of plain names (no empty, '.' or '..' part, "
+                      f"no backslash or control character, at most {MAX_NAME_BYTES} bytes)")
+    return name
+
+
+def check_output_name(name: str) -> str:
+    """The PREFIX of ``-o DIR/PREFIX``: one file-name part (it may be empty), no control character."""
+    if name and (len(name) > MAX_OUTPUT_NAME or name == ".." or "/" in name or "\\" in name or _CONTROL.search(name)):
+        raise BadName(f"the output name {name[:80]!r} is not a file name of at most {MAX_OUTPUT_NAME} characters "
+                      "without '/', '\\' or a control character")
+    return name
+
+
+def run_prefix(run_id: str) -> str:
+    return f"runs/{check_run_id(run_id)}/"
+
+
+def input_prefix(run_id: str) -> str:
+    """A run's uploaded inputs: a prefix of its own, so no run reads another's."""
+    return run_prefix(run_id) + "inputs/"
+
+
+def reports_prefix(run_id: str) -> str:
+    """The report files the aggregator wrote for a run."""
+    return run_prefix(run_id) + "reports/"
+
+
+def manifest_key(run_id: str) -> str:
+    """The run's report manifest (``ReportManifest``): every report file's name, size and SHA-256."""
+    return run_prefix(run_id) + "report-manifest.pb"
