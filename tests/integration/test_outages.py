@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,11 +32,12 @@ from mfscore.services.aggregator.service import Aggregator
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.commands.report import Reconnecting, watch
+from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.jetstream import JOBS_STREAM, RESULTS_STREAM, connect, result_subject, runs_bucket
 from mfscore.services.common.nats_auth import SERVICE_ROLES
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.run_layout import input_prefix, reports_prefix
 from mfscore.services.common.processes import free_port, start_nats_server
+from mfscore.services.common.run_layout import input_prefix, reports_prefix
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
 
@@ -278,7 +280,8 @@ def test_a_nats_outage_while_reporting_ends_done(tmp_path, capsys, cluster, outa
     assert tree(out_dir) == tree(tmp_path / "embedded")
     assert stdout.read_text().replace(str(out_dir), str(tmp_path / "embedded")) == out
     assert stderr.read_text() == err  # nothing about the outage: submit's watch never broke
-    assert f"run {run.run_id}: recording RUN_STATE_DONE: waiting for NATS" in Path(aggregator["log"]).read_text()
+    said = Path(aggregator["log"]).read_text()  # the report's digest, then DONE, are recorded once NATS is back
+    assert re.search(rf"run {run.run_id}: recording (its report's digest|RUN_STATE_DONE): waiting for NATS", said)
     done = get_run(config, run.run_id)
     figures(f"NATS outage of {outage:g} s while reporting", trials_planned=done.trials_planned,
             trials_received=done.trials_received, trials_reported=trials_reported(out_dir), attempts=len(known),
@@ -324,8 +327,10 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
         assert stored_status(config, run.run_id).state == run.state
     assert store.list_keys(reports_prefix(done.run_id))
 
-    orphan = f"runs/{uuid.uuid4().hex}/inputs/ref/r.csv"  # a submit that gave up before its run was recorded
+    orphan = f"runs/{uuid.uuid4().hex}/inputs/ref/r.csv"  # uploads of a run no state knows
     store.put_bytes(orphan, b"x")
+    (tmp_path / "r.csv").write_text("TaskID|ProbeFileID\n")
+    given_up = upload_run(config, [(str(tmp_path / "r.csv"), "ref/r.csv")])  # created, never submitted
     late = input_prefix(done.run_id) + "ref/late.csv"  # an input a clean-up has yet to delete
     store.put_bytes(late, b"x")
     s3 = FaultyProxy(("127.0.0.1", int(config.s3_endpoint.rsplit(":", 1)[1])))
@@ -341,7 +346,8 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
         down = (store.exists(late), aggregator.runs[done.run_id].status.state)
         s3.accept()
         await aggregator.sweep()  # within the retention period: only what a finished run no longer needs goes
-        kept = (store.exists(late), store.list_keys(f"runs/{done.run_id}/"), store.exists(orphan))
+        kept = (store.exists(late), store.list_keys(f"runs/{done.run_id}/"), store.exists(orphan),
+                store.list_keys(input_prefix(given_up)))
         await aggregator.sweep(now=time.time() + (settings.retention_days + 1) * 86400)
         try:
             return down, kept, set(await aggregator.kv.keys())
@@ -353,10 +359,11 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
     finally:
         s3.close()
     assert down == (True, State.RUN_STATE_DONE)
-    assert not kept[0] and {key.split("/")[2] for key in kept[1]} == {"reports", "summary.json"} and kept[2]
-    for run in (done, failed):
-        assert not store.list_keys(f"runs/{run.run_id}/")
-        assert not {f"status.{run.run_id}", f"spec.{run.run_id}"} & keys
+    assert not kept[0] and {key.split("/")[2] for key in kept[1]} == {"reports", "report-manifest.pb"} and kept[2]
+    assert kept[3] == [input_prefix(given_up) + "ref/r.csv"]  # a created run stays a day
+    for run_id in (done.run_id, failed.run_id, given_up):
+        assert not store.list_keys(f"runs/{run_id}/")
+        assert not {f"status.{run_id}", f"spec.{run_id}", f"report.{run_id}"} & keys
     assert not store.exists(orphan)
 
 
