@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml package-lock.json
 	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
+	@command -v npm >/dev/null || { echo "mfscore's tests need npm on PATH (they lint proto/ with buf from npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local]'

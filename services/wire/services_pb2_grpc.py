@@ -29,7 +29,9 @@ if _version_not_supported:
 
 
 class ValidatorStub:
-    """Missing associated documentation comment in .proto file."""
+    """The validator: a submission's tables checked against the index before anything is queued.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -45,10 +47,13 @@ class ValidatorStub:
 
 
 class ValidatorServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The validator: a submission's tables checked against the index before anything is queued.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     def Validate(self, request, context):
         """Check a submission before anything is queued.
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -71,7 +76,9 @@ def add_ValidatorServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Validator:
-    """Missing associated documentation comment in .proto file."""
+    """The validator: a submission's tables checked against the index before anything is queued.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     @staticmethod
     def Validate(request,
@@ -104,6 +111,7 @@ class Validator:
 class ScorerStub:
     """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
     pools through NATS JetStream).
+    buf:lint:ignore SERVICE_SUFFIX
     """
 
     def __init__(self, channel):
@@ -122,10 +130,13 @@ class ScorerStub:
 class ScorerServicer:
     """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
     pools through NATS JetStream).
+    buf:lint:ignore SERVICE_SUFFIX
     """
 
     def Score(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -149,6 +160,7 @@ def add_ScorerServicer_to_server(servicer, server):
 class Scorer:
     """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
     pools through NATS JetStream).
+    buf:lint:ignore SERVICE_SUFFIX
     """
 
     @staticmethod
@@ -180,7 +192,9 @@ class Scorer:
 
 
 class AggregatorStub:
-    """Missing associated documentation comment in .proto file."""
+    """A run from its creation to its reports: the API of the cluster.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -226,7 +240,9 @@ class AggregatorStub:
 
 
 class AggregatorServicer:
-    """Missing associated documentation comment in .proto file."""
+    """A run from its creation to its reports: the API of the cluster.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     def CreateRun(self, request, context):
         """Make a run owned by the caller, to upload its inputs into (UploadInputs) and then submit (SubmitRun).
@@ -245,19 +261,29 @@ class AggregatorServicer:
 
     def SubmitRun(self, request, context):
         """Validate, plan and queue a created run whose inputs are uploaded; returns at once.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The run's status now.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchRun(self, request, context):
         """One status now, then one per change, until the run is DONE, REJECTED or FAILED.
+        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
+        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -272,7 +298,8 @@ class AggregatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRuns(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The runs the caller may see (its own; an operator's, every run), oldest first.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -324,7 +351,9 @@ def add_AggregatorServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Aggregator:
-    """Missing associated documentation comment in .proto file."""
+    """A run from its creation to its reports: the API of the cluster.
+    buf:lint:ignore SERVICE_SUFFIX
+    """
 
     @staticmethod
     def CreateRun(request,
