@@ -68,6 +68,19 @@ def upload_run(config, files: list[tuple[str, str]], *, threads: int = UPLOAD_TH
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {address} did not create a run: "
                            f"{error.details() or error.code().name}") from None
+    upload_files(config, run_id, files, threads=threads, interactive=interactive)
+    return run_id
+
+
+def upload_files(config, run_id: str, files: list[tuple[str, str]], *, threads: int = UPLOAD_THREADS,
+                 interactive: bool = False) -> None:
+    """Upload ``files`` into the created run ``run_id``, over at most ``threads`` streams (a file sent again
+    replaces what it sent before)."""
+    import grpc
+
+    from mfscore.services.commands.report import Reconnecting, calling
+
+    address = config.aggregator_address
     total = sum(os.path.getsize(path) for path, _ in files)
     with _progress(run_id, total, interactive) as sent:
         def send(batch):
@@ -80,7 +93,6 @@ def upload_run(config, files: list[tuple[str, str]], *, threads: int = UPLOAD_TH
         except grpc.RpcError as error:
             raise MfscoreError(f"the aggregator at {address} did not take the inputs of run {run_id}: "
                                f"{error.details() or error.code().name}") from None
-    return run_id
 
 
 @contextlib.contextmanager

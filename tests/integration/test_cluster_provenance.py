@@ -20,8 +20,8 @@ from mfscore.cli.main import main
 from mfscore.records import Problem
 from mfscore.sample_data.provenance import generate_provenance_dataset
 from mfscore.services.commands.submit import localize
+from mfscore.services.commands.upload import upload_files
 from mfscore.services.common.messages import job_key, outcome
-from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -178,14 +178,15 @@ def test_the_validator_runs_the_embedded_checks_and_names_the_files_by_key(datas
     assert f"sys/json/{MISSING}.json" not in files  # a missing JSON is not uploaded: its trial's problem
     assert {"ref/journals/J0000.json", f"sys/json/{NOT_JSON}.json"} <= files
     assert "ref/journals/J0000.json" in run.tables and f"sys/json/{NOT_JSON}.json" not in run.tables
-    store = ObjectStore(config.settings())
     spec = run.spec()
     with config.channel(config.validator_address) as channel:
         validator = services_pb2_grpc.ValidatorStub(channel)
         report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
         assert report.valid and not report.findings
         rows = (dataset.root / "system" / "system.csv").read_text().splitlines()
-        store.put_bytes(run.prefix + "sys/system.csv", "\n".join(r for r in rows if "P00012" not in r).encode() + b"\n")
+        fewer = tmp_path / "fewer.csv"
+        fewer.write_text("\n".join(r for r in rows if "P00012" not in r) + "\n")
+        upload_files(config, run.run_id, [(str(fewer), "sys/system.csv")])  # the run is not submitted: replaced
         report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
         assert not report.valid and [f.code for f in report.findings] == ["run.inputs"]
         sentence = "sys/system.csv: the system output lacks the index probe(s) P00012"
