@@ -237,13 +237,12 @@ class S3Credentials:
 
 
 class S3Server(ServerProcess):
-    """moto's S3 server and the two IAM users generated in it: ``service`` (what the services do) and
-    ``client`` (what ``submit`` does: upload under ``runs/``)."""
+    """moto's S3 server and the IAM user generated in it for the services. No client gets a key: clients send
+    their files through the aggregator."""
 
-    def __init__(self, process: ServerProcess, service: S3Credentials, client: S3Credentials):
+    def __init__(self, process: ServerProcess, service: S3Credentials):
         super().__init__(process.name, process.popen, process.log_path, process.url.split("://")[0], process.port)
         self.service = service
-        self.client = client
 
 
 def s3_policies(bucket: str) -> dict[str, list[dict]]:
@@ -258,11 +257,6 @@ def s3_policies(bucket: str) -> dict[str, list[dict]]:
             {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload",
                                            "s3:DeleteObject"],  # retention: a finished run's inputs, old reports
              "Resource": f"{bucket_arn}/*"},
-        ],
-        "client": [
-            {"Effect": "Allow", "Action": ["s3:HeadBucket"], "Resource": bucket_arn},
-            {"Effect": "Allow", "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
-             "Resource": f"{bucket_arn}/runs/*"},
         ],
     }
 
@@ -308,8 +302,7 @@ def start_s3_server(
     """moto's S3 server (in memory, run by ``local_s3``), refusing every request not signed by a key
     generated in it; returns once those keys exist.
 
-    ``service`` may create ``bucket``, list it, and read, write and delete objects in it; ``client`` may only
-    upload under ``runs/``. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). With
+    ``service`` may create ``bucket``, list it, and read, write and delete objects in it. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). With
     ``tls_cert`` and ``tls_key`` it speaks https only, and the setup checks it against ``tls_ca``. It logs
     to ``log_dir`` (default a new temporary directory); ``detach`` as for ``start_nats_server``.
     """

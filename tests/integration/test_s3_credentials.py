@@ -93,26 +93,6 @@ def test_the_right_key_with_a_wrong_secret_is_refused(s3_server, service_store):
     assert not service_store.exists("runs/r3/inputs/b.png")
 
 
-def test_the_client_key_may_only_upload_under_runs(s3_server, service_store):
-    client = ObjectStore(dataclasses.replace(settings_for(s3_server, s3_server.client), bucket=service_store.bucket))
-    client.ensure_bucket()  # the bucket exists: HEAD is allowed
-    client.put_bytes("runs/r4/inputs/sys/a.png", b"a")
-    assert service_store.get_bytes("runs/r4/inputs/sys/a.png", max_bytes=10) == b"a"
-    big = os.urandom(6 << 20)  # over 5 MiB: a multipart upload
-    client.put_bytes("runs/r4/inputs/sys/big.h5", big)
-    assert service_store.get_bytes("runs/r4/inputs/sys/big.h5", max_bytes=len(big)) == big
-    for operation, refused in [
-        ("put", lambda: client.put_bytes("elsewhere/a.png", b"a")),
-        ("get", lambda: client.get_bytes("runs/r4/inputs/sys/a.png", max_bytes=10)),
-        ("list", lambda: client.list_keys("runs/")),
-        ("list", lambda: client.delete_prefix("runs/r4/")),
-        ("make_bucket", lambda: ObjectStore(settings_for(s3_server, s3_server.client)).ensure_bucket()),
-    ]:
-        with pytest.raises(ObjectStoreRefused, match=rf"refused {operation} of .*\(AccessDenied\)"):
-            refused()
-    assert not service_store.exists("elsewhere/a.png")
-
-
 def test_without_credentials_nothing_is_sent_and_the_variables_are_named(s3_server):
     with pytest.raises(OptionError, match=r"^no S3 credentials for http://127\.0\.0\.1:\d+: set MFSCORE_S3_ACCESS_KEY "
                                           r"and MFSCORE_S3_SECRET_KEY$"):
@@ -162,12 +142,10 @@ def test_each_server_generates_its_own_keys(tmp_path):
     for n in range(2):
         with start_s3_server(log_dir=tmp_path / str(n)) as server:
             keys.append(server)
-            assert server.service != server.client
-            assert server.client.secret_key not in repr(server.client)
+            assert server.service.secret_key not in repr(server.service)
     (a, b) = keys
-    made = {a.service.access_key, a.service.secret_key, a.client.access_key, a.client.secret_key,
-            b.service.access_key, b.service.secret_key, b.client.access_key, b.client.secret_key}
-    assert len(made) == 8 and not made & OLD_FIXED
+    made = {a.service.access_key, a.service.secret_key, b.service.access_key, b.service.secret_key}
+    assert len(made) == 4 and not made & OLD_FIXED
     assert all(len(server.service.secret_key) >= 40 for server in keys)
 
 
