@@ -2,11 +2,11 @@
 
 Not a test. ``mfscore submit`` first uploads every file the run reads (the tables, each probe's
 reference and system mask); on a large run that upload is a visible share of the whole command, and
-the way it is done is changing: from the client putting each file into S3 with an S3 key of its own
-(8 threads of ``ObjectStore.put_file``) to the client holding no S3 key and streaming its files
-through the aggregator (``CreateRun``, then the client-streaming ``UploadInputs``;
-``mfscore.services.commands.upload.upload_run``), which stores them with the service's key. This
-script says what that costs, as whole figures against a floor measured in the same round.
+the client holds no S3 key: it streams its files through the aggregator (``CreateRun``, then the
+client-streaming ``UploadInputs``; ``mfscore.services.commands.upload.upload_run``), which checks and
+stores them with the service's key. Before, the client put each file into S3 with a key of its own (8
+threads of ``ObjectStore.put_file``), which is this benchmark's floor. This script says what going
+through the aggregator costs, as whole figures against that floor measured in the same round.
 
 It generates N (default 2,000) 1024×768 mask probes as bench/cluster.py does (cached under
 ``bench/.data/``, ignored by git, or ``--data DIR``), and in each round (``--repeat``, default 1):
@@ -17,9 +17,7 @@ It generates N (default 2,000) 1024×768 mask probes as bench/cluster.py does (c
    each round:
    - the **floor**: the run's files put straight into the bucket with the cluster's service S3 key
      (``<cluster file>-state/secrets/s3-service.json``), 8 threads, as the old ``submit`` did;
-   - the old ``submit`` upload itself (the same, with the cluster file's client key), when the
-     cluster file still has a client key;
-   - ``upload_run(config, files, threads=8)``, when that function exists;
+   - ``upload_run(config, files, threads=8)``: what ``submit`` does now;
 3. runs ``mfscore submit mask`` with the same options as a whole command (a subprocess) and checks
    that its report files are byte-identical to the embedded command's.
 
@@ -43,7 +41,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,16 +48,16 @@ from mfscore.reports.staged_outputs import files_under
 from mfscore.sample_data.masks import MaskDataset, generate_mask_dataset
 from mfscore.services.commands import local_cluster
 from mfscore.services.commands.cluster_config import ClusterConfig, resolve
+from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.object_store import ObjectStore
 
 WIDTH, HEIGHT = 1024, 768
 THREADS = 8
 DATA = Path(__file__).resolve().parent / ".data"
-FLOOR, CLIENT_KEY, UPLOAD_RUN = "floor", "client key", "upload_run"
+FLOOR, UPLOAD_RUN = "floor", "upload_run"
 SUBMIT, EMBEDDED = "submit", "embedded"
 LABELS = {
     FLOOR: "floor: put_file, service S3 key, 8 threads",
-    CLIENT_KEY: "old submit: put_file, client S3 key, 8 threads",
     UPLOAD_RUN: "upload_run: CreateRun + UploadInputs, 8 threads",
 }
 
@@ -103,17 +100,6 @@ def run_files(arguments: list[str]) -> list[tuple[str, str]]:
     return files
 
 
-def new_upload() -> Callable | None:
-    """``upload_run`` from the working tree, or None where it does not exist yet."""
-    try:
-        from mfscore.services.commands.upload import upload_run
-    except ModuleNotFoundError as exc:
-        if exc.name != "mfscore.services.commands.upload":
-            raise
-        return None
-    return upload_run
-
-
 def whole_command(argv: list[str]) -> float:
     """Wall seconds of ``mfscore <argv>`` as a whole command."""
     started = time.perf_counter()
@@ -140,7 +126,7 @@ def put_files(store: ObjectStore, files: list[tuple[str, str]]) -> tuple[float, 
     return time.perf_counter() - started, prefix
 
 
-def timed_upload_run(upload_run: Callable, path: Path, files: list[tuple[str, str]]) -> tuple[float, str]:
+def timed_upload_run(path: Path, files: list[tuple[str, str]]) -> tuple[float, str]:
     """(seconds, the run's folder): ``upload_run`` on the cluster file as ``submit`` resolves it."""
     config = resolve(str(path))
     started = time.perf_counter()
@@ -155,17 +141,13 @@ def warm(store: ObjectStore) -> None:
     store.delete_prefix("warm/")
 
 
-def uploads(path: Path, files: list[tuple[str, str]], upload_run: Callable | None, number: int) -> dict[str, float]:
+def uploads(path: Path, files: list[tuple[str, str]], number: int) -> dict[str, float]:
     """Seconds of each way of uploading the files, on the running cluster at ``path``, in an order rotated
     each round (none always goes first); each one's objects are counted, then deleted (untimed)."""
     config = ClusterConfig.read(path)
     store = service_store(config)
     warm(store)
-    ways = {FLOOR: lambda: put_files(store, files)}
-    if getattr(config, "s3_access_key", ""):
-        ways[CLIENT_KEY] = lambda: put_files(ObjectStore(config.settings()), files)
-    if upload_run is not None:
-        ways[UPLOAD_RUN] = lambda: timed_upload_run(upload_run, path, files)
+    ways = {FLOOR: lambda: put_files(store, files), UPLOAD_RUN: lambda: timed_upload_run(path, files)}
     names = list(ways)
     seconds = {}
     for name in names[number % len(names):] + names[:number % len(names)]:
@@ -178,8 +160,7 @@ def uploads(path: Path, files: list[tuple[str, str]], upload_run: Callable | Non
     return seconds
 
 
-def one_round(root: Path, arguments: list[str], files: list[tuple[str, str]], upload_run: Callable | None,
-              number: int) -> dict[str, float]:
+def one_round(root: Path, arguments: list[str], files: list[tuple[str, str]], number: int) -> dict[str, float]:
     """Every figure of one round: the embedded command, then a fresh cluster's uploads and whole submit."""
     work = root / f"round-{number}"
     load = os.getloadavg()[0]  # other work on the machine, which the figures share it with
@@ -187,7 +168,7 @@ def one_round(root: Path, arguments: list[str], files: list[tuple[str, str]], up
     path = work / "cluster" / "cluster.json"
     local_cluster.up(path)
     try:
-        figures |= uploads(path, files, upload_run, number - 1)
+        figures |= uploads(path, files, number - 1)
         figures[SUBMIT] = whole_command(["submit", "--cluster", str(path), "mask", *arguments,
                                          "-oR", str(work / "submit" / "x")])
     finally:
@@ -207,10 +188,6 @@ def spread(values: list[float], unit: str, digits: int = 2) -> str:
 def print_uploads(rounds: list[dict[str, float]], megabytes: float) -> None:
     print(f"\nUpload of the run's inputs (median of {len(rounds)} round(s), min-max)")
     for name, label in LABELS.items():
-        if name not in rounds[0]:
-            why = "(the cluster file has no client key)" if name == CLIENT_KEY else "(no upload_run in this tree)"
-            print(f"  {label:50} not measured {why}")
-            continue
         seconds = [r[name] for r in rounds]
         line = (f"  {label:50}{spread(seconds, ' s')}  {spread([megabytes / s for s in seconds], ' MB/s', 1)}")
         if name != FLOOR:
@@ -236,11 +213,8 @@ def main_bench() -> None:
     files = run_files(arguments)
     megabytes = sum(os.path.getsize(local) for local, _ in files) / 1e6
     print(f"the run's inputs: {len(files)} files, {megabytes:.1f} MB ({data.directory})")
-    upload_run = new_upload()
-    if upload_run is None:
-        print("mfscore.services.commands.upload.upload_run does not exist in this tree: not measured")
     with tempfile.TemporaryDirectory(prefix="mfscore-bench-upload-") as tmp:
-        rounds = [one_round(Path(tmp), arguments, files, upload_run, i) for i in range(1, options.repeat + 1)]
+        rounds = [one_round(Path(tmp), arguments, files, i) for i in range(1, options.repeat + 1)]
     print_uploads(rounds, megabytes)
     print_commands(rounds)
     print("every submit's report files are byte-identical to the embedded command's")
