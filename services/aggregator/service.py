@@ -1,6 +1,8 @@
-"""The Aggregator service: runs from submission to reports.
+"""The Aggregator service: runs from creation to reports.
 
-A run's status and spec live in a JetStream key-value bucket; its records live in the results
+A client creates a run, streams its inputs here (``uploads``: checked, then stored with the aggregator's own
+key) and submits it; its reports are stored with a sealed manifest and served only as written (``reports``).
+A run's status, spec and report seal live in a JetStream key-value bucket (``state``); its records live in the
 stream. On start the aggregator reads every run from the bucket and replays the results stream
 from the beginning, so a restart loses nothing: records are keyed (run, query, role, ordinal) and
 folding one twice changes nothing. A state change waits out a NATS outage before watchers are told; a run

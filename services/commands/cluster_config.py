@@ -26,19 +26,17 @@ class ClusterConfig:
     aggregator_address: str
     validator_address: str
     nats_url: str
-    s3_endpoint: str
-    s3_access_key: str
-    s3_secret_key: str
-    bucket: str
+    s3_endpoint: str       # where the services' object store is (a client needs no key: it uploads through the
+    bucket: str            # aggregator); tests and benchmarks add the services' key to settings() themselves
     token: str = ""        # the bearer token sent to the aggregator (a local cluster's: its operator's)
     tls_ca: str = ""       # the CA the services' certificates are checked against, when they use TLS
     state_dir: str = ""
     processes: list[dict] = field(default_factory=list)  # name, pid, grpc_port, metrics_port, log
 
     def settings(self, **overrides) -> Settings:
-        values = dict(nats_url=self.nats_url, s3_endpoint=self.s3_endpoint, s3_access_key=self.s3_access_key,
-                      s3_secret_key=self.s3_secret_key, bucket=self.bucket, aggregator_address=self.aggregator_address,
-                      validator_address=self.validator_address, token=self.token, tls_ca=self.tls_ca)
+        values = dict(nats_url=self.nats_url, s3_endpoint=self.s3_endpoint, bucket=self.bucket,
+                      aggregator_address=self.aggregator_address, validator_address=self.validator_address,
+                      token=self.token, tls_ca=self.tls_ca)
         return Settings.from_env({}, **{**values, **overrides})
 
     def channel(self, address: str | None = None):
@@ -77,7 +75,7 @@ def resolve(cluster: str | None) -> ClusterConfig:
     elif os.environ.get("MFSCORE_AGGREGATOR_ADDRESS"):
         s = Settings.from_env()
         return ClusterConfig(s.aggregator_address, s.validator_address, s.nats_url, s.s3_endpoint,
-                             s.s3_access_key, s.s3_secret_key, s.bucket, token=s.token, tls_ca=s.tls_ca)
+                             s.bucket, token=s.token, tls_ca=s.tls_ca)
     else:
         config = ClusterConfig.read(default_cluster_file())
     if os.environ.get("MFSCORE_TOKEN"):

@@ -109,7 +109,7 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
             aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
-            nats_url=nats.url, s3_endpoint=s3.url, s3_access_key="", s3_secret_key="", bucket=BUCKET,
+            nats_url=nats.url, s3_endpoint=s3.url, bucket=BUCKET,
             token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
@@ -289,7 +289,7 @@ def caller_file(config: ClusterConfig, token: str) -> ClusterConfig:
     No S3 key or NATS password (a client uploads through the aggregator), and no state directory or processes,
     so 'down' with it stops nothing."""
     return ClusterConfig(aggregator_address=config.aggregator_address, validator_address=config.validator_address,
-                         nats_url="", s3_endpoint=config.s3_endpoint, s3_access_key="", s3_secret_key="",
+                         nats_url="", s3_endpoint=config.s3_endpoint,
                          bucket=config.bucket, token=token, tls_ca=config.tls_ca)
 
 

@@ -369,7 +369,7 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
 
 def test_submit_gives_up_on_an_aggregator_that_never_comes_back(tmp_path, capsys):
     config = ClusterConfig(aggregator_address=f"127.0.0.1:{free_port()}", validator_address="", nats_url="",
-                           s3_endpoint="http://127.0.0.1:1", s3_access_key="", s3_secret_key="", bucket="mfscore")
+                           s3_endpoint="http://127.0.0.1:1", bucket="mfscore")
     started = time.monotonic()
     with pytest.raises(MfscoreError) as error:
         watch(config, "r1", interactive=False, reconnecting=Reconnecting(config.aggregator_address, "r1", patience=2))
