@@ -165,11 +165,23 @@ def _share(count: int, total: int) -> float:
     return count / total if total else NAN
 
 
-# semafor_and_paper.md §1.7
+def claims_a_region(record: MaskRecord, threshold: int) -> bool:
+    """Whether the system mask marks at least one pixel anywhere in the image at ``threshold`` (a
+    value ``<= threshold`` is marked), no-score zones included: a mask that marks nothing claims no region."""
+    if not record.system_given:
+        return False
+    whole = record.whole_image()
+    marked = (whole.positive + whole.negative)[:max(threshold, -1) + 1]
+    return bool(marked.sum() > 0)
+
+
+# docs/metrics.md, "Masks": `_mask_extra_semafor`
 def localization_iou(record: MaskRecord, threshold: int, pixels: str = IMAGE) -> float | None:
     """IoU of the system's localization (its mask binarised at its own ``threshold``) with the
-    reference region; None when the system gave no mask, the plan's "no localization provided"."""
-    if not record.system_given:
+    reference region; None when the system provided no localization: no mask file, or a mask that
+    marks no pixel of the image at ``threshold`` (all white once binarised claims no region, so it
+    detects nothing: an FN, not an incorrect detection)."""
+    if not claims_a_region(record, threshold):
         return None
     (value,), _ = _iou_f1(over(record, pixels), [threshold])
     return float(value)
@@ -180,8 +192,9 @@ def semafor_localization(ious: Sequence[float | None], system_threshold: int,
                          thresholds: Sequence[float] = SEMAFOR_IOU_THRESHOLDS) -> pd.DataFrame:
     """pD, FAR and FNR per IoU threshold over all probes (the three sum to 1; higher pD is better).
 
-    None means no localization was provided: FN at every threshold. Otherwise IoU ≥ t is a TP and
-    IoU < t an FP, whatever the mask looks like. With no probe the rates are NaN.
+    None means no localization was provided (no mask file, or a mask marking no pixel): FN at every
+    threshold. Otherwise IoU ≥ t is a TP and IoU < t an FP, whatever region the mask marks (an
+    inverted or all-black mask is a localization). With no probe the rates are NaN.
     """
     provided = np.array([v for v in ious if v is not None], dtype=np.float64)
     probes = len(ious)

@@ -8,7 +8,7 @@ a probe says otherwise. Every number is checked against plain numpy sums over th
 
   perfect        system = R                          IoU 1        TP at every t
   inverted       system = everything but R           IoU 0        FP (a localization, never FN)
-  empty          an all-white mask file              IoU 0        FP
+  empty          an all-white mask file              none         FN: it marks no pixel, so claims no region
   all            an all-black mask                   IoU 20/120   TP at t ≤ 0.1, FP above
   grey           64 on R, 192 elsewhere              IoU 1        TP (binarised at 127: Y ≥ 0.5)
   shifted        R moved 2 columns right             IoU 12/28    TP at every t
@@ -16,6 +16,10 @@ a probe says otherwise. Every number is checked against plain numpy sums over th
   one-pixel      reference (5, 6) only; system (5, 6) and (5, 7)   IoU 1/2   TP at every t
   half           reference columns 0–5, system rows 0–4            IoU 30/90 TP at t ≤ 0.2, FP at 0.4
   no-mask        no mask file                        none         FN at every t
+
+"Provided" means the mask marks at least one pixel of the image at the system's threshold (docs/metrics.md,
+Masks, ``_mask_extra_semafor``): the all-white file and the missing file are both FN; the all-black and
+the inverted masks are localizations, scored by their IoU.
 
       perfect        inverted       shifted         half
   ............   oooooooooooo   ............   @@@@@@oooooo
@@ -78,7 +82,7 @@ def _probes() -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
 
 # (TP, FP, FN) per probe at t = 0.0001, 0.1, 0.2, 0.4; the random probe is added from numpy
 HAND = {
-    "perfect": "TTTT", "inverted": "PPPP", "empty": "PPPP", "all": "TTPP", "grey": "TTTT",
+    "perfect": "TTTT", "inverted": "PPPP", "empty": "NNNN", "all": "TTPP", "grey": "TTTT",
     "shifted": "TTTT", "one-pixel": "TTTT", "half": "TTTP", "no-mask": "NNNN",
 }
 THRESHOLDS = (0.0001, 0.1, 0.2, 0.4)
@@ -133,7 +137,9 @@ def _independent(region: np.ndarray, mask: np.ndarray | None, actual: int | None
              "SoftMCC": mcc, "SoftIoU": tp / (tp + fp + fn), "SoftF1": 2 * tp / (2 * tp + fp + fn),
              "ReferencePixels": float(region.sum())}
     cells["ActualIoU"], cells["ActualF1"] = hard(actual) if actual is not None else (math.nan, math.nan)
-    cells["LocalizationIoU"] = None if mask is None else hard(127 if actual is None else actual)[0]
+    threshold = 127 if actual is None else actual
+    marks_a_pixel = mask is not None and bool((mask <= threshold).any())
+    cells["LocalizationIoU"] = hard(threshold)[0] if marks_a_pixel else None
     return cells
 
 

@@ -303,17 +303,36 @@ def test_semafor_localization_hand_example():
         assert (row["pD"], row["FAR"], row["FNR"]) == (tp / 5, fp / 5, fn / 5)
 
 
-def test_a_mask_is_a_localization_whatever_it_marks():
+def test_a_mask_marking_a_region_is_a_localization_whatever_region_it_marks():
     region = np.zeros((10, 12), bool)
     region[2:6, 3:8] = True
     inverted = np.where(region, 255, 0).astype(np.uint8)
     black = np.zeros((10, 12), np.uint8)
-    white = np.full((10, 12), 255, np.uint8)
     ones = np.ones_like(region)
     assert localization_iou(_record(region, ones, inverted), 127) == 0.0
     assert localization_iou(_record(region, ones, black), 127) == pytest.approx(20 / 120)
-    assert localization_iou(_record(region, ones, white), 127) == 0.0
+
+
+def test_a_mask_marking_nothing_is_no_localization():
+    """An all-white mask, or one whose every value lies above the system's threshold, claims no
+    region: "no localization provided" (FN), like a missing file, not an incorrect detection (FP)."""
+    region = np.zeros((10, 12), bool)
+    region[2:6, 3:8] = True
+    ones = np.ones_like(region)
+    white = np.full((10, 12), 255, np.uint8)
+    grey = np.full((10, 12), 200, np.uint8)
+    assert localization_iou(_record(region, ones, white), 127) is None
     assert localization_iou(_record(region, ones, white, system_given=False), 127) is None
+    assert localization_iou(_record(region, ones, grey), 127) is None
+    assert localization_iou(_record(region, ones, grey), 200) == pytest.approx(20 / 120)  # marked at its own 200
+    # one marked pixel anywhere, even in a no-score zone under --extras-pixels scored, is a claim
+    one = white.copy()
+    one[0, 0] = 0
+    outside_zones = ones.copy()
+    outside_zones[0, 0] = False
+    assert localization_iou(_record(region, ones, one), 127) == 0.0
+    assert localization_iou(_record(region, outside_zones, one), 127, SCORED_PIXELS) == 0.0
+    assert localization_iou(_record(region, ones, one), -1) is None  # θ = -1 marks nothing
 
 
 @pytest.mark.parametrize("seed", range(6))
