@@ -122,7 +122,7 @@ def validate_probe_submission(report: ValidationReport, table: SubmissionTable, 
     check_row_count(report, table, len(index))
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval,
                  allow_non_finite=options.mediscore_compat, message=PROBE_SCORES)
-    in_index = check_index_coverage(report, table, keys, index_keys, noun="Probe",
+    in_index = check_index_coverage(report, table, keys, index_keys, noun="probe",
                                     report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, task.key, also=task.target_also)
     if PIXEL in table.header and not options.neglect_pixel:

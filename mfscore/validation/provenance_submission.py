@@ -139,7 +139,7 @@ def _check_rows(table, index_ids, report: ValidationReport) -> None:
     keys = table.rows[KEY].str.strip()
     check_duplicates(report, table, keys)
     check_row_count(report, table, len(index_ids), count_header=False)
-    check_index_coverage(report, table, keys, index_ids, noun="ProvenanceProbeFileID")
+    check_index_coverage(report, table, keys, index_ids, noun="probe")
 
 
 def _check_jsons(table, status, task: str, report: ValidationReport, max_json_bytes: int) -> None:

@@ -30,17 +30,22 @@ def check_row_count(report: ValidationReport, table: SubmissionTable, index_rows
                      f"not match the number of rows in the index file ({index_rows + extra}).", file=table.path)
 
 
+# MediScore's whole line for an index key missing from the system output (docs/validation.md, step 4):
+# printed as it is, without mfscore's " [file, line N]" (the key has no line in the system file).
+MISSING_KEY = "Expected {noun} {key} in system file. Only found in index file."
+
+
 def check_index_coverage(report: ValidationReport, table: SubmissionTable, keys: pd.Series, index_keys: pd.Series, *,
                          noun: str, report_unknown: bool = True) -> np.ndarray:
     """Every index key in the system output and (unless -xF) every system key in the index; returns
-    which rows are in the index."""
+    which rows are in the index. ``noun`` names a key in a sentence: "probe", "probe-donor pair"."""
     for key in dict.fromkeys(index_keys[~index_keys.isin(set(keys))]):
-        report.error("key.missing", f"{noun} {key} is expected in system file. Only found in index file.",
-                     file=table.path)
+        report.error("key.missing", MISSING_KEY.format(noun=noun, key=key))
     in_index = keys.isin(set(index_keys)).to_numpy()
     if report_unknown:
+        subject = noun[0].upper() + noun[1:]
         for position in np.flatnonzero(~in_index):
-            report.error("key.unknown", f"{noun} {keys.iat[position]} does not exist in the index file.",
+            report.error("key.unknown", f"{subject} {keys.iat[position]} does not exist in the index file.",
                          file=table.path, line=table.line(position))
     return in_index
 

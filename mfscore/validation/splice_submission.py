@@ -66,7 +66,7 @@ def validate_splice_submission(report: ValidationReport, table: SubmissionTable,
     check_duplicates(report, table, keys)
     check_scores(report, table, keys, unit_interval=options.scores_in_unit_interval, allow_non_finite=False,
                  message=PAIR_SCORE)
-    in_index = check_index_coverage(report, table, keys, index_keys, noun="The probe-donor pair",
+    in_index = check_index_coverage(report, table, keys, index_keys, noun="probe-donor pair",
                                     report_unknown=not options.index_filter)
     checked = in_index & target_rows(options.reference, keys, KEY)
     if len(pixel_columns) == 2:

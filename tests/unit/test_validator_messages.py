@@ -459,3 +459,37 @@ def test_the_valid_verdict_carries_passed_validation(tmp_path, capsys):
     assert _lines_with("passed validation", submission.run(capsys)[1])
     append("p2|0.1||Y")(submission)
     assert not _lines_with("passed validation", submission.run(capsys)[1])
+
+
+# --- whole lines ---------------------------------------------------------------------------------------------------
+# Where MediScore's unit tests assert a whole line, not just a substring of it, mfscore prints that line
+# exactly (docs/validation.md, "What is checked", step 4): an index key missing from the system output.
+
+WHOLE_LINES = [
+    ("SSD", drop_line("p4|"), "ERROR: Expected probe p4 in system file. Only found in index file."),
+    ("SSD-event", drop_line("e1|Ev_B|"), "ERROR: Expected probe e1:Ev_B in system file. Only found in index file."),
+    ("SSD-camera", drop_line("c2|"), "ERROR: Expected probe c2:cam1 in system file. Only found in index file."),
+    ("SSD-video", drop_line("v2|"), "ERROR: Expected probe v2 in system file. Only found in index file."),
+    ("DSD", drop_line("p4|"), "ERROR: Expected probe-donor pair p4:d4 in system file. Only found in index file."),
+    ("provenance", drop_line(PROVENANCE_PROBE + "|"),
+     f"ERROR: Expected probe {PROVENANCE_PROBE} in system file. Only found in index file."),
+]
+
+
+@pytest.mark.parametrize("validator, edit, line", WHOLE_LINES, ids=[w[0] for w in WHOLE_LINES])
+def test_a_missing_index_key_is_mediscores_whole_line(validator, edit, line, tmp_path, capsys):
+    submission = BASELINES[validator](tmp_path)
+    edit(submission)
+    status, output = submission.run(capsys)
+    assert status == 1 and line in output.splitlines(), output
+
+
+def test_a_missing_camera_probe_names_the_key_mediscore_checks(tmp_path, capsys):
+    """MediScore's camera case C0: the system names another TrainCamID for a probe, so the index key
+    is missing (one whole line) and the system key is unknown."""
+    submission = BASELINES["SSD-camera"](tmp_path)
+    replace("c2|cam1|", "c2|cam9|")(submission)
+    status, output = submission.run(capsys)
+    lines = output.splitlines()
+    assert status == 1 and "ERROR: Expected probe c2:cam1 in system file. Only found in index file." in lines
+    assert any(line.startswith("ERROR: Probe c2:cam9 does not exist in the index file.") for line in lines), output
