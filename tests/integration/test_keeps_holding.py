@@ -394,25 +394,29 @@ def test_a_conflicting_record_fails_the_run_with_one_sentence(tmp_path, local_cl
 
 @pytest.mark.faults  # about 25 s; make test has the S3 outage of one job (test_s3_outage.py)
 def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, capsys, cluster):
-    """S3 refuses the validator and the aggregator (both reach it through a proxy) first while a run is validated,
-    then while its reports are stored: each waits for S3 (the validator answers UNAVAILABLE, not a rejection; the
-    aggregator asks again) and the run ends DONE with the embedded command's files."""
+    """S3 refuses the validator (through a proxy of its own) while a run is validated, then the aggregator (through
+    another) while its reports are stored: each waits for S3 (the validator answers UNAVAILABLE, not a rejection;
+    the aggregator asks again) and the run ends DONE with the embedded command's files. The aggregator's S3 stays
+    up while the run's inputs are uploaded through it."""
     path, config = cluster
-    proxy = FaultyProxy(("127.0.0.1", int(config.s3_endpoint.rsplit(":", 1)[1])))
+    s3 = ("127.0.0.1", int(config.s3_endpoint.rsplit(":", 1)[1]))
+    validators, proxy = FaultyProxy(s3), FaultyProxy(s3)
     try:
-        replace_through(config, proxy, ("validator", "aggregator"))
+        replace_through(config, validators, ("validator",))
+        replace_through(config, proxy, ("aggregator",))
         config.write(path)  # so 'down' stops the replacements too
         data = generate_mask_dataset(tmp_path / "data", 24)
         arguments = mask_arguments(data)
         said = embedded(tmp_path, arguments, capsys)
-        proxy.refuse()
+        validators.refuse()
         submit, stdout, stderr = start_submit(path, arguments, tmp_path / "submitted")
         try:
-            run = wait_for(lambda: next(iter(runs(config)), None), "the run")
+            run = wait_for(lambda: next((r for r in runs(config) if r.state == State.RUN_STATE_VALIDATING), None),
+                           "the run to be submitted")
             time.sleep(S3_OUTAGE_SECONDS)
             during_validation = get_run(config, run.run_id)
             assert during_validation.state == State.RUN_STATE_VALIDATING and submit.poll() is None
-            proxy.accept()
+            validators.accept()
             aggregator = process(config, "aggregator")
             if freeze_while_reporting(config, aggregator, run.run_id):
                 proxy.refuse()
@@ -431,6 +435,7 @@ def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, ca
             if submit.poll() is None:
                 submit.kill()
     finally:
+        validators.close()
         proxy.close()
     done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     log = Path(process(config, "aggregator")["log"]).read_text()
