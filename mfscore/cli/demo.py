@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import shlex
 import shutil
 import sys
@@ -152,21 +151,21 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
 
 
 def _another_caller(cluster: Path) -> None:
-    """Every call to a cluster carries a token; a caller sees its own runs, the one who started it (an operator)
-    sees every run."""
+    """Every call to a cluster carries a token; a caller sees and fetches its own runs only (the one who started the
+    cluster, an operator, sees every run), and no caller holds an object-store key."""
     print("\nEvery call carries a bearer token (docs/distributed.md, 'Credentials'). The cluster file's is its "
-          "operator's, who sees every run; a new caller, alice, sees only her own:")
+          "operator's, who sees every run; a new caller, alice, gets a cluster file of her own (her token, no "
+          "S3 key: files go through the aggregator) and sees only her runs:")
     _run(["report", "--list", "--cluster", str(cluster)])
-    with contextlib.redirect_stdout(io.StringIO()) as said:
-        mfscore_main(["local-cluster", "token", "--name", "alice", "--cluster", str(cluster)])
-    print(f"\n$ mfscore local-cluster token --name alice --cluster {cluster}\n(alice's token, not shown)")
+    alice = cluster.with_name("alice.json")
+    _run(["local-cluster", "token", "--name", "alice", "--out", str(alice), "--cluster", str(cluster)])
     time.sleep(1.2)  # the services read the tokens file again within a second
-    os.environ["MFSCORE_TOKEN"] = said.getvalue().strip()
-    try:
-        print("\nAs alice (MFSCORE_TOKEN set to her token):", end="")
-        _run(["report", "--list", "--cluster", str(cluster)])
-    finally:
-        del os.environ["MFSCORE_TOKEN"]
+    _run(["report", "--list", "--cluster", str(alice)])
+    with contextlib.redirect_stdout(io.StringIO()) as listed:
+        mfscore_main(["report", "--list", "--cluster", str(cluster)])
+    operators = listed.getvalue().splitlines()[1].split()[0]
+    print("\nThe operator's run is unknown to alice, and nothing is written:", end="")
+    _run(["report", operators, "--cluster", str(alice), "-o", str(cluster.parent / "alice-reports")], expect=1)
 
 
 if __name__ == "__main__":
