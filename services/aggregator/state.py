@@ -1,16 +1,34 @@
-"""A run's state in the JetStream key-value bucket: its spec, its status, and the seal of its report.
+"""Runs as the aggregator holds them: in memory (``RunBook``) and in the JetStream key-value bucket.
 
-``spec.<id>`` and ``status.<id>`` hold the RunSpec and RunStatus; ``report.<id>`` holds the SHA-256 (hex) of the
-report manifest the aggregator wrote, so a report file changed in the object store afterwards is caught
-(``reports.stream_report``). The bucket is the aggregator's alone: no client holds a NATS credential.
+``spec.<id>`` and ``status.<id>`` hold a run's RunSpec and RunStatus; ``report.<id>`` holds the SHA-256 (hex) of
+the report manifest the aggregator wrote, so a report file changed in the object store afterwards is caught
+(``reports.stream_report``). The bucket is the aggregator's alone: no client holds a NATS credential. A state
+change is written to the bucket before watchers are told, waiting out a NATS outage, so the bucket ends up saying
+what memory says; a restarted aggregator reads every run back (``RunBook.restore``).
 """
 
 from __future__ import annotations
 
-from nats.js.errors import KeyNotFoundError, NotFoundError
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
+import nats.errors
+from google.protobuf.timestamp_pb2 import Timestamp
+from nats.js.errors import KeyNotFoundError, NoKeysError, NotFoundError
+
+from mfscore.services.aggregator.retry import nats_unavailable, one_line, retrying
+from mfscore.services.common import metrics
+from mfscore.services.common.auth import Caller
 from mfscore.services.common.run_layout import check_run_id
 from mfscore.services.wire import runs_pb2
+from mfscore.tasks.base import Plan
+
+State = runs_pb2.RunState
+TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED}
+RECORD_SECONDS = 10.0  # how long CreateRun and SubmitRun try to record a run before answering UNAVAILABLE
+log = logging.getLogger("mfscore.aggregator")
 
 
 def spec_key(run_id: str) -> str:
@@ -23,21 +41,6 @@ def status_key(run_id: str) -> str:
 
 def seal_key(run_id: str) -> str:
     return f"report.{check_run_id(run_id)}"
-
-
-async def save_spec(kv, spec: runs_pb2.RunSpec) -> None:
-    await kv.put(spec_key(spec.run_id), spec.SerializeToString())
-
-
-async def save_status(kv, status: runs_pb2.RunStatus) -> None:
-    await kv.put(status_key(status.run_id), status.SerializeToString())
-
-
-async def load(kv, run_id: str) -> tuple[runs_pb2.RunSpec, runs_pb2.RunStatus]:
-    """The run's spec and status; ``NotFoundError`` when either is missing."""
-    status = runs_pb2.RunStatus.FromString((await kv.get(status_key(run_id))).value)
-    spec = runs_pb2.RunSpec.FromString((await kv.get(spec_key(run_id))).value)
-    return spec, status
 
 
 async def seal_report(kv, run_id: str, manifest_sha256: str) -> None:
@@ -57,3 +60,165 @@ async def purge(kv, run_id: str) -> None:
     """Forget the run: its report seal, status and spec (status before spec, as a restore reads them)."""
     for key in (seal_key(run_id), status_key(run_id), spec_key(run_id)):
         await kv.purge(key)
+
+
+def now() -> Timestamp:
+    stamp = Timestamp()
+    stamp.GetCurrentTime()
+    return stamp
+
+
+def owns(who: Caller, status: runs_pb2.RunStatus) -> bool:
+    """A run belongs to the principal that created it: its name and its role."""
+    return status.owner == who.name and (status.owner_role or "client") == who.role
+
+
+def may_see(who: Caller, status: runs_pb2.RunStatus) -> bool:
+    return who.operator or owns(who, status)
+
+
+class NotRecorded(Exception):
+    """NATS did not take a new state of a run in time; the run is as it was."""
+
+
+@dataclass
+class RunEntry:
+    spec: runs_pb2.RunSpec
+    status: runs_pb2.RunStatus
+    task: object | None = None       # the run's Task, once planned
+    plan: Plan | None = None
+    planned: set = field(default_factory=set)
+    outcomes: dict = field(default_factory=dict)
+    pending: list = field(default_factory=list)  # records that arrived before the run was planned (a replay)
+    version: int = 0
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    saving: asyncio.Lock = field(default_factory=asyncio.Lock)  # a run's state writes land one at a time, in order
+    cleaned: bool = False  # a finished run's jobs, records, inputs and work directory are gone
+    uploading: int = 0     # UploadInputs streams under way (a created run)
+
+    def forget_work(self) -> None:
+        """A finished run keeps only its status."""
+        self.task, self.plan, self.planned, self.outcomes, self.pending = None, None, set(), {}, []
+
+
+class RunBook:
+    """Every run this aggregator knows, by id, and their state in the bucket.
+
+    ``on_end(entry)`` is called (as a task) once a run ends: the retention's clean-up."""
+
+    def __init__(self, kv, *, nc=None):
+        self.kv = kv
+        self.nc = nc  # the NATS connection, to wait for it while it is down (None: assume it is up)
+        self.runs: dict[str, RunEntry] = {}
+        self.abandoned: set[str] = set()  # runs that could not be recorded: whatever part landed is purged
+        self.strays: set[str] = set()     # subjects of records of no run: purged by the next sweep
+        self.recording = asyncio.Lock()   # new runs' writes and the sweep's purges of unrecorded runs, apart
+        self.on_end: Callable[[RunEntry], Awaitable[None]] | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    def connected(self) -> bool:
+        return self.nc is None or self.nc.is_connected
+
+    async def durably(self, what: str, operation: Callable[[], Awaitable]) -> None:
+        """Run the NATS ``operation`` until it succeeds, waiting out an outage (nats-py reconnects for ever)."""
+        await retrying(what, operation, transient=nats_unavailable, waiting_for="for NATS", ready=self.connected)
+
+    def visible(self, run_id: str, who: Caller, *, owned: bool = False) -> RunEntry | None:
+        """The run ``run_id`` if ``who`` may see it (an operator sees every run), or, with ``owned``, if it is
+        ``who``'s own (only its own caller uploads into a run or submits it); else None, as for no run at all."""
+        entry = self.runs.get(run_id)
+        if entry is None or not (owns(who, entry.status) if owned else may_see(who, entry.status)):
+            return None
+        return entry
+
+    async def record(self, entry: RunEntry, spec: runs_pb2.RunSpec, status: runs_pb2.RunStatus) -> None:
+        """Record the run's new spec and status and make them the entry's. When NATS cannot take them within
+        RECORD_SECONDS it raises ``NotRecorded`` and the entry keeps what it had: a run that was never recorded is
+        forgotten, and whatever part of it landed is purged later. A run is accepted once recorded."""
+        run_id = spec.run_id
+        new = entry.status.state == State.RUN_STATE_CREATED and status.state == State.RUN_STATE_CREATED
+        if new:
+            self.runs[run_id] = entry
+        try:
+            if not self.connected():
+                raise nats.errors.ConnectionReconnectingError()
+            async with asyncio.timeout(RECORD_SECONDS), self.recording, entry.saving:
+                await self.kv.put(spec_key(run_id), spec.SerializeToString())
+                await self.kv.put(status_key(run_id), status.SerializeToString())
+        except (nats.errors.Error, TimeoutError) as error:
+            if new:
+                if self.runs.get(run_id) is entry:
+                    del self.runs[run_id]
+                self.abandoned.add(run_id)
+            log.warning("run %s: not recorded, NATS is unavailable: %s", run_id, one_line(error))
+            raise NotRecorded(run_id) from None
+        entry.spec, entry.status = spec, status
+        self.abandoned.discard(run_id)
+        self.count_states()
+        await self.changed(entry)
+
+    async def set_state(self, entry: RunEntry, state) -> None:
+        """Change the run's state, record it (waiting out a NATS outage) and tell its watchers, whatever happens.
+        A run that ends is cleaned up (``on_end``)."""
+        entry.status.state = state
+        try:
+            async with entry.saving:  # each write takes the status as it is when sent: the last to land is the latest
+                await self.durably(f"run {entry.spec.run_id}: recording {State.Name(entry.status.state)}",
+                                   lambda: self.kv.put(status_key(entry.spec.run_id), entry.status.SerializeToString()))
+        finally:
+            self.count_states()
+            await self.changed(entry)
+        if state in TERMINAL and self.on_end is not None:
+            self.spawn(self.on_end(entry))
+
+    async def end(self, entry: RunEntry, message: str, state=State.RUN_STATE_FAILED) -> None:
+        """The run failed (or was rejected) with one sentence; it keeps only its status."""
+        entry.status.message = message
+        entry.status.finished_at.CopyFrom(now())
+        log.warning("run %s: %s: %s", entry.spec.run_id, State.Name(state), message)
+        await self.set_state(entry, state)
+        entry.forget_work()
+
+    async def changed(self, entry: RunEntry) -> None:
+        async with entry.changed:
+            entry.version += 1
+            entry.changed.notify_all()
+
+    def count_states(self) -> None:
+        for value in State.values():
+            metrics.RUNS.labels(state=State.Name(value)).set(sum(e.status.state == value for e in self.runs.values()))
+
+    def spawn(self, coroutine) -> None:
+        task = asyncio.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def restore(self) -> list[RunEntry]:
+        """Read every run from the bucket; the unfinished ones that were submitted, to resume (their records replay
+        from the stream)."""
+        try:
+            keys = await self.kv.keys()
+        except NoKeysError:
+            keys = []
+        present = set(keys)
+        self.abandoned.update(key[len("spec."):] for key in keys
+                              if key.startswith("spec.") and f"status.{key[len('spec.'):]}" not in present)
+        unfinished = []
+        for key in keys:
+            if not key.startswith("status."):
+                continue
+            run_id = key[len("status."):]
+            try:
+                status = runs_pb2.RunStatus.FromString((await self.kv.get(key)).value)
+                spec = runs_pb2.RunSpec.FromString((await self.kv.get(spec_key(run_id))).value)
+            except NotFoundError:
+                log.warning("run %s: half of its state is missing from the bucket; the rest is purged", run_id)
+                self.abandoned.add(run_id)
+                continue
+            entry = RunEntry(spec, status)
+            self.runs[run_id] = entry
+            if status.state not in TERMINAL and status.state != State.RUN_STATE_CREATED:
+                unfinished.append(entry)
+        self.count_states()
+        log.info("restored %d run(s)", len(self.runs))
+        return unfinished

@@ -1,12 +1,14 @@
 """Where a run's things live in the object store, and which names may reach a NATS subject, an S3 key or a log line.
 
-Every name a caller sends (run id, input file name, output name, table name) is checked here with a full match:
-a name with a newline, a carriage return, a NUL or another control character, a backslash or a '..' part is
-refused before it is used anywhere. One place knows the layout ``runs/<id>/inputs/``, ``runs/<id>/reports/``.
+One place knows the layout: ``runs/<id>/inputs/``, ``runs/<id>/reports/`` in the object store, and a run's
+scratch directory on the aggregator's disk. Every name a caller sends (run id, input file name, output name,
+table name) is checked here with a full match: a name with a newline, a carriage return, a NUL or another
+control character, a backslash or a '..' part is refused before it is used anywhere.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from mfscore.errors import MfscoreError
@@ -63,3 +65,9 @@ def reports_prefix(run_id: str) -> str:
 def manifest_key(run_id: str) -> str:
     """The run's report manifest (``ReportManifest``): every report file's name, size and SHA-256."""
     return run_prefix(run_id) + "report-manifest.pb"
+
+
+def work_dir(root: str, run_id: str, part: str = "") -> str:
+    """A run's scratch directory under ``root`` on the aggregator's disk, or its ``part``: ``inputs`` (the tables
+    fetched to plan it), ``out`` (its reports before they are stored), ``uploading`` (files being checked)."""
+    return os.path.join(root, "runs", check_run_id(run_id), part)

@@ -20,7 +20,8 @@ from prometheus_client import REGISTRY
 from integration.faults import FaultyProxy
 from integration.uploads import stored
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.aggregator.service import Aggregator, RunEntry
+from mfscore.services.aggregator.service import Aggregator
+from mfscore.services.aggregator.state import RunEntry
 from mfscore.services.common.jetstream import (
     DEAD_STREAM,
     ERROR_HEADER,

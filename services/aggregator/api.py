@@ -1,0 +1,188 @@
+"""The Aggregator's gRPC API (proto/mfscore/v1/services.proto): what a caller may do with its runs.
+
+Every run belongs to the principal that created it; another caller's run answers NOT_FOUND to every call, as a run
+that never was (an operator sees every run but uploads into and submits only its own). Every name a caller sends is
+checked whole before it is used (``run_layout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+
+import grpc
+import nats.errors
+
+from mfscore import tasks
+from mfscore.errors import MfscoreError
+from mfscore.services.aggregator import reports, uploads
+from mfscore.services.aggregator.retry import one_line
+from mfscore.services.aggregator.runner import ClusterRunner
+from mfscore.services.aggregator.state import TERMINAL, NotRecorded, RunBook, RunEntry, State, may_see, now, report_seal
+from mfscore.services.common import metrics
+from mfscore.services.common.auth import caller
+from mfscore.services.common.object_store import ObjectStore, ObjectStoreError, ObjectStoreUnavailable
+from mfscore.services.common.run_layout import (
+    BadName,
+    check_file_name,
+    check_output_name,
+    check_run_id,
+    input_prefix,
+    work_dir,
+)
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import runs_pb2, services_pb2_grpc
+
+MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
+log = logging.getLogger("mfscore.aggregator")
+
+
+class AggregatorApi(services_pb2_grpc.AggregatorServicer):
+    def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner):
+        self.settings, self.store, self.book, self.runner = settings, store, book, runner
+
+    async def CreateRun(self, request, context):
+        who = caller()
+        run_id = uuid.uuid4().hex
+        spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name)
+        status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=now(),
+                                    owner=who.name, owner_role=who.role)
+        await self._record(RunEntry(spec, status), context, spec, status)
+        log.info("run %s: created", run_id)
+        return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
+
+    async def UploadInputs(self, request_iterator, context):
+        first = await anext(aiter(request_iterator), None)
+        if first is None:
+            return runs_pb2.UploadInputsResponse()
+        entry = await self._entry(first.run_id, context, owned=True)
+        run_id = entry.spec.run_id
+        if entry.status.state != State.RUN_STATE_CREATED:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is submitted; its inputs "
+                                                                     "cannot change")
+        spool_dir = work_dir(self.settings.work_dir, run_id, "uploading")
+        os.makedirs(spool_dir, exist_ok=True)
+
+        async def put(name, data, size):
+            await asyncio.to_thread(self.store.put_stream, input_prefix(run_id) + name, data, size)
+
+        entry.uploading += 1
+        try:
+            stored = await uploads.receive(_chained(first, request_iterator), run_id, put,
+                                           max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
+        except MfscoreError as error:
+            code = grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable) else \
+                grpc.StatusCode.INVALID_ARGUMENT
+            await context.abort(code, f"run {run_id}: {error.sentence()}")
+        finally:
+            entry.uploading -= 1
+        return runs_pb2.UploadInputsResponse(files=stored)
+
+    async def SubmitRun(self, request, context):
+        try:
+            check_output_name(request.output_name)
+            for table in request.tables:
+                check_file_name(table, "table name")
+        except BadName as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        entry = await self._entry(request.run_id, context, owned=True)
+        if entry.status.state != State.RUN_STATE_CREATED:
+            return entry.status  # submitted already: the same run (a client resubmits after a reconnection)
+        run_id = entry.spec.run_id
+        if request.task not in tasks.names():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{request.task[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
+        if request.ByteSize() > MAX_RUN_SPEC_BYTES:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
+                                f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
+        if request.input_prefix != entry.spec.input_prefix:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs are under "
+                                f"{entry.spec.input_prefix!r}, its own prefix, not {request.input_prefix[:200]!r}")
+        if entry.uploading:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
+                                                                     "submit it once they are uploaded")
+        spec = runs_pb2.RunSpec()
+        spec.CopyFrom(request)
+        spec.submitted_by = entry.spec.submitted_by
+        status = runs_pb2.RunStatus()
+        status.CopyFrom(entry.status)
+        status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
+        status.submitted_at.CopyFrom(now())
+        await self._record(entry, context, spec, status)
+        self.runner.start(entry)
+        log.info("run %s: %s submitted", run_id, spec.task)
+        return entry.status
+
+    async def GetRun(self, request, context):
+        return (await self._entry(request.run_id, context)).status
+
+    async def WatchRun(self, request, context):
+        entry = await self._entry(request.run_id, context)
+        seen = -1
+        while True:
+            async with entry.changed:
+                await entry.changed.wait_for(lambda: entry.version != seen)
+                seen = entry.version
+                snapshot = runs_pb2.RunStatus()
+                snapshot.CopyFrom(entry.status)
+            yield snapshot
+            if snapshot.state in TERMINAL:
+                return
+            await asyncio.sleep(0.1)  # coalesce bursts of records into one update
+
+    async def FetchReport(self, request, context):
+        entry = await self._entry(request.run_id, context)
+        run_id = entry.spec.run_id
+        if entry.status.state != State.RUN_STATE_DONE:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"run {run_id} is {State.Name(entry.status.state)}, not done")
+        try:
+            seal = await report_seal(self.book.kv, run_id)
+            if seal is None:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"no report of run {run_id} was recorded")
+            async for message in reports.stream_report(self.store, run_id, seal):
+                yield message
+        except reports.ReportTampered as error:
+            metrics.REPORTS_TAMPERED.inc()
+            log.error("run %s: %s", run_id, error.sentence())
+            await context.abort(grpc.StatusCode.DATA_LOSS, f"{error.sentence()}; nothing of it should be used")
+        except (ObjectStoreUnavailable, nats.errors.Error, TimeoutError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the report of run {run_id} cannot be read now: "
+                                                             f"{one_line(error)}")
+        except ObjectStoreError as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"the report of run {run_id} cannot be read: "
+                                                          f"{error.sentence()}")
+
+    async def ListRuns(self, request, context):
+        who = caller()
+        runs = [e.status for e in self.book.runs.values()
+                if may_see(who, e.status)
+                and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state)]
+        return runs_pb2.ListRunsResponse(runs=sorted(runs, key=lambda s: s.submitted_at.ToNanoseconds()))
+
+    async def _entry(self, run_id: str, context, *, owned: bool = False) -> RunEntry:
+        """The caller's run ``run_id`` (``RunBook.visible``); NOT_FOUND otherwise."""
+        try:
+            check_run_id(run_id)
+        except BadName as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        entry = self.book.visible(run_id, caller(), owned=owned)
+        if entry is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"there is no run {run_id!r}" +
+                                ("; make one with CreateRun" if owned else ""))
+        return entry
+
+    async def _record(self, entry: RunEntry, context, spec: runs_pb2.RunSpec, status: runs_pb2.RunStatus) -> None:
+        try:
+            await self.book.record(entry, spec, status)
+        except NotRecorded:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {spec.run_id} "
+                                                             "was not recorded; try again")
+
+
+async def _chained(first, rest):
+    yield first
+    async for item in rest:
+        yield item

@@ -1,0 +1,128 @@
+"""What a run leaves behind, and for how long (docs/distributed.md, "Retention").
+
+A run that ends loses at once what only a running run needs (its queued jobs, its records, its uploaded inputs,
+its work directory); its status and reports stay MFSCORE_RETENTION_DAYS, then the sweep deletes them. A run
+created and never submitted goes after a day. What fails because NATS or S3 is down is left to the next sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+
+import nats.errors
+
+from mfscore.services.aggregator import state
+from mfscore.services.aggregator.retry import one_line
+from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
+from mfscore.services.common.jetstream import RESULTS_STREAM, purge_run_jobs, result_subject
+from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
+from mfscore.services.common.run_layout import input_prefix, run_prefix, work_dir
+from mfscore.services.common.settings import Settings
+
+SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
+STORAGE_SWEEP_SECONDS = 3600.0    # how often uploads no run claims are looked for
+ORPHAN_UPLOAD_SECONDS = 86400.0   # a run created this long ago and never submitted is deleted (a client gave up)
+DAY_SECONDS = 86400
+log = logging.getLogger("mfscore.aggregator")
+
+
+class Retention:
+    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook):
+        self.settings, self.store, self.js, self.book = settings, store, js, book
+        self._cleaning: set[str] = set()
+        self._storage_swept = 0.0
+
+    async def clean_up(self, entry: RunEntry) -> None:
+        """Remove what a finished run no longer needs: its queued jobs, its records, its uploaded inputs and its
+        work directory. When NATS or S3 is down the run is left to the next sweep; the run itself is not touched."""
+        run_id = entry.spec.run_id
+        if run_id in self._cleaning:
+            return
+        self._cleaning.add(run_id)
+        entry.cleaned = True  # first: a record that arrives meanwhile sets it back
+        try:
+            await purge_run_jobs(self.js, run_id)
+            await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
+            await asyncio.to_thread(self.store.delete_prefix, input_prefix(run_id))
+            await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            entry.cleaned = False
+            log.warning("run %s: clean-up left to the next sweep: %s", run_id, one_line(error))
+        finally:
+            self._cleaning.discard(run_id)
+
+    async def sweep(self, now: float | None = None) -> None:
+        """Retry the clean-ups that failed; purge the records of runs with no state and what landed of runs that
+        could not be recorded; delete the runs whose retention period is over, and those created a day ago and
+        never submitted (``now`` is a Unix time, default now); now and then, delete uploads no run claims."""
+        book = self.book
+        if not book.connected():
+            return
+        now = time.time() if now is None else now
+        expired_before = now - self.settings.retention_days * DAY_SECONDS
+        for entry in list(book.runs.values()):
+            if entry.status.state == State.RUN_STATE_CREATED and not entry.uploading \
+                    and entry.status.submitted_at.ToSeconds() < now - ORPHAN_UPLOAD_SECONDS:
+                await self._expire(entry, "created a day ago and never submitted")
+                continue
+            if entry.status.state not in TERMINAL:
+                continue
+            if not entry.cleaned:
+                await self.clean_up(entry)
+            ended = entry.status.finished_at if entry.status.HasField("finished_at") else entry.status.submitted_at
+            if ended.ToSeconds() < expired_before:
+                await self._expire(entry, f"its retention period of {self.settings.retention_days} day(s) is over")
+        try:
+            for subject in list(book.strays):
+                await self.js.purge_stream(RESULTS_STREAM, subject=subject)
+                book.strays.discard(subject)
+            for run_id in list(book.abandoned):
+                async with book.recording:
+                    if run_id not in book.runs:
+                        await state.purge(book.kv, run_id)
+                    book.abandoned.discard(run_id)
+            if now - self._storage_swept >= STORAGE_SWEEP_SECONDS:
+                await self._sweep_storage(now)
+                self._storage_swept = now
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            log.warning("the sweep stopped, the next one goes on: %s", one_line(error))
+
+    async def _expire(self, entry: RunEntry, why: str) -> None:
+        """Delete a run: its files (inputs, reports), its work directory, then its state in the bucket."""
+        run_id = entry.spec.run_id
+        try:
+            await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
+            await state.purge(self.book.kv, run_id)
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            log.warning("run %s: %s; deleting it is left to the next sweep: %s", run_id, why, one_line(error))
+            return
+        await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
+        if self.book.runs.get(run_id) is entry:
+            del self.book.runs[run_id]
+        self.book.count_states()
+        log.info("run %s: deleted, %s", run_id, why)
+
+    async def _sweep_storage(self, now: float) -> None:
+        """Delete the objects under ``runs/`` that no run claims once nothing was written under them for
+        ORPHAN_UPLOAD_SECONDS, and the bucket's old deletion markers."""
+        for folder in await asyncio.to_thread(self.store.folders, "runs/"):
+            run_id = folder[len("runs/"):].rstrip("/")
+            if run_id in self.book.runs or run_id in self._cleaning:
+                continue
+            deleted = await asyncio.to_thread(self.store.delete_prefix, folder,
+                                              written_before=now - ORPHAN_UPLOAD_SECONDS)
+            if deleted:
+                log.info("deleted %d uploaded file(s) under %s, which no run claims", deleted, folder)
+        await self.book.kv.purge_deletes(olderthan=int(STORAGE_SWEEP_SECONDS))
+
+    async def sweep_periodically(self, interval: float = SWEEP_SECONDS) -> None:
+        """``sweep`` every ``interval`` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception:  # a bug: logged, and the next sweep tries again
+                log.exception("the sweep failed")

@@ -1,0 +1,225 @@
+"""The cluster runner: a submitted run validated, planned, its jobs published, its records folded, its reports
+written and stored. The same four steps as the local runner (``mfscore/run/local.py``), so the same bytes come out.
+
+Records are keyed (run, query, role, ordinal) and folding one twice changes nothing, so a restarted aggregator
+plans a run again and the replayed records fold back in (``resume``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import time
+
+from google.protobuf.message import DecodeError
+
+from mfscore.errors import MfscoreError
+from mfscore.records import fold
+from mfscore.run.local import report_into, score_plan
+from mfscore.services.aggregator import reports
+from mfscore.services.aggregator.retry import one_line, retrying, s3_or_validator_unavailable
+from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State, now, seal_report
+from mfscore.services.common import metrics
+from mfscore.services.common.jetstream import publish_job
+from mfscore.services.common.messages import job_key, job_message, outcome
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.planning import named_by_key, plan_run
+from mfscore.services.common.run_layout import work_dir
+from mfscore.services.common.settings import Settings
+from mfscore.services.wire import records_pb2, services_pb2
+from mfscore.tasks.base import PLANNER, Job
+
+VALIDATION_TIMEOUT = 600
+log = logging.getLogger("mfscore.aggregator")
+
+
+class ClusterRunner:
+    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator):
+        self.settings, self.store, self.js, self.book, self.validator = settings, store, js, book, validator
+
+    def start(self, entry: RunEntry) -> None:
+        """Run a run just submitted: validate (unless the spec skips it), plan, publish its jobs."""
+        self.book.spawn(self._start(entry, validate=not entry.spec.skip_validation, publish=True))
+
+    def resume(self, entry: RunEntry) -> None:
+        """Run again a run restored unfinished: a run still VALIDATING is started over; a run past it is planned
+        again (the same jobs and keys) without publishing, and its records replay from the results stream."""
+        validating = entry.status.state == State.RUN_STATE_VALIDATING
+        entry.status.state = State.RUN_STATE_VALIDATING if validating else State.RUN_STATE_SCORING
+        entry.status.trials_received = 0
+        self.book.spawn(self._start(entry, validate=validating and not entry.spec.skip_validation,
+                                    publish=validating))
+
+    async def _outlasting(self, what: str, call):
+        """``call()``, waiting out S3 or the validator being unavailable for up to MFSCORE_RETRY_BUDGET."""
+        return await retrying(what, call, transient=s3_or_validator_unavailable, waiting_for="for it to be available",
+                              budget=self.settings.retry_budget_seconds)
+
+    def _dir(self, run_id: str, part: str) -> str:
+        return work_dir(self.settings.work_dir, run_id, part)
+
+    async def _start(self, entry: RunEntry, *, validate: bool, publish: bool) -> None:
+        run_id = entry.spec.run_id
+        input_dir = self._dir(run_id, "inputs")
+        try:
+            if validate and not await self._validate(entry):
+                return
+            task, plan = await self._outlasting(f"run {run_id}: fetching its tables",
+                                                lambda: asyncio.to_thread(plan_run, self.store, entry.spec, input_dir))
+            entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
+            if task.resource == PLANNER:  # microseconds per job: scored here (see Task.resource)
+                entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
+            elif publish:
+                for job in plan.jobs:
+                    if entry.status.state in TERMINAL:  # failed meanwhile (a record of a job already out)
+                        return
+                    wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir)),
+                                       entry.spec.input_prefix)
+                    await self.book.durably(f"run {run_id}: publishing its jobs",
+                                            lambda: publish_job(self.js, task.resource, wire))
+            entry.status.trials_planned = len(plan.jobs)
+            if entry.status.state in TERMINAL:
+                return
+            await self.book.set_state(entry, State.RUN_STATE_SCORING)
+            pending, entry.pending = entry.pending, []
+            for record in pending:
+                if entry.status.state in TERMINAL:
+                    return
+                await self._fold(entry, record)
+            entry.status.trials_received = len(entry.outcomes)
+            metrics.TRIALS_PLANNED.inc(len(plan.jobs))
+            log.info("run %s: %d jobs planned", run_id, len(plan.jobs))
+            await self._maybe_report(entry)
+        except MfscoreError as error:
+            await self.book.end(entry, named_by_key(error.sentence(), input_dir))
+        except Exception as error:  # a bug: the run fails with one sentence, the log keeps the traceback
+            log.exception("run %s: planning failed", run_id)
+            await self.book.end(entry, f"internal error while planning: {type(error).__name__}: {error}")
+
+    async def _validate(self, entry: RunEntry) -> bool:
+        request = services_pb2.ValidateRequest(run=entry.spec)
+        report = await self._outlasting(f"run {entry.spec.run_id}: validating",
+                                        lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT))
+        entry.status.validation.CopyFrom(report)
+        if report.valid:
+            return True
+        errors = [f for f in report.findings if f.severity == "error"]
+        await self.book.end(entry, f"the validator rejected the submission ({len(errors)} error(s)); the first: "
+                                   f"{errors[0].message if errors else 'no message'}", state=State.RUN_STATE_REJECTED)
+        return False
+
+    async def on_result(self, msg) -> None:
+        """Fold one record (a JetStream message of the results stream)."""
+        started = time.perf_counter()
+        try:
+            record = records_pb2.TrialRecord.FromString(msg.data)
+        except DecodeError:
+            log.warning("dropped a message on %s that is not a trial record", msg.subject[:200])
+            self.book.strays.add(msg.subject)
+            return
+        entry = self.book.runs.get(record.run_id)
+        if entry is None:
+            self.book.strays.add(msg.subject)
+            return
+        if entry.status.state in TERMINAL:
+            entry.cleaned = False  # a record of a finished run (a job in flight when it ended): purged again
+            return
+        if entry.task is None:
+            entry.pending.append(record)
+            return
+        await self._fold(entry, record)
+        metrics.AGGREGATOR_FOLD_DURATION.observe(time.perf_counter() - started)
+        await self._maybe_report(entry)
+
+    async def _fold(self, entry: RunEntry, record: records_pb2.TrialRecord) -> None:
+        key = job_key(record.key)
+        if record.error:
+            entry.status.trials_dead += 1
+            await self.book.end(entry, f"the job {key} could not be scored: {record.error}")
+            return
+        if key not in entry.planned or record.task != entry.task.name:
+            log.warning("run %s: dropped a %s record for the unplanned job %s", record.run_id, record.task, key)
+            return
+        before = len(entry.outcomes)
+        try:
+            decoded = outcome(entry.task, record)
+        except Exception as error:  # untrusted bytes: whatever the decoder raises, the run cannot go on
+            await self.book.end(entry, f"the record of the job {key} could not be decoded ({one_line(error)[:300]})")
+            return
+        try:
+            fold([(key, decoded)], into=entry.outcomes)
+        except MfscoreError as error:
+            await self.book.end(entry, error.sentence())
+            return
+        entry.status.trials_received = len(entry.outcomes)
+        metrics.TRIALS_RECEIVED.inc(len(entry.outcomes) - before)  # a repeated record adds nothing
+        await self.book.changed(entry)
+
+    async def _maybe_report(self, entry: RunEntry) -> None:
+        if (entry.plan is not None and entry.status.state == State.RUN_STATE_SCORING
+                and entry.planned.issubset(entry.outcomes)):
+            await self.book.set_state(entry, State.RUN_STATE_REPORTING)
+            self.book.spawn(self._report(entry))
+
+    async def _report(self, entry: RunEntry) -> None:
+        run_id = entry.spec.run_id
+        started = time.perf_counter()
+        try:
+            failure = await asyncio.to_thread(self._write_report, entry)
+            if failure is not None:
+                await self.book.end(entry, failure)
+                return
+            seal = await self._outlasting(f"run {run_id}: storing its reports",
+                                          lambda: asyncio.to_thread(self._store_report, run_id))
+            await self.book.durably(f"run {run_id}: recording its report's digest",
+                                    lambda: seal_report(self.book.kv, run_id, seal))
+            shutil.rmtree(self._dir(run_id, ""), ignore_errors=True)
+            entry.status.finished_at.CopyFrom(now())
+            await self.book.set_state(entry, State.RUN_STATE_DONE)
+            metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
+            log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started)
+            entry.forget_work()
+        except MfscoreError as error:
+            await self.book.end(entry, error.sentence())
+        except Exception as error:
+            log.exception("run %s: reporting failed", run_id)
+            await self.book.end(entry, f"internal error while reporting: {type(error).__name__}: {error}")
+
+    def _write_report(self, entry: RunEntry) -> str | None:
+        """Report into a scratch directory, with what the command says beside it; the sentence of a report's error,
+        if any."""
+        run_id = entry.spec.run_id
+        input_dir, out_dir = self._dir(run_id, "inputs"), self._dir(run_id, "out")
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+        plan = entry.plan
+        lines = report_into(entry.task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name))
+        entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
+        if lines.error is not None:
+            return named_by_key(lines.error.sentence(), input_dir)
+        said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
+                "status": lines.status}
+        with open(self._dir(run_id, "said.json"), "w") as f:
+            json.dump(said, f)
+        return None
+
+    def _store_report(self, run_id: str) -> str:
+        """Store what ``_write_report`` wrote, with its manifest (blocking; again after an S3 outage, whole); the
+        manifest's SHA-256."""
+        with open(self._dir(run_id, "said.json")) as f:
+            said = json.load(f)
+        return reports.store_report(self.store, run_id, self._dir(run_id, "out"), said["stdout"], said["status"])
+
+
+def _on_wire(task, work, input_dir: str):
+    """A job's work naming its files by their key in the upload, for a worker to fetch."""
+    keys = {}
+    for name, path in task.blobs(work).items():
+        relative = os.path.relpath(path, input_dir) if path else ""
+        if relative.split(os.sep)[0] == os.pardir:
+            raise MfscoreError(f"the file {path} is outside the run's uploaded inputs")
+        keys[name] = relative.replace(os.sep, "/")
+    return task.with_blobs(work, keys)
