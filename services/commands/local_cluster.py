@@ -76,7 +76,7 @@ def run(args) -> int:
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: bool = False) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names."""
-    from mfscore.services.common.processes import (
+    from mfscore.services.local.servers import (
         free_ports,
         start_nats_server,
         start_s3_server,
@@ -127,7 +127,7 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
                   metrics_port: int | None = None) -> dict:
     """Start service ``name`` as its own process (umask 077, logging to ``<state>/logs/<label>.log``, mode 0600);
     with the cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too."""
-    from mfscore.services.common.processes import PRIVATE_UMASK, free_port, private_log
+    from mfscore.services.local.servers import PRIVATE_UMASK, free_port, private_log
 
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,

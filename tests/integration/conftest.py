@@ -11,7 +11,7 @@ from nats.js.errors import NotFoundError
 
 from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
 from mfscore.services.common.nats_auth import ROLES
-from mfscore.services.common.processes import start_nats_server, start_s3_server
+from mfscore.services.local.servers import start_nats_server, start_s3_server
 from mfscore.services.common.settings import Settings
 
 

@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 from mfscore.services.common.auth import Caller, Callers, aio_client_channel, client_channel, new_token
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.metrics import start_metrics_server
-from mfscore.services.common.processes import ProcessError, find_executable, start_nats_server, start_s3_server
+from mfscore.services.local.servers import ProcessError, find_executable, start_nats_server, start_s3_server
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration

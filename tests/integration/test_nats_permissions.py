@@ -49,7 +49,7 @@ from mfscore.services.common.jetstream import (
 )
 from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.processes import start_nats_server
+from mfscore.services.local.servers import start_nats_server
 from mfscore.services.common.scorer_pool import JobRefused, JobScorer, check_inputs
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc

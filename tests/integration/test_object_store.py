@@ -22,7 +22,7 @@ from mfscore.services.common.object_store import (
     ObjectTooLarge,
     UnsafePath,
 )
-from mfscore.services.common.processes import free_port
+from mfscore.services.local.servers import free_port
 from mfscore.services.common.settings import Settings
 
 pytestmark = pytest.mark.integration

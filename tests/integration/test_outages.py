@@ -36,7 +36,7 @@ from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.jetstream import JOBS_STREAM, RESULTS_STREAM, connect, result_subject, runs_bucket
 from mfscore.services.common.nats_auth import SERVICE_ROLES
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.processes import free_port, start_nats_server
+from mfscore.services.local.servers import free_port, start_nats_server
 from mfscore.services.common.run_layout import input_prefix, reports_prefix
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc

@@ -23,7 +23,7 @@ from prometheus_client import REGISTRY
 from mfscore.errors import OptionError
 from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreRefused
-from mfscore.services.common.processes import start_s3_server
+from mfscore.services.local.servers import start_s3_server
 from mfscore.services.common.settings import Settings
 
 pytestmark = pytest.mark.integration

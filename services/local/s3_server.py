@@ -1,6 +1,6 @@
-"""moto's S3 server with request authentication enforced, for ``processes.start_s3_server``.
+"""moto's S3 server with request authentication enforced, for ``servers.start_s3_server``.
 
-``python -m mfscore.services.common.local_s3 HOST PORT SETUP_REQUESTS [CERT KEY]`` serves moto as ``moto_server``
+``python -m mfscore.services.local.s3_server HOST PORT SETUP_REQUESTS [CERT KEY]`` serves moto as ``moto_server``
 does (over https with the PEM certificate and key when given), but for three things stock ``moto_server``
 leaves open to anyone who can reach the port:
 
