@@ -9,7 +9,9 @@ volume index f - 1 is frame f.
 Per frame:
 * ``region`` = pixels whose code has a *selected* bit-plane (the probe's journal bit-planes with
   Evaluated=Y; every non-zero pixel when the probe's journal has no bit-plane at all);
-  ``distractors`` = pixels with a journal-but-unselected bit-plane, minus region.
+  ``distractors`` = pixels with a journal-but-unselected bit-plane, whether or not they also carry a
+  selected one (docs/masks.md: every such pixel is dilated, then the eroded region is put back).
+* A video whose region is empty in every frame (a blank reference) is not scored and is in no table.
 * ``bns = ~(dilate(region, dks) & ~erode(region, eks))``; ``sns = ~dilate(distractors, ntdks) |
   erode(region, eks)``; ``pns = sys != nspx``; weight = bns & sns & pns (True = scored).
 * A frame is reference-positive when some pixel is region & weight; the reference intervals are
@@ -30,6 +32,17 @@ the lowest θ on ties, compared exactly (sign(MCC)·MCC² as a fraction); Tempor
 TemporalFrame counts are those at that θ. When the optimum has TP+FN = 0 or TN+FP = 0 its whole
 row is NaN: threshold, MCC, NMM, BWL1, pixel confusions and (unless ``temporal_scoring_only``)
 the temporal metrics; GWL1 and the PixelN/BNS/SNS/PNS counts do not depend on θ and stay.
+
+ROC (docs/masks.md, docs/video.md): over the spatial thresholds {-1} ∪ the system values of the
+volume, TPR = TP/(TP+FN) and FPR = FP/(FP+TN) (0 for an empty class); (0,0) added, points sorted by
+FPR then TPR, AUC by trapezoids, EER = (FPR+FNR)/2 at the first point with the least |FPR − FNR|.
+PixelAverageAUC: the ROC of the counts summed over the scored frames, MaskAverageAUC: of the per-frame
+TPR and FPR averaged over the scored frames that have the class; both with (0,0) and (1,1) added and
+undefined points dropped. All four are NaN for a video without scored positives or negatives.
+Actual (``sbin``) and Maximum (``maximum_threshold`` over a dataset): the counts at that θ whatever
+was scored, MCC (NaN when N = 0, 0 when a denominator factor is 0), NMM (NaN when TP+FN = 0), BWL1
+(NaN when N = 0). ``mask_score_row``: each mean and sample deviation over the videos with an optimum
+threshold.
 """
 
 from __future__ import annotations
@@ -65,6 +78,7 @@ class Options:
     video_opt_out: bool = False
     temporal_gt_only: bool = False
     temporal_scoring_only: bool = False
+    sbin: int | None = None  # the Actual threshold
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,10 +168,12 @@ def score_video(reference: np.ndarray, system: np.ndarray | None, *, journal_pla
     journal_planes, selected_planes = set(journal_planes), set(selected_planes)
     if journal_planes:
         region = plane_map(reference, selected_planes)
-        distractors = plane_map(reference, journal_planes - selected_planes) & ~region
+        distractors = plane_map(reference, journal_planes - selected_planes)
     else:
         region = (reference != 0) if reference.ndim == 3 else (reference != 0).any(axis=3)
         distractors = np.zeros_like(region)
+    if not region.any():
+        return None  # a blank reference: not scored, in no table
     nspx = None if o.nspx is None or o.nspx < 0 else o.nspx
 
     # Per-frame no-score zones and weights.
@@ -241,7 +257,106 @@ def score_video(reference: np.ndarray, system: np.ndarray | None, *, journal_pla
     result.update({"GWL1": gwl1, "PixelN": pixel_n, "PixelBNS": pixel_bns, "PixelSNS": pixel_sns,
                    "PixelPNS": pixel_pns, "ReferenceIntervals": reference_intervals, "FrameRoles": role,
                    "table": pd.DataFrame(rows)})
+
+    def frame_counts(f: int, theta: int) -> tuple[int, int, int, int]:
+        predicted = sys[f - 1] <= theta
+        r, w = region[f - 1], weight[f - 1]
+        return (int((w & r & predicted).sum()), int((w & ~r & ~predicted).sum()),
+                int((w & ~r & predicted).sum()), int((w & r & ~predicted).sum()))
+
+    def counts_at(theta: int) -> tuple[int, int, int, int]:
+        per_frame = [frame_counts(f, theta) for f in scored]
+        return tuple(sum(c[i] for c in per_frame) for i in range(4))
+
+    has_roc = not o.temporal_scoring_only and not math.isnan(result["OptimumMCC"])
+    spatial_thresholds = sorted({-1} | {int(v) for v in np.unique(sys)})
+    result.update({"AUC": NAN, "EER": NAN, "PixelAverageAUC": NAN, "MaskAverageAUC": NAN})
+    if has_roc:
+        points = [rates(*counts_at(theta)) for theta in spatial_thresholds]
+        result["AUC"], result["EER"] = roc_auc_eer(points)
+        pixel_points, mask_points = [], []
+        for theta in spatial_thresholds:
+            per_frame = [frame_counts(f, theta) for f in scored]
+            tp, tn, fp, fn = (sum(c[i] for c in per_frame) for i in range(4))
+            pixel_points.append((fp / (fp + tn) if fp + tn else NAN, tp / (tp + fn) if tp + fn else NAN))
+            tprs = [c[0] / (c[0] + c[3]) for c in per_frame if c[0] + c[3]]
+            fprs = [c[2] / (c[2] + c[1]) for c in per_frame if c[2] + c[1]]
+            mask_points.append((sum(fprs) / len(fprs) if fprs else NAN, sum(tprs) / len(tprs) if tprs else NAN))
+        result["PixelAverageAUC"] = closed_auc(pixel_points)
+        result["MaskAverageAUC"] = closed_auc(mask_points)
+    result["SpatialThresholds"] = spatial_thresholds
+    result["counts_at"] = counts_at
+    if o.sbin is not None and not o.temporal_scoring_only:
+        result.update(point_metrics("Actual", o.sbin, counts_at(o.sbin)))
     return result
+
+
+def rates(tp: int, tn: int, fp: int, fn: int) -> tuple[float, float]:
+    """(FPR, TPR), each 0 when its class is empty."""
+    return (fp / (fp + tn) if fp + tn else 0.0), (tp / (tp + fn) if tp + fn else 0.0)
+
+
+def trapezoids(points) -> float:
+    ordered = sorted(points)  # by FPR, then TPR
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(ordered, ordered[1:]))
+
+
+def roc_auc_eer(points) -> tuple[float, float]:
+    """AUC and EER of ROC points (FPR, TPR) with (0, 0) added."""
+    ordered = sorted(list(points) + [(0.0, 0.0)])
+    gaps = [abs(fpr - (1 - tpr)) for fpr, tpr in ordered]
+    fpr, tpr = ordered[gaps.index(min(gaps))]
+    return trapezoids(ordered), (fpr + 1 - tpr) / 2
+
+
+def closed_auc(points) -> float:
+    """AUC of the defined points with (0, 0) and (1, 1) added."""
+    kept = [p for p in points if not (math.isnan(p[0]) or math.isnan(p[1]))]
+    return trapezoids(kept + [(0.0, 0.0), (1.0, 1.0)])
+
+
+def point_metrics(name: str, theta: int, counts: tuple[int, int, int, int]) -> dict:
+    """``<name>Threshold``, ``<name>MCC``/``NMM``/``BWL1`` and ``<name>PixelTP..FN`` at θ."""
+    tp, tn, fp, fn = counts
+    n = tp + tn + fp + fn
+    return {f"{name}Threshold": theta, f"{name}MCC": mcc(tp, tn, fp, fn),
+            f"{name}NMM": max(-1.0, (tp - fn - fp) / (tp + fn)) if tp + fn else NAN,
+            f"{name}BWL1": (fp + fn) / n if n else NAN,
+            f"{name}PixelTP": tp, f"{name}PixelTN": tn, f"{name}PixelFP": fp, f"{name}PixelFN": fn}
+
+
+def add_maximum(results: dict[str, dict]) -> int | None:
+    """The Maximum threshold of a dataset (the lowest θ of the largest sum of the videos' MCCs over the union
+    of their thresholds, NaN MCCs left out), and each video's metrics at it; None without a spatial video."""
+    spatial = [r for r in results.values() if "SpatialThresholds" in r]
+    thresholds = sorted({t for r in spatial for t in r["SpatialThresholds"]})
+    if not spatial or not thresholds:
+        return None
+    sums = [math.fsum(m for r in spatial if not math.isnan(m := mcc(*r["counts_at"](t)))) for t in thresholds]
+    theta = thresholds[sums.index(max(sums))]
+    for r in spatial:
+        r.update(point_metrics("Maximum", theta, r["counts_at"](theta)))
+    return theta
+
+
+AVERAGED = ("OptimumThreshold", "OptimumNMM", "OptimumMCC", "OptimumBWL1", "GWL1", "AUC", "EER",
+            "MaximumNMM", "MaximumMCC", "MaximumBWL1", "ActualNMM", "ActualMCC", "ActualBWL1", "TemporalMCC")
+
+
+def mask_score_row(results: dict[str, dict], *, temporal_scoring_only: bool = False) -> dict:
+    """Means and sample deviations over the videos with an optimum threshold (every video when only
+    time is scored), and the number of videos (``totalTargets``) and of those with an OptimumMCC
+    (``ScoreableTargets``)."""
+    videos = [r for r in results.values() if temporal_scoring_only or not math.isnan(r["OptimumThreshold"])]
+    row = {"totalTargets": len(results),
+           "ScoreableTargets": sum(not math.isnan(r.get("OptimumMCC", NAN)) for r in results.values())}
+    for key in AVERAGED:
+        values = [r[key] for r in videos if key in r and not math.isnan(r[key])]
+        mean = sum(values) / len(values) if values else NAN
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else NAN
+        row[key] = float(int(mean)) if key.endswith("Threshold") and values else mean
+        row[f"stddev_{key}"] = std
+    return row
 
 
 def temporal_counts(sys: np.ndarray, theta: int, reference_intervals, collars, opt_outs) -> dict:
@@ -322,6 +437,8 @@ def score_dataset(ref_dir, reference: str, index: str, sys_dir, system: str, *, 
                 if evaluated is None or (j["JournalName"], j["StartNodeID"], j["EndNodeID"]) in evaluated:
                     selected.add(int(j["BitPlane"]))
         opt_out = [tuple(pair) for pair in json.loads(sys_row["VideoFrameOptOutSegments"] or "[]")]
-        results[probe] = score_video(ref_volume, sys_volume, journal_planes=planes, selected_planes=selected,
-                                     opt_out=opt_out, options=options)
+        result = score_video(ref_volume, sys_volume, journal_planes=planes, selected_planes=selected,
+                             opt_out=opt_out, options=options)
+        if result is not None:  # a blank reference is in no table
+            results[probe] = result
     return results

@@ -75,7 +75,10 @@ def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[in
     """MFC18+ bit-plane masks: positive iff a selected bit is set; other journal bits distract.
 
     Bits not listed in the probe's journal are cleared first (treated as unmanipulated), and
-    bit-planes beyond the file's layers are skipped and reported in ``missing_bitplanes``.
+    bit-planes beyond the file's layers are skipped and reported in ``missing_bitplanes``. A pixel
+    carrying an unselected journal bit is a distractor even when it also carries a selected one
+    (it is then in both maps): the distraction zone dilates every such pixel, and the eroded core
+    of the region is put back afterwards (docs/masks.md, no-score zones).
     """
     # mask.md §4.3
     n_bits = 8 * layers.shape[-1]
@@ -91,5 +94,4 @@ def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[in
             np.logical_or(region, layers[..., layer] & chosen, out=region)
         if others:
             np.logical_or(distractors, layers[..., layer] & others, out=distractors)
-    distractors &= ~region
     return Selection(region, distractors, region | distractors, missing)

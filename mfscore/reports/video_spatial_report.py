@@ -85,10 +85,25 @@ def _mean_std(values: pd.Series) -> tuple[float, float]:
     return float(numbers.mean()), float(numbers.std(ddof=1)) if len(numbers) > 1 else math.nan
 
 
-def averaged_row(subset: pd.DataFrame, pervideo: pd.DataFrame, trials: VideoTrials, *, label: str,
-                 maximum: float | None, actual: float | None, opt_out: bool, task: str) -> dict:
-    """One ``_mask_score.csv`` row: means and deviations over the subset's scored videos, run-wide counts."""
+def averaged_videos(subset: pd.DataFrame, *, mediscore_compat: bool = False) -> pd.DataFrame:
+    """The videos every mean of ``subset`` is taken over: scored, with an optimum threshold.
+
+    A video without a scored reference-positive or -negative pixel has none (its optimum row, AUC and
+    EER are undefined) and enters no mean, so each mean is over the same videos; a part the system
+    opted out of (OptOutSpatial, OptOutTemporal) is empty and left out of that part's means only.
+    ``mediscore_compat``: every scored video, each mean over the cells it has (pandas' ``mean``).
+    """
     scored = subset[subset["Scored"] == "Y"]
+    if mediscore_compat:
+        return scored
+    return scored[pd.to_numeric(scored[f"{ST}OptimumThreshold"], errors="coerce").notna()]
+
+
+def averaged_row(subset: pd.DataFrame, pervideo: pd.DataFrame, trials: VideoTrials, *, label: str,
+                 maximum: float | None, actual: float | None, opt_out: bool, task: str,
+                 mediscore_compat: bool = False) -> dict:
+    """One ``_mask_score.csv`` row: means and deviations over the subset's averaged videos, run-wide counts."""
+    scored = averaged_videos(subset, mediscore_compat=mediscore_compat)
     row: dict = {"TaskID": task, "Query": label}
     for column in AVERAGED:
         mean, std = _mean_std(scored[column])

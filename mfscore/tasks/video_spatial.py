@@ -177,15 +177,22 @@ def _averaged(pervideo: pd.DataFrame, journal: pd.DataFrame, options: Options,
 
 def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, records: list[VideoRecord],
                  journal: pd.DataFrame, options: Options) -> None:
-    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables."""
+    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables.
+
+    A video whose reference is blank (no target pixel in any frame) is in none of them (§B.6)."""
+    listed = [not r.blank_reference for r in records]
+    rows = rows[listed]
+    records = [r for r, keep in zip(records, listed) if keep]
     sbin = options.sbin
+    compat = options.scoring.mediscore_compat
     scored_spatial = [r.spatial for r in records if r.scored and r.spatial_scored]
     maximum = maximum_threshold(scored_spatial) if sbin is not None else None
-    cells = [video_cells(r, maximum=maximum, actual=sbin, temporal_only=options.scoring.temporal_only)
+    cells = [video_cells(r, maximum=maximum, actual=sbin, temporal_only=options.scoring.temporal_only,
+                         mediscore_compat=compat)
              for r in records]
     pervideo = pervideo_frame(trials, rows, cells)
     averaged = [averaged_row(subset, pervideo, trials, label=label, maximum=maximum, actual=sbin,
-                             opt_out=options.scoring.opt_out, task=MANIPULATION)
+                             opt_out=options.scoring.opt_out, task=MANIPULATION, mediscore_compat=compat)
                 for label, subset in _averaged(pervideo, journal, options, FULL) if len(subset)]
     numeric = [c for c in averaged_columns() if c not in ("TaskID", "Query", "optOutScoring")]
     write_table(format_table(pd.DataFrame(averaged, columns=averaged_columns()), options.precision, numeric),

@@ -3,6 +3,11 @@
 Spatial metrics are the image-mask metrics of the video's summed histograms; the optimum threshold
 is the one with the best spatial MCC (the best TemporalMCC when only time is scored), and the
 temporal counts are reported at that same threshold.
+
+A video without a scored reference-positive or without a scored reference-negative pixel has no
+ROC: its optimum row, AUC, EER, average AUCs and TemporalMCC are empty, and it enters no mean of
+the run (docs/video.md, "How a video is scored"). ``--mediscore-compat`` reads AUC and EER off its
+rates anyway, as MediScore does (rates of 0 where a class is empty).
 """
 
 from __future__ import annotations
@@ -44,8 +49,12 @@ def _degenerate(cells: dict, name: str) -> bool:
 
 
 def video_cells(record: VideoRecord, *, maximum: float | None, actual: float | None,
-                temporal_only: bool = False) -> dict:
-    """Metric cells of one video, without the ``SpatialTemporal`` prefix; Maximum/Actual need ``--sbin``."""
+                temporal_only: bool = False, mediscore_compat: bool = False) -> dict:
+    """Metric cells of one video, without the ``SpatialTemporal`` prefix; Maximum/Actual need ``--sbin``.
+
+    Maximum and Actual are read at their threshold whatever was scored: with no scored pixel the
+    threshold is given with zero counts and empty metrics (MCC, NMM and BWL1 of N = 0 are undefined).
+    """
     if not record.scored:
         return dict(MINIMUM)
     spatial = record.spatial_scored and not temporal_only
@@ -53,20 +62,23 @@ def video_cells(record: VideoRecord, *, maximum: float | None, actual: float | N
     cells: dict = {"Scored": "Y"}
     if spatial:
         cells.update(_point(record, "Optimum", threshold))
-        if math.isnan(threshold) or _degenerate(cells, "Optimum"):
+        has_roc = not (math.isnan(threshold) or _degenerate(cells, "Optimum"))
+        if not has_roc:
             cells.update({k: NAN for k in list(cells) if k.startswith("Optimum")})
             threshold = NAN
         tp, tn, fp, fn = (cells[f"Optimum{c}"] for c in COUNTS)
         cells["TPR"] = tp / (tp + fn) if tp + fn else NAN  # the checkfiles' TPR and FPR: at the optimum
         cells["FPR"] = fp / (fp + tn) if fp + tn else NAN
-        auc, eer = mask_auc_eer(record.spatial) if record.spatial.pixel_n else (NAN, NAN)
+        read_roc = has_roc or (mediscore_compat and record.spatial.pixel_n > 0)
+        auc, eer = mask_auc_eer(record.spatial) if read_roc else (NAN, NAN)
         cells.update({"GWL1": gwl1(record.spatial), "AUC": auc, "EER": eer,
-                      "PixelAverageAUC": record.pixel_average_auc, "MaskAverageAUC": record.mask_average_auc,
+                      "PixelAverageAUC": record.pixel_average_auc if has_roc else NAN,
+                      "MaskAverageAUC": record.mask_average_auc if has_roc else NAN,
                       "PixelN": record.spatial.pixel_n, "PixelBNS": record.spatial.pixel_bns,
                       "PixelSNS": record.spatial.pixel_sns, "PixelPNS": record.spatial.pixel_pns})
         for name, theta in (("Maximum", maximum), ("Actual", actual)):
             if theta is not None:
-                cells.update(_point(record, name, float(theta) if record.spatial.pixel_n else NAN))
+                cells.update(_point(record, name, float(theta)))
     else:
         cells["OptimumThreshold"] = threshold
     counts = record.temporal_at(threshold)

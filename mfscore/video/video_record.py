@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mfscore.masks.mask_record import SCORED, MaskRecord
+from mfscore.masks.mask_record import NOT_SCOREABLE, SCORED, MaskRecord
 from mfscore.video.temporal_confusion import TemporalCounts
 
 
 @dataclass(frozen=True)
 class VideoRecord:
     probe_id: str
-    status: str  # mask_record.SCORED, or UNREADABLE when the reference mask cannot be used
+    status: str  # mask_record.SCORED; UNREADABLE when the reference mask cannot be used; NOT_SCOREABLE when blank
     spatial: MaskRecord = field(default_factory=lambda: MaskRecord(status=SCORED))
     thresholds: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     temporal: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))  # TP, TN, FP, FN per threshold
@@ -35,6 +35,11 @@ class VideoRecord:
     @property
     def scored(self) -> bool:
         return self.status == SCORED and (self.spatial_scored or self.temporal_scored)
+
+    @property
+    def blank_reference(self) -> bool:
+        """No frame holds a pixel of the (selected) target: the video is in no table (video.md §B.6)."""
+        return self.status == NOT_SCOREABLE
 
     def temporal_at(self, threshold: float) -> TemporalCounts | None:
         """The temporal confusion at ``threshold`` (a step function between listed thresholds)."""

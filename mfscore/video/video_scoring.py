@@ -21,7 +21,7 @@ from mfscore.formats.video_masks import (
     frame_base_hint,
     read_video_mask_layout,
 )
-from mfscore.masks.mask_record import BINS, SCORED, UNREADABLE, MaskRecord
+from mfscore.masks.mask_record import BINS, NOT_SCOREABLE, SCORED, UNREADABLE, MaskRecord
 from mfscore.masks.run_metrics import average_aucs
 from mfscore.video.frame_tally import FrameRules, tally_frame, white_frame
 from mfscore.video.interval_algebra import collars, frame_runs
@@ -197,7 +197,8 @@ def _temporal_table(job: VideoJob, frames: _Frames, reference: list[Interval], o
 
 
 def score_video(job: VideoJob) -> VideoRecord:
-    """The probe's record; an unusable reference mask gives an UNREADABLE record naming the problem."""
+    """The probe's record; an unusable reference mask gives an UNREADABLE record naming the problem, and
+    a blank one (no target pixel in any frame) a NOT_SCOREABLE record, which no table lists (§B.6)."""
     try:
         ref_blocks, frame_count, size = _reference_blocks(job)
         if size is None:
@@ -208,6 +209,9 @@ def score_video(job: VideoJob) -> VideoRecord:
         frames = _tally_frames(job, ref_blocks, sys_blocks, frame_count, size)
     except VideoMaskError as exc:
         return VideoRecord(job.probe_id, UNREADABLE, error=exc.sentence())
+    problems = "; ".join(p for p in (system_problem, opt_out_problem) if p)
+    if not frames.zones[:, 3].any():  # no frame has a pixel of the (selected) target: a blank reference
+        return VideoRecord(job.probe_id, NOT_SCOREABLE, frame_count=frame_count, error=problems)
     height, width = size
     reference_positive = frames.positive.sum(axis=1) > 0
     reference = frame_runs(reference_positive)
@@ -222,5 +226,5 @@ def score_video(job: VideoJob) -> VideoRecord:
     return VideoRecord(
         job.probe_id, SCORED, spatial=spatial, thresholds=thresholds, temporal=table, frame_count=frame_count,
         spatial_scored=job.spatial, temporal_scored=job.temporal, pixel_average_auc=pixel_auc,
-        mask_average_auc=mask_auc, error="; ".join(p for p in (system_problem, opt_out_problem) if p),
+        mask_average_auc=mask_auc, error=problems,
     )

@@ -191,9 +191,10 @@ def test_bitplane_selection_each_plane(bitplane):
 def test_unselected_journal_bits_are_distractors():
     s = bitplane_selection(two_layers(), [1], [1, 9, 16])
     np.testing.assert_array_equal(s.region, pixels_with(1))
-    # pixel (1, 9) has a selected bit: region, not distractor
-    assert s.region[0, 5] and not s.distractors[0, 5]
-    np.testing.assert_array_equal(s.distractors, pixels_with(9, 16) & ~pixels_with(1))
+    # pixel (1, 9) has a selected and an unselected bit: region and distractor (mask.md §5.3: every
+    # pixel carrying an unselected bit-plane is dilated; the eroded region is put back afterwards)
+    assert s.region[0, 5] and s.distractors[0, 5]
+    np.testing.assert_array_equal(s.distractors, pixels_with(9, 16))
     np.testing.assert_array_equal(s.all_regions, pixels_with(1, 9, 16))
 
 
@@ -206,12 +207,34 @@ def test_bits_outside_the_journal_are_ignored():
     assert not s.all_regions[0, 4]  # only bit-plane 2 set
 
 
-def test_selected_and_unselected_bit_on_one_pixel_is_region():
+def test_selected_and_unselected_bit_on_one_pixel_is_region_and_distractor():
     layers = np.zeros((1, 1, 2), np.uint8)
     layers[0, 0, 0] = 0b1  # bit-plane 1
     layers[0, 0, 1] = 0b1  # bit-plane 9
     s = bitplane_selection(layers, [9], [1, 9])
-    assert s.region[0, 0] and not s.distractors[0, 0] and s.all_regions[0, 0]
+    assert s.region[0, 0] and s.distractors[0, 0] and s.all_regions[0, 0]
+
+
+def test_coinciding_bitplanes_make_a_distraction_ring(tmp_path):
+    """MediScore's maskTests.test_jp2_noScore, "2 and 1 coincide" (docs/masks.md, no-score zones): bit-planes
+    1 (selected) and 2 (not selected) cover the same square 30–49 of a 100×100 reference; eks 3, dks 5,
+    ntdks 7. Every pixel of the square carries bit-plane 2, so the distraction zone is the square dilated
+    by 7 (27–52) with the eroded core (31–48) put back: a ring of 26² − 18² = 352 pixels. The boundary
+    band (28–51 minus 31–48) lies inside it, and SNS is counted before BNS, so PixelBNS is 0."""
+    layer = np.zeros((100, 100), np.uint8)
+    layer[30:50, 30:50] = 0b11
+    system = grey_system(100, 100)
+    job = MaskJob(write_png(tmp_path / "ref.png", layer), write_png(tmp_path / "sys.png", system),
+                  bitplanes=True, selected_bitplanes=(1,), journal_bitplanes=(1, 2), zones=ZoneOptions(3, 5, 7, "box"))
+    record = score_mask(job)
+    ring = np.zeros((100, 100), bool)
+    ring[27:53, 27:53] = True
+    ring[31:49, 31:49] = False
+    assert (record.pixel_sns, record.pixel_bns, record.pixel_pns) == (352, 0, 0)
+    region = np.zeros((100, 100), bool)
+    region[30:50, 30:50] = True
+    expected = histogram_record(region, ~ring, system, pixel_bns=0, pixel_sns=352, pixel_pns=0)
+    assert record_fields(record) == record_fields(expected)
 
 
 def test_bitplanes_beyond_the_layers_are_missing():
@@ -293,8 +316,9 @@ def test_score_mask_grey_bitplane_png(tmp_path):
                   bitplanes=True, selected_bitplanes=(1,), journal_bitplanes=(1, 2, 9), zones=NO_ZONES)
     record = score_mask(job)
     region = (layer & 1) == 1
-    distractors = ((layer & 2) == 2) & ~region  # bit-plane 3 pixels are neither
-    expected = histogram_record(region, ~distractors, system, pixel_bns=0, pixel_sns=int(distractors.sum()),
+    distractors = (layer & 2) == 2  # bit-plane 3 pixels are neither; (2, 3) carries 1 and 2: both
+    sns = ~distractors | region  # eks 0: the core put back is the whole region
+    expected = histogram_record(region, sns, system, pixel_bns=0, pixel_sns=int((~sns).sum()),
                                 pixel_pns=0, missing_bitplanes=(9,))
     assert record_fields(record) == record_fields(expected)
     assert record.region_pixels == 12 and record.pixel_sns == 11

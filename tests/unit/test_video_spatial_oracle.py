@@ -7,7 +7,8 @@ shifted in space and time, with false alarms, grey levels from a small palette (
 ``--nspx``), sometimes no mask at all; VideoFrameOptOutSegments on some probes. Each option set runs
 the command once per dataset and compares every probe's ``SpatialTemporal*``, ``TemporalMCC`` and
 ``TemporalFrame*`` columns with the reference: metrics within 1e-9, counts and thresholds exactly,
-NaN (an empty cell) where the reference gives NaN.
+NaN (an empty cell) where the reference gives NaN; and the ``_mask_score.csv`` means, deviations and
+target counts with the reference's, every mean over the same videos (those with an optimum).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from video_reference import Options, score_dataset
+from video_reference import AVERAGED, Options, add_maximum, mask_score_row, score_dataset
 
 from mfscore.cli.main import main
 from mfscore.sample_data.video import (
@@ -31,7 +32,10 @@ from mfscore.sample_data.video import (
 TOL = 1e-9
 SEEDS = (11, 12, 13)
 PALETTE = (0, 10, 40, 90, 128, 200, 254)
-METRICS = ("OptimumMCC", "OptimumNMM", "OptimumBWL1", "GWL1", "TemporalMCC")
+METRICS = ("OptimumMCC", "OptimumNMM", "OptimumBWL1", "GWL1", "TemporalMCC", "AUC", "EER", "PixelAverageAUC",
+           "MaskAverageAUC")
+POINT_METRICS = ("MCC", "NMM", "BWL1")
+POINT_COUNTS = ("Threshold", "PixelTP", "PixelTN", "PixelFP", "PixelFN")
 COUNTS = ("OptimumThreshold", "OptimumPixelTP", "OptimumPixelTN", "OptimumPixelFP", "OptimumPixelFN",
           "PixelN", "PixelBNS", "PixelSNS", "PixelPNS",
           "TemporalFrameTP", "TemporalFrameTN", "TemporalFrameFP", "TemporalFrameFN")
@@ -52,6 +56,9 @@ OPTION_SETS = {
               Options(collar=1, video_opt_out=True, nspx=128, temporal_gt_only=True, eks=3, dks=5, ntdks=7,
                       kernel="disc"), SELECT),
     "temporal-only": (["--temporal_scoring_only", "1"], Options(temporal_scoring_only=True), None),
+    "sbin": (["--sbin", "90"], Options(sbin=90), None),
+    "sbin-mixed": (["--sbin", "128", "-c", "2", "--nspx", "128", "-qm", SELECT], Options(sbin=128, collar=2, nspx=128),
+                   SELECT),
 }
 
 
@@ -136,6 +143,11 @@ def datasets(tmp_path_factory):
 
 
 def run_scorer(paths, options: list[str], out) -> pd.DataFrame:
+    return run_scorer_tables(paths, options, out)[0]
+
+
+def run_scorer_tables(paths, options: list[str], out) -> tuple[pd.DataFrame, pd.Series]:
+    """The per-video table (by ProbeFileID) and the one ``_mask_score.csv`` row."""
     argv = ["video-spatial", "-t", "manipulation", *paths.cli_args(), "-oR", str(out / "run"),
             "--precision", "16", *options]
     try:
@@ -143,10 +155,13 @@ def run_scorer(paths, options: list[str], out) -> pd.DataFrame:
     except SystemExit as exc:  # argparse refusing the options
         status = exc.code
     assert status == 0, f"mfscore {' '.join(argv)} exited with {status}"
-    return pd.read_csv(out / "run_pervideo.csv", sep="|", dtype={"ProbeFileID": str}).set_index("ProbeFileID")
+    pervideo = pd.read_csv(out / "run_pervideo.csv", sep="|", dtype={"ProbeFileID": str}).set_index("ProbeFileID")
+    averaged = pd.read_csv(out / "run_mask_score.csv", sep="|")
+    assert len(averaged) == 1
+    return pervideo, averaged.iloc[0]
 
 
-def mismatches(probe: str, expected: dict, row: pd.Series, keys) -> list[str]:
+def mismatches(probe: str, expected: dict, row: pd.Series, keys, metrics=METRICS) -> list[str]:
     out = []
     for key in keys:
         want, got = expected[key], row.get(column(key), "(no column)")
@@ -156,7 +171,7 @@ def mismatches(probe: str, expected: dict, row: pd.Series, keys) -> list[str]:
         if isinstance(want, float) and math.isnan(want) or pd.isna(got):
             if not (isinstance(want, float) and math.isnan(want) and pd.isna(got)):
                 out.append(f"{probe} {column(key)}: expected {want}, got {got}")
-        elif key in METRICS and abs(float(got) - want) > TOL or key not in METRICS and float(got) != want:
+        elif key in metrics and abs(float(got) - want) > TOL or key not in metrics and float(got) != want:
             out.append(f"{probe} {column(key)}: expected {want!r}, got {got!r}")
     return out
 
@@ -169,10 +184,32 @@ def test_scorer_matches_reference(datasets, tmp_path, name, seed):
     expected = score_dataset(paths.root, paths.reference, paths.index, paths.system_dir, paths.system,
                              qm=qm, options=options)
     assert expected, "the dataset should have probes to score"
-    scores = run_scorer(paths, cli_options, tmp_path)
+    scores, averaged = run_scorer_tables(paths, cli_options, tmp_path)
     assert sorted(scores.index) == sorted(expected)
     keys = sorted(TEMPORAL) if options.temporal_scoring_only else METRICS + COUNTS
-    problems = [m for probe, want in expected.items() for m in mismatches(probe, want, scores.loc[probe], keys)]
+    metrics = METRICS
+    if options.sbin is not None:
+        add_maximum(expected)
+        points = [f"{k}{m}" for k in ("Maximum", "Actual") for m in POINT_METRICS]
+        keys += tuple(points) + tuple(f"{k}{c}" for k in ("Maximum", "Actual") for c in POINT_COUNTS)
+        metrics += tuple(points)
+    problems = [m for probe, want in expected.items()
+                for m in mismatches(probe, want, scores.loc[probe], keys, metrics)]
+    # the run's means: each over the videos with an optimum, as the reference takes them
+    row = mask_score_row(expected, temporal_scoring_only=options.temporal_scoring_only)
+    averaged_keys = ["TemporalMCC"] if options.temporal_scoring_only else [
+        k for k in AVERAGED if options.sbin is not None or not k.startswith(("Maximum", "Actual"))]
+    for key in averaged_keys:
+        for cell in (column(key), f"stddev_{column(key)}"):
+            want = row[cell.replace("SpatialTemporal", "")]
+            if cell.endswith("Threshold") and not math.isnan(want):
+                want = float(int(want))  # thresholds and their deviation print as integers
+            got = averaged[cell]
+            if (math.isnan(want) != pd.isna(got)) or not math.isnan(want) and abs(float(got) - want) > TOL:
+                problems.append(f"_mask_score.csv {cell}: expected {want!r}, got {got!r}")
+    for cell in ("totalTargets",) + (() if options.temporal_scoring_only else ("ScoreableTargets",)):
+        if averaged[cell] != row[cell]:
+            problems.append(f"_mask_score.csv {cell}: expected {row[cell]}, got {averaged[cell]}")
     assert not problems, f"{len(problems)} mismatches ({name}, seed {seed}):\n" + "\n".join(problems[:25])
 
 
