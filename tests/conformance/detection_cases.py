@@ -1,6 +1,6 @@
 """DetectionScorer cases of MediScore's test suite (spec testsuite.md §1), as mfscore command lines.
 
-Paths are relative to ``shared/conformance/mediscore``. ``expected`` lists the checkfiles of the
+Paths are relative to ``tests/conformance/data``. ``expected`` lists the checkfiles of the
 case (in ``detectionScorerTests/checkfiles/<case>/``); the run's prefix is ``<case>`` unless
 ``prefix`` says otherwise. Sub-runs 7, 8 and 10 of test_c5_1 use ``-qp``, which crashes in
 MediScore and has no expected output; they are left out, as the catalogue says.

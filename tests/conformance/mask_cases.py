@@ -1,6 +1,6 @@
 """MaskScorer cases of MediScore's test suite (spec testsuite.md §2), as mfscore command lines.
 
-Paths are relative to ``shared/conformance/mediscore``. Each case maps the files mfscore writes
+Paths are relative to ``tests/conformance/data``. Each case maps the files mfscore writes
 (relative to the output directory) to checkfiles in ``maskScorerTests/compcheckfiles/``.
 Cache and speed-up flags of the original command lines (``--speedup``, ``--cache_dir``) are
 accepted and ignored by mfscore, so they are left out here.

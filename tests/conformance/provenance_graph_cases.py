@@ -1,6 +1,6 @@
 """ProvenanceGraphBuildingScorer cases of MediScore's test suite (spec testsuite.md §4), as mfscore command lines.
 
-Paths are relative to ``shared/conformance/mediscore``; every run passes ``-R PT/ -S PT/``. The
+Paths are relative to ``tests/conformance/data``; every run passes ``-R PT/ -S PT/``. The
 expected files are in ``PT/checkfiles/<case>/``. ``log`` marks the case whose ``-v`` output
 (stdout and stderr) MediScore's harness captures into ``log.txt``.
 """

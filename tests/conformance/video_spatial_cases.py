@@ -1,6 +1,6 @@
 """VideoSpatialLocalizationScorer cases of MediScore's test suite (spec testsuite.md §8), as mfscore command lines.
 
-Paths are relative to ``shared/conformance/mediscore``; every run writes ``<name>/<name>_*.csv`` into its own
+Paths are relative to ``tests/conformance/data``; every run writes ``<name>/<name>_*.csv`` into its own
 directory. The expected files are ``videoSpatialLocalizationScorerTests/compcheckfiles/<name>_*.csv``.
 
 The test data ships without its HDF5 masks (MediScore generates them with ``gen_masks_for_ds.py`` and

@@ -1,6 +1,6 @@
 """VideoTemporalLocalizationScorer cases of MediScore's test suite (spec testsuite.md §3), as mfscore command lines.
 
-Paths are relative to ``shared/conformance/mediscore``; every run writes into its own directory.
+Paths are relative to ``tests/conformance/data``; every run writes into its own directory.
 The expected files are in ``videoTemporalLocalizationScorerTests/checkfiles/<case>/``.
 """
 

@@ -1,20 +1,21 @@
 """MediScore's validator message templates, each triggered by a minimal input (issue 15).
 
-Scripts grep the validators' output, so every message template of the spec (validator.md §6a, the
-substrings MediScore's own unit tests assert; §7's "Expected" column quotes only these) has a case
+Scripts grep the validators' output, so every message template of MediScore's validators (the
+substrings MediScore's own unit tests assert; its validatorTests cases quote only these) has a case
 here: a tiny valid submission, one edit that should make the validator say it, and the words that
 must then occur, verbatim, within one printed line. Before the edit the same run is the control: the
 words must be absent, so a case cannot pass because the words are printed whatever the input.
+MediScore's words are kept in ``data/mediscore_validator_messages.toml`` beside this file.
 
 Several templates are printed by more than one validator (the file, name, table and key checks the
 provenance validator shares, the mask checks of SSD, DSD and camera); those get one case per validator,
-listed under the spec group that names the template. ``test_registry_covers_every_template_of_the_spec`` parses §6a at test
-time, so a template added to the spec without a case here fails.
+listed under the group that names the template. ``test_registry_covers_every_template`` reads the
+templates from the data file, so a template added there without a case here fails.
 
-The spec's §2–§6 quote MediScore's other messages only as paraphrases ("not a csv", "expected
-dimensions … got …"). Their exact words are not known, so mfscore's wording is not changed to match
-them; ``PARAPHRASES`` checks that mfscore's message carries the paraphrase's words in order
-(ignoring case and punctuation), and ``PARAPHRASES_SET_ASIDE`` says where the rest stand.
+MediScore's other messages are known only as paraphrases ("not a csv", "expected dimensions … got …").
+Their exact words are not known, so mfscore's wording is not changed to match them; ``PARAPHRASES``
+checks that mfscore's message carries the paraphrase's words in order (ignoring case and
+punctuation), and ``PARAPHRASES_SET_ASIDE`` says where the rest stand.
 
 The submissions (``|``-separated; masks are 4 wide by 3 high, donors 5 by 2)::
 
@@ -33,8 +34,8 @@ The submissions (``|``-separated; masks are 4 wide by 3 high, donors 5 by 2)::
 from __future__ import annotations
 
 import json
-import os
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,9 @@ import pytest
 
 from mfscore.cli.main import main
 
-REPO = Path(__file__).resolve().parents[2]
-SPEC = Path(os.environ.get("MFSCORE_SPEC", REPO.parent / "shared" / "spec")) / "validator.md"
+# MediScore's validator messages, verbatim: the substrings its validator unit tests assert, the whole lines behind
+# some of them, what each validatorTests case asserts, and the paraphrases of its other messages.
+MEDISCORE = tomllib.loads((Path(__file__).parent / "data" / "mediscore_validator_messages.toml").read_text())
 
 SSD_NAME = "team_NC17_Data_Manipulation_ImgOnly_p-base_1"
 DSD_NAME = "team_NC17_Data_Splice_ImgOnly_p-base_1"
@@ -226,11 +228,11 @@ def both(*edits: Edit) -> Edit:
     return edit
 
 
-# --- the registry: spec template -> minimal input -> MediScore's words ----------------------------------------
+# --- the registry: MediScore's template -> minimal input -> MediScore's words -------------------------------------
 
 @dataclass(frozen=True)
 class Case:
-    group: str        # the spec's §6a group that lists the template
+    group: str        # the group of MediScore's templates that lists it
     template: str     # MediScore's words, verbatim
     validator: str    # which validator is run
     edit: Edit        # applied to the valid submission, which is the control run
@@ -250,7 +252,7 @@ NO_MASK_FILE = replace("mask/p1.png", "mask/absent.png")
 DSD_P1 = "p1|d1|0.9|mask/p1.png|mask/d1.png|"
 
 CASES = [
-    # SSD (validator.md §6a); the DSD and provenance validators share these checks (base class, mask checks)
+    # SSD (MediScore's templates); the DSD and provenance validators share these checks (base class, mask checks)
     Case("SSD", "ERROR: Expected system output", "SSD", delete_system),
     Case("SSD", "ERROR: Expected system output", "DSD", delete_system),
     Case("SSD", "ERROR: Expected system output", "provenance", delete_system),
@@ -350,54 +352,41 @@ def test_every_baseline_is_valid(tmp_path, capsys):
         assert status == 0, f"{validator}:\n{output}"
 
 
-# --- the registry against the spec ------------------------------------------------------------------------------
+# --- the registry against MediScore's templates -----------------------------------------------------------------
 
-def _spec() -> str:
-    if not SPEC.is_file():
-        pytest.fail(f"the validator spec is not at {SPEC} (set MFSCORE_SPEC to the spec directory)", pytrace=False)
-    return SPEC.read_text()
-
-
-def _section(text: str, start: str, end: str) -> str:
-    assert start in text and end in text.split(start, 1)[1], f"the spec has no section {start!r}..{end!r}"
-    return text.split(start, 1)[1].split(end, 1)[0]
+def mediscore_templates() -> list[tuple[str, str]]:
+    """(group, template) for each substring MediScore's validator unit tests assert, in the data file's order."""
+    return [(group, template) for group, templates in MEDISCORE["templates"].items() for template in templates]
 
 
-def spec_templates(text: str) -> list[tuple[str, str]]:
-    """(group, template) for each backticked substring of §6a, in the spec's order."""
-    section = _section(text, "\n## 6a.", "\n## 7.")
-    found = []
-    for bullet in re.split(r"\n\* ", section)[1:]:
-        bullet = " ".join(bullet.split())  # a wrapped line is a space
-        group = re.match(r"\*\*(.+?)\*\*:", bullet)
-        assert group, f"a §6a bullet without a **group**: {bullet[:60]!r}"
-        found += [(group[1], template) for template in re.findall(r"`([^`]+)`", bullet)]
-    return found
-
-
-def test_registry_covers_every_template_of_the_spec():
-    listed = spec_templates(_spec())
-    assert len(listed) == 31  # SSD 15, Video 6, Event and camera 5, DSD 5: a changed spec is looked at again
+def test_registry_covers_every_template():
+    listed = mediscore_templates()
+    assert len(listed) == 31  # SSD 15, Video 6, Event and camera 5, DSD 5: a changed list is looked at again
     covered = {(case.group, case.template) for case in CASES}
     assert sorted(set(listed) - covered) == []
     assert sorted(covered - set(listed)) == []
 
 
-def test_the_expected_column_of_section_7_quotes_only_those_templates():
-    """§7 abbreviates with "…"; each part must be in a §6a template, so the registry covers §7 too."""
-    templates = [template for _, template in spec_templates(_spec())]
-    rows = [line for line in _section(_spec(), "\n## 7.", "\n## 8.").splitlines() if line.startswith("| ")]
-    quoted = [phrase for row in rows[2:] for phrase in re.findall(r'"([^"]+)"', row.split("|")[5])]
+def test_the_validator_tests_quote_only_those_templates():
+    """The validatorTests cases abbreviate with "…"; each part must be in a template, so the registry covers them."""
+    templates = [template for _, template in mediscore_templates()]
+    quoted = [phrase for phrases in MEDISCORE["validator_tests"].values() for phrase in phrases]
     assert len(quoted) >= 30
     for phrase in quoted:
         for part in filter(None, (p.strip() for p in phrase.split("…"))):
             assert any(part in template for template in templates), part
 
 
-# --- the spec's paraphrases (§2–§6) -------------------------------------------------------------------------------
+def test_every_whole_line_is_around_its_template():
+    templates = [template for _, template in mediscore_templates()]
+    for template, line in MEDISCORE["whole_lines"].items():
+        assert template in templates and line.endswith(template) and line.startswith("ERROR: Expected"), line
+
+
+# --- MediScore's paraphrased messages ----------------------------------------------------------------------------
 
 PARAPHRASES = {
-    # paraphrase quoted in the spec: (validator, edit)
+    # paraphrase of MediScore's message (the data file's [paraphrases]): (validator, edit)
     "expected … file": ("SSD", delete_index),
     "not a csv": ("SSD", rename(".csv", ".tsv")),
     "not enough arguments": ("SSD", rename("_p-base_1", "")),
@@ -420,10 +409,10 @@ PARAPHRASES = {
     "not a real number": ("DSD", replace("|0.5|", "|inf|")),
 }
 PARAPHRASES_SET_ASIDE = {
-    "Expected": "the name of §7's table column, not a message",
     "team name must not contain underscores": "paraphrase; mfscore says 'The team name must not include underscores' "
-                                              "and MediScore's own words are not in the spec",
-    "unrecognized task": "MediScore's words for it are §6a's 'ERROR: Task' ... 'is unrecognized. The task must be'",
+                                              "and MediScore's own words are not known",
+    "unrecognized task": "MediScore's words for it are the templates 'ERROR: Task' ... "
+                         "'is unrecognized. The task must be'",
     "both are required": "paraphrase; mfscore says 'ProbeOptOutPixelValue and DonorOptOutPixelValue are both "
                          "required when one is given'",
     "donor": "MediScore's DSD dimension message says 'donor' for both sides; mfscore names the side on purpose",
@@ -437,7 +426,7 @@ def _in_order(paraphrase: str) -> re.Pattern:
 
 
 @pytest.mark.parametrize("paraphrase", sorted(PARAPHRASES))
-def test_mfscore_carries_the_words_of_the_spec_paraphrase(paraphrase, tmp_path, capsys):
+def test_mfscore_carries_the_words_of_mediscores_paraphrase(paraphrase, tmp_path, capsys):
     validator, edit = PARAPHRASES[paraphrase]
     submission = BASELINES[validator](tmp_path)
     pattern = _in_order(paraphrase)
@@ -448,8 +437,8 @@ def test_mfscore_carries_the_words_of_the_spec_paraphrase(paraphrase, tmp_path, 
     assert status == 1 and any(pattern.search(line.lower()) for line in output.splitlines()), output
 
 
-def test_every_quoted_paraphrase_of_the_spec_is_looked_at():
-    quoted = set(re.findall(r'"([^"]+)"', _section(_spec(), "\n## 2.", "\n## 6a.")))
+def test_every_paraphrase_is_looked_at():
+    quoted = set(MEDISCORE["paraphrases"]["messages"])
     assert quoted == set(PARAPHRASES) | set(PARAPHRASES_SET_ASIDE)
     assert not set(PARAPHRASES) & set(PARAPHRASES_SET_ASIDE)
 
@@ -465,14 +454,19 @@ def test_the_valid_verdict_carries_passed_validation(tmp_path, capsys):
 # Where MediScore's unit tests assert a whole line, not just a substring of it, mfscore prints that line
 # exactly (docs/validation.md, "What is checked", step 4): an index key missing from the system output.
 
+
+def missing_key(key: str) -> str:
+    """MediScore's whole line for an index key missing from the system output (the data file's [whole_lines])."""
+    return MEDISCORE["whole_lines"]["in system file. Only found in index file."].replace("<id>", key)
+
+
 WHOLE_LINES = [
-    ("SSD", drop_line("p4|"), "ERROR: Expected probe p4 in system file. Only found in index file."),
-    ("SSD-event", drop_line("e1|Ev_B|"), "ERROR: Expected probe e1:Ev_B in system file. Only found in index file."),
-    ("SSD-camera", drop_line("c2|"), "ERROR: Expected probe c2:cam1 in system file. Only found in index file."),
-    ("SSD-video", drop_line("v2|"), "ERROR: Expected probe v2 in system file. Only found in index file."),
+    ("SSD", drop_line("p4|"), missing_key("p4")),
+    ("SSD-event", drop_line("e1|Ev_B|"), missing_key("e1:Ev_B")),
+    ("SSD-camera", drop_line("c2|"), missing_key("c2:cam1")),
+    ("SSD-video", drop_line("v2|"), missing_key("v2")),
     ("DSD", drop_line("p4|"), "ERROR: Expected probe-donor pair p4:d4 in system file. Only found in index file."),
-    ("provenance", drop_line(PROVENANCE_PROBE + "|"),
-     f"ERROR: Expected probe {PROVENANCE_PROBE} in system file. Only found in index file."),
+    ("provenance", drop_line(PROVENANCE_PROBE + "|"), missing_key(PROVENANCE_PROBE)),
 ]
 
 
@@ -491,5 +485,5 @@ def test_a_missing_camera_probe_names_the_key_mediscore_checks(tmp_path, capsys)
     replace("c2|cam1|", "c2|cam9|")(submission)
     status, output = submission.run(capsys)
     lines = output.splitlines()
-    assert status == 1 and "ERROR: Expected probe c2:cam1 in system file. Only found in index file." in lines
+    assert status == 1 and missing_key("c2:cam1") in lines
     assert any(line.startswith("ERROR: Probe c2:cam9 does not exist in the index file.") for line in lines), output
