@@ -31,7 +31,22 @@ class QueryError(MfscoreError):
 
 
 class OptionError(MfscoreError):
-    """A combination of command-line options that cannot be honoured."""
+    """An option's value refused where the options are made, or a combination of options that cannot be honoured.
+
+    A refused value names its option: ``option`` is its field name in the options type (``far_stop``), ``flag``
+    its command-line flag (``--farStop``), ``reason`` why it was refused without either (``mfscore.options``).
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, flag: str | None = None,
+                 reason: str | None = None, path: str | None = None, line: int | None = None):
+        self.option = option
+        self.flag = flag
+        self.reason = reason if reason is not None else message
+        super().__init__(message, path=path, line=line)
+
+
+class QueryOptionError(OptionError, QueryError):
+    """An option holding a query that does not parse: refused where the options are made, naming the option."""
 
 
 class ImageError(InputFileError):

@@ -1,11 +1,18 @@
-"""Argument types shared by the commands: bounded numbers, lists of rates, kernel sizes, thresholds."""
+"""Argument types shared by the commands: numbers, lists of numbers, and values checked by their options type.
+
+Argparse parses; the options types check the values (``mfscore.options``), wherever the options are made.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from mfscore.errors import OptionError
 from mfscore.masks import KERNEL_SHAPES
+from mfscore.options import check_field
 
 
 @dataclass(frozen=True)
@@ -20,25 +27,17 @@ class TaskRun:
     verbose: bool = False
 
 
-def bounded_float(low: float, high: float, *, inclusive: bool = True):
-    """An argparse type for a float in [low, high] (or (low, high))."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        ok = low <= value <= high if inclusive else low < value < high
-        if not ok:
-            brackets = "[]" if inclusive else "()"
-            raise argparse.ArgumentTypeError(f"{value} not in range {brackets[0]}{low}, {high}{brackets[1]}")
-        return value
-    return parse
+def number(text: str) -> float:
+    """An argparse type for a number."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
 
 
-def far_list(text: str) -> tuple[float, ...]:
-    """Comma-separated false-alarm rates, each in [0, 1]."""
-    rate = bounded_float(0.0, 1.0)
-    return tuple(rate(part) for part in text.split(",") if part.strip())
+def numbers(text: str) -> tuple[float, ...]:
+    """An argparse type for comma-separated numbers."""
+    return tuple(number(part) for part in text.split(",") if part.strip())
 
 
 def integer(text: str) -> int:
@@ -49,25 +48,44 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
-def odd_size(text: str) -> int:
-    """A morphology kernel size: odd, or 0 for none."""
-    value = integer(text)
-    if value < 0 or (value and value % 2 == 0):
-        raise argparse.ArgumentTypeError(f"kernel size {value} is not an odd integer (or 0 to disable)")
-    return value
+class checked:  # noqa: N801  (used as an argparse type, like int)
+    """An argparse type: the text ``parse``d, then refused as the options type refuses the value of its field.
+
+    ``field`` is ``"module:Class.field"``, imported when the flag is parsed (never for ``--help``). The
+    range lives in the options type alone (``mfscore.options``); this keeps a flag argparse refused before
+    the options type declared its check a usage error (status 2, the reason after the flag).
+    """
+
+    def __init__(self, parse: Callable[[str], object], field: str):
+        self.parse = parse
+        self.field = field
+
+    def resolve(self) -> tuple[type, str]:
+        module, _, qualified = self.field.partition(":")
+        kind, _, name = qualified.rpartition(".")
+        return getattr(importlib.import_module(module), kind), name
+
+    def __call__(self, text: str):
+        value = self.parse(text)
+        try:
+            check_field(*self.resolve(), value)
+        except OptionError as error:
+            raise argparse.ArgumentTypeError(error.reason) from None
+        return value
+
+    def __repr__(self) -> str:  # argparse names the type in some messages
+        return getattr(self.parse, "__name__", "value")
 
 
-def threshold_or_off(text: str) -> int:
-    """A mask threshold in [-1, 255], or -10 for none (``--sbin``)."""
-    value = integer(text)
-    if value != -10 and not -1 <= value <= 255:
-        raise argparse.ArgumentTypeError(f"{value} is not in [-1, 255] (or -10 to disable)")
-    return value
+ZONES = "mfscore.masks.mask_scoring:ZoneOptions"
+kernel_size = {flag: checked(integer, f"{ZONES}.{name}")
+               for flag, name in (("--eks", "erode_size"), ("--dks", "dilate_size"), ("--ntdks", "distraction_size"))}
+threshold_or_off = checked(integer, "mfscore.masks.scorer:MaskOptions.sbin")  # --sbin: [-1, 255], or -10 for none
 
 
 def add_noscore_zone_arguments(p: argparse.ArgumentParser) -> None:
     """``--eks --dks --ntdks -k``: the no-score zone kernels of the mask and video mask scorers."""
-    p.add_argument("--eks", type=odd_size, default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
-    p.add_argument("--dks", type=odd_size, default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
-    p.add_argument("--ntdks", type=odd_size, default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
+    p.add_argument("--eks", type=kernel_size["--eks"], default=15, help="erosion kernel size of the boundary no-score zone (default 15)")
+    p.add_argument("--dks", type=kernel_size["--dks"], default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
+    p.add_argument("--ntdks", type=kernel_size["--ntdks"], default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
     p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")

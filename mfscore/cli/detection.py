@@ -5,28 +5,29 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, bounded_float, far_list
+from mfscore.cli.arguments import TaskRun, checked, number, numbers
+from mfscore.detection import KINDS, LLR_BASE_NAMES, PLOT_KINDS
 from mfscore.errors import OptionError
 
-TASKS = ("manipulation", "splice", "eventverification", "camera")
+SCORING = "mfscore.detection.scorer:DetectionOptions"
+PLOT = "mfscore.reports.detection_outputs:PlotOptions"
+HELP = "score detection confidence scores (DetectionScorer-compatible)"
+DESCRIPTION = ("Score trial confidence scores against the reference: ROC, AUC, EER, AUC@FAR, CDR@FAR, bootstrap "
+               "intervals; one report per query. Accepts MediScore DetectionScorer's options.")
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "detection", help="score detection confidence scores (DetectionScorer-compatible)",
-        description="Score trial confidence scores against the reference: ROC, AUC, EER, AUC@FAR, CDR@FAR, "
-                    "bootstrap intervals; one report per query. Accepts MediScore DetectionScorer's options.")
-    p.add_argument("-t", "--task", choices=TASKS, default="manipulation", help="evaluation task (default manipulation)")
+def add_arguments(p) -> None:
+    p.add_argument("-t", "--task", choices=KINDS, default="manipulation", help="evaluation task (default manipulation)")
     p.add_argument("--refDir", default=".", help="directory the reference and index paths are relative to")
     p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
     p.add_argument("-x", "--inIndex", required=True, help="index CSV (relative to --refDir)")
     p.add_argument("--sysDir", default=".", help="directory the system output path is relative to")
     p.add_argument("-s", "--inSys", required=True, help="system output CSV (relative to --sysDir)")
     p.add_argument("-tv", "--tsv", default="", help=argparse.SUPPRESS)
-    p.add_argument("--farStop", type=bounded_float(0.0, 1.0), default=0.1, help="FAR for AUC@FAR and CDR@FAR (default 0.1)")
+    p.add_argument("--farStop", type=checked(number, f"{SCORING}.far_stop"), default=0.1, help="FAR for AUC@FAR and CDR@FAR (default 0.1)")
     p.add_argument("--ci", action="store_true", help="bootstrap confidence intervals (500 resamples)")
-    p.add_argument("--ciLevel", type=bounded_float(0.8, 0.99, inclusive=False), default=0.9, help="confidence level, in (0.80, 0.99) (default 0.9)")
-    p.add_argument("--dLevel", type=bounded_float(0.0, 0.3), default=0.0, help="rate band excluded from the d' search (plot only)")
+    p.add_argument("--ciLevel", type=checked(number, f"{SCORING}.ci_level"), default=0.9, help="confidence level, in (0.80, 0.99) (default 0.9)")
+    p.add_argument("--dLevel", type=checked(number, f"{PLOT}.d_level"), default=0.0, help="rate band excluded from the d' search (plot only)")
     p.add_argument("-o", "--outRoot", default=".", help="output prefix DIR/PREFIX (DIR is created)")
     p.add_argument("--outMeta", action="store_true", help="also write the scored table with its metadata")
     p.add_argument("--outSubMeta", action="store_true", help="also write the key/index/system columns of the scored trials")
@@ -34,7 +35,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="progress messages on stderr")
     p.add_argument("--plotTitle", default="Performance")
     p.add_argument("--plotSubtitle", default="")
-    p.add_argument("--plotType", choices=("roc", "det"), default="roc", help="ROC or DET plot (default roc)")
+    p.add_argument("--plotType", choices=PLOT_KINDS, default="roc", help="ROC or DET plot (default roc)")
     p.add_argument("--display", action="store_true", help="accepted for compatibility; mfscore never opens a window")
     p.add_argument("--multiFigs", action="store_true", help="one figure per query instead of one for all")
     p.add_argument("--noNum", action="store_true", help="no target/non-target counts in the plot")
@@ -48,13 +49,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--semafor", action="store_true",
                    help="also write <out>_semafor_report.csv (pD@FAR, bACC at the EER threshold, pAUC, Cllr; "
                         "intervals with --ci) and <out>_semafor_ROC.pdf/.png (SemaFor plan)")
-    p.add_argument("--far", type=far_list, default=(0.08, 0.1),
+    p.add_argument("--far", type=checked(numbers, f"{SCORING}.semafor_fars"), default=(0.08, 0.1),
                    help="comma-separated FARs for pD@FAR with --semafor (default 0.08,0.1)")
-    p.add_argument("--llr-base", choices=("e", "10", "2"), default="e",
+    p.add_argument("--llr-base", choices=LLR_BASE_NAMES, default="e",
                    help="base of the logarithm in the scores (LLRs), for Cllr with --semafor (default e)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(task_name="detection", task_options=options, draws=lambda args: not args.noPlot)
 
 
 def _query_options(args) -> tuple[str | None, tuple[str, ...]]:

@@ -19,11 +19,12 @@ def _task(text: str) -> str:
     return task
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "mask", help="score image manipulation masks (MaskScorer-compatible)",
-        description="Score system masks against reference masks: MCC, NMM, BWL1, GWL1, AUC, EER per probe "
-                    "at every threshold, averaged per query. Accepts MediScore MaskScorer's options.")
+HELP = "score image manipulation masks (MaskScorer-compatible)"
+DESCRIPTION = ("Score system masks against reference masks: MCC, NMM, BWL1, GWL1, AUC, EER per probe at every "
+               "threshold, averaged per query. Accepts MediScore MaskScorer's options.")
+
+
+def add_arguments(p) -> None:
     p.add_argument("-t", "--task", type=_task, default=MANIPULATION, help="manipulation or splice (default manipulation)")
     p.add_argument("--refDir", required=True, help="directory the reference, index and reference mask paths are relative to")
     p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
@@ -67,7 +68,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(task_name="mask", task_options=options, draws=lambda args: True)
 
 
 def options(args) -> TaskRun:

@@ -7,20 +7,18 @@ import os
 
 from mfscore.cli.arguments import TaskRun
 from mfscore.cli.provenance_arguments import add_input_arguments, input_options
+from mfscore.provenance import NODE_TYPE_CHOICES
 
-NODE_TYPE_CHOICES = ("donor", "base", "final", "interim", "*", "all")
+HELP = "score provenance filtering (ProvenanceFilteringScorer-compatible)"
+DESCRIPTION = ("Node recall at ranks 50, 100, 200 and 300 of each probe's system node list against its reference "
+               "provenance graph. Accepts MediScore ProvenanceFilteringScorer's options.")
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "provenance-filtering", help="score provenance filtering (ProvenanceFilteringScorer-compatible)",
-        description="Node recall at ranks 50, 100, 200 and 300 of each probe's system node list against its "
-                    "reference provenance graph. Accepts MediScore ProvenanceFilteringScorer's options.")
+def add_arguments(p) -> None:
     add_input_arguments(p)
     p.add_argument("-H", "--html-report", action="store_true", help="accepted; mfscore writes no HTML report")
     p.add_argument("--nodetype", nargs="+", choices=NODE_TYPE_CHOICES, metavar="TYPE",
                    help="add per-node-type rows: donor, base, final, interim; * or all for the four")
-    p.set_defaults(task_name="provenance-filtering", task_options=options)
 
 
 def options(args) -> TaskRun:

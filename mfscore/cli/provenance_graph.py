@@ -9,11 +9,12 @@ from mfscore.cli.arguments import TaskRun
 from mfscore.cli.provenance_arguments import add_input_arguments, input_options
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "provenance-graph", help="score provenance graphs (ProvenanceGraphBuildingScorer-compatible)",
-        description="Score system provenance graphs against the journals' reference graphs: SimNLO, SimNO, SimLO "
-                    "and node recall per probe, on the full graph or (-d) the probe's direct-path graph.")
+HELP = "score provenance graphs (ProvenanceGraphBuildingScorer-compatible)"
+DESCRIPTION = ("Score system provenance graphs against the journals' reference graphs: SimNLO, SimNO, SimLO and node "
+               "recall per probe, on the full graph or (-d) the probe's direct-path graph.")
+
+
+def add_arguments(p) -> None:
     add_input_arguments(p)
     p.add_argument("-d", "--direct", action="store_true", help="score the direct-path graph of each probe")
     p.add_argument("-u", "--undirected-graph", action="store_true", help="links match in either direction")
@@ -27,7 +28,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: name reused journal node IDs from one table over all probes "
                         "(see docs/compatibility.md)")
-    p.set_defaults(task_name="provenance-graph", task_options=options, draws=lambda args: args.plot_scored or args.html_report)
 
 
 def options(args) -> TaskRun:

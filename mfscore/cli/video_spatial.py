@@ -19,12 +19,13 @@ from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.masks import MANIPULATION
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "video-spatial", help="score spatial-temporal video masks (VideoSpatialLocalizationScorer-compatible)",
-        description="Score HDF5 system video masks against reference masks, frame by frame: MCC, NMM, BWL1, GWL1, "
-                    "AUC, EER over the video's pixels and TemporalMCC over its frames. Accepts MediScore's "
-                    "VideoSpatialLocalizationScorer options.")
+HELP = "score spatial-temporal video masks (VideoSpatialLocalizationScorer-compatible)"
+DESCRIPTION = ("Score HDF5 system video masks against reference masks, frame by frame: MCC, NMM, BWL1, GWL1, AUC, "
+               "EER over the video's pixels and TemporalMCC over its frames. Accepts MediScore's "
+               "VideoSpatialLocalizationScorer options.")
+
+
+def add_arguments(p) -> None:
     p.add_argument("-t", "--task", default=MANIPULATION, help="manipulation (the only video task)")
     p.add_argument("--refDir", required=True, help="directory the reference, index and reference masks are relative to")
     p.add_argument("-r", "--inRef", required=True, help="reference CSV (relative to --refDir)")
@@ -61,28 +62,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--scoreDir", help="accepted, unused (as in MediScore)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
-    p.set_defaults(task_name="video-spatial", task_options=options)
 
 
 def _scoring(args):
-    """The scoring options; a bad flag value is an ``OptionError`` naming the flag."""
+    """The scoring options; a value the options types refuse is an ``OptionError`` naming the flag."""
     from mfscore.masks.mask_scoring import ZoneOptions
     from mfscore.video.frame_tally import FrameRules
     from mfscore.video.spatial_trials import VideoOptions
 
     if args.task.lower() != MANIPULATION:
         raise OptionError(f"-t {args.task}: only the manipulation task is defined for video localization")
-    if args.collars is not None and args.collars <= 0:
-        raise OptionError(f"-c {args.collars}: the collar half-width must be a positive number of frames")
-    if args.max_elements < 1:
-        raise OptionError(f"--max-elements {args.max_elements}: the pixel limit must be positive")
     if args.processors is not None and args.processors < 1:
         raise OptionError(f"-procs {args.processors}: the number of processes must be at least 1")
-    if not -1 <= args.nspx <= 255:
-        raise OptionError(f"--nspx {args.nspx}: a no-score pixel value is in [0, 255] (or -1 for none)")
     zones = ZoneOptions(args.eks, args.dks, args.ntdks, args.kernel)
     return VideoOptions(
-        rules=FrameRules(zones=zones, pixel_value=None if args.nspx == -1 else args.nspx),
+        rules=FrameRules(zones=zones, pixel_value=None if args.nspx == -1 else args.nspx),  # -1: none
         collar=args.collars, video_opt_out=args.video_opt_out, temporal_gt_only=bool(args.temporal_gt_only),
         temporal_only=bool(args.temporal_scoring_only), opt_out=args.optOut,
         per_probe_pixel_value=args.perProbePixelNoScore, truncate=args.truncate,

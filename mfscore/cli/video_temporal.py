@@ -17,12 +17,13 @@ from mfscore.cli.arguments import TaskRun
 DEFAULT_DUMP_NAME = "df_scores_probes.csv"
 
 
-def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "video-temporal", help="score video temporal localization (VideoTemporalLocalizationScorer-compatible)",
-        description="Temporal MCC of each probe's system frame intervals against the reference intervals of its "
-                    "journal operations, per query, with optional collars and system opt-out segments. Accepts "
-                    "MediScore VideoTemporalLocalizationScoring.py's options.")
+HELP = "score video temporal localization (VideoTemporalLocalizationScorer-compatible)"
+DESCRIPTION = ("Temporal MCC of each probe's system frame intervals against the reference intervals of its journal "
+               "operations, per query, with optional collars and system opt-out segments. Accepts MediScore "
+               "VideoTemporalLocalizationScoring.py's options.")
+
+
+def add_arguments(p) -> None:
     p.add_argument("-r", "--path_ref", type=Path, help="reference CSV (checked to exist; no column of it is used)")
     p.add_argument("-i", "--path_index", type=Path, required=True, help="index CSV (ProbeFileID, FrameCount)")
     p.add_argument("-j", "--path_journalmask", type=Path, required=True, help="*-ref-journalmask.csv")
@@ -50,7 +51,6 @@ def add_parser(subparsers) -> None:
                    help="write plots/timeline_<ProbeFileID>_<query>.png per probe and a Timeline column")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: always clip system and opt-out intervals at FrameCount")
-    p.set_defaults(task_name="video-temporal", task_options=options)
 
 
 def options(args) -> TaskRun:

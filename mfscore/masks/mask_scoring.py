@@ -13,26 +13,32 @@ before anything is decoded.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from mfscore.errors import ImageError
 from mfscore.formats.images import DEFAULT_MAX_PIXELS, ImageHeader, checked_header, read_colour, read_grey, read_layers
 from mfscore.limits import DECODE_SAMPLE_BYTES, DEFAULT_MAX_JOB_BYTES, JOB_MAP_BYTES, JPEG2000_SAMPLE_BYTES
+from mfscore.masks import KERNEL_SHAPES
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.noscore_zones import noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
+from mfscore.options import odd_or_zero, one_of, option, validate
 
 
 @dataclass(frozen=True)
 class ZoneOptions:
     """Kernel sizes and shape of the no-score zones (mask.md §5)."""
 
-    erode_size: int = 15
-    dilate_size: int = 11
-    distraction_size: int = 15
-    kernel: str = "box"
+    erode_size: int = field(default=15, metadata=option("--eks", odd_or_zero(what="the erosion kernel size")))
+    dilate_size: int = field(default=11, metadata=option("--dks", odd_or_zero(what="the dilation kernel size")))
+    distraction_size: int = field(default=15, metadata=option(
+        "--ntdks", odd_or_zero(what="the distraction kernel size")))
+    kernel: str = field(default="box", metadata=option("-k/--kernel", one_of(KERNEL_SHAPES, what="the kernel shape")))
+
+    def __post_init__(self):
+        validate(self)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from mfscore.masks.reference_selection import BLACK
 from mfscore.masks.run_metrics import average_aucs, maximum_threshold
 from mfscore.masks.trial_metrics import trial_cells
 from mfscore.masks.trials import FAILED, MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
+from mfscore.options import at_least, one_of, option, validate, within
 
 SBIN_OFF = -10
 
@@ -38,16 +39,24 @@ SBIN_OFF = -10
 class MaskOptions:
     """What a mask run needs beyond its input files (MaskScorer's options, mask.md §2)."""
 
-    task: str = MANIPULATION
+    task: str = field(default=MANIPULATION, metadata=option(
+        "-t/--task", one_of((MANIPULATION, SPLICE), what="the task type")))
     zones: ZoneOptions = ZoneOptions()
-    sbin: int = SBIN_OFF
-    pixel_value: int = -1
-    per_probe_pixel_value: bool = False
-    jpeg2000: bool = False
-    rbin: int = -1
-    max_pixels: int = DEFAULT_MAX_PIXELS
-    max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
-    mediscore_compat: bool = False
+    sbin: int = field(default=SBIN_OFF, metadata=option(
+        "--sbin", within(-1, 255, spare=SBIN_OFF, what="the actual threshold")))
+    pixel_value: int = field(default=-1, metadata=option(
+        "--nspx", within(0, 255, spare=-1, what="a no-score pixel value")))
+    per_probe_pixel_value: bool = field(default=False, metadata=option("-pppns/--perProbePixelNoScore"))
+    jpeg2000: bool = field(default=False, metadata=option("--jpeg2000"))
+    rbin: int = field(default=-1, metadata=option("--rbin"))
+    max_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata=option(
+        "--max-pixels", at_least(1, what="the pixel limit")))
+    max_job_bytes: int = field(default=DEFAULT_MAX_JOB_BYTES, metadata=option(
+        "--max-job-bytes", at_least(1, what="the memory limit")))
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
+
+    def __post_init__(self):
+        validate(self)
 
     @property
     def uses_sbin(self) -> bool:

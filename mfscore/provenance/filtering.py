@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from mfscore.errors import OptionError
+from mfscore.provenance import NODE_TYPES
 from mfscore.provenance.world_files import world_file_id
 
 RANKS = (50, 100, 200, 300)  # provenance.md §2.3: fixed, not configurable
-NODE_TYPES = ("donor", "base", "final", "interim")
 ALL = "All"
 PROBE_TYPE = "probe"
 CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -12,6 +12,7 @@ from mfscore.formats.tables import write_table
 from mfscore.masks.extra_metrics import (
     DEFAULT_BINARIZATION,
     IMAGE,
+    SCORED_PIXELS,
     SUMMARIZED,
     extra_summary,
     localization_iou,
@@ -20,7 +21,8 @@ from mfscore.masks.extra_metrics import (
     semafor_localization,
 )
 from mfscore.masks.scorer import QueryRun
-from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
+from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
+from mfscore.options import at_least, one_of, option, valid_queries, validate
 from mfscore.reports import figure_process
 from mfscore.reports.mask_extra_report import extra_table
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
@@ -31,15 +33,19 @@ FULL = "Full"
 
 @dataclass(frozen=True)
 class ReportOptions:
-    task: str
-    precision: int = 16
-    truncate: bool = False
-    opt_out: bool = False
-    display_scored_only: bool = False
-    queries: tuple[str, ...] = ()          # -q
-    partition: str | None = None           # -qp
-    mediscore_compat: bool = False
-    extras_pixels: str = IMAGE             # --extras-pixels: what the paper's metrics sum over
+    task: str = field(metadata=option("-t/--task", one_of((MANIPULATION, SPLICE), what="the task type")))
+    precision: int = field(default=16, metadata=option("--precision", at_least(1, what="the number of digits")))
+    truncate: bool = field(default=False, metadata=option("--truncate"))
+    opt_out: bool = field(default=False, metadata=option("--optOut"))
+    display_scored_only: bool = field(default=False, metadata=option("--displayScoredOnly"))
+    queries: tuple[str, ...] = field(default=(), metadata=option("-q/--query", valid_queries()))
+    partition: str | None = field(default=None, metadata=option("-qp/--queryPartition", valid_queries(one=True)))
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
+    extras_pixels: str = field(default=IMAGE, metadata=option(  # what the paper's metrics sum over
+        "--extras-pixels", one_of((IMAGE, SCORED_PIXELS), what="the pixels")))
+
+    def __post_init__(self):
+        validate(self)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The task protocol (DESIGN.md "Tasks"): what every scorer declares, and the values its steps exchange.
+"""The task protocol (docs/development.md "Tasks"): what every scorer declares, and the values its steps exchange.
 
 A task is four pure steps over typed values::
 
@@ -24,7 +24,7 @@ from mfscore.records import JobKey, Problem  # noqa: F401  (the protocol's value
 
 OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the directory the runner wrote the files into
 PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
-PATH = {"path": True}                           # field metadata: this option is an input path (see Inputs)
+PATH = {"path": True}                           # field metadata: an input path (mfscore.options.option(path=True))
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,11 @@ class Inputs:
 class Task(ABC):
     """A scorer, as both runners see it. Subclasses set the class attributes and the five methods.
 
-    ``resource`` names the worker pool that scores the jobs on a cluster (``mask``: image masks,
-    ``video``: HDF5 video masks, ``json``: provenance JSON), or ``PLANNER`` when per-trial work is
-    microseconds and the jobs are scored where they are planned (shipping them would cost more).
+    ``resource`` names the resource class that scores the jobs on a cluster, one a scorer pool pulls
+    (``mask``: image masks, ``video``: HDF5 video masks, ``json``: provenance JSON; the cluster's job
+    kinds are these), or ``PLANNER`` when per-trial work is microseconds and the jobs are scored where
+    they are planned (shipping them would cost more). ``options_type`` checks its own values
+    (``mfscore.options``); ``mfscore.tasks.decode_options`` makes them from the wire.
     ``threads`` says ``score`` spends its time where the GIL is released (OpenCV decode, zlib, numpy),
     so the local runner scores its jobs on threads of one process by default.
     """
@@ -110,7 +112,8 @@ class Task(ABC):
         return work
 
     def draws(self, options) -> bool:
-        """Whether the report draws figures (the local runner then starts ``figure_process`` early)."""
+        """Whether the report draws figures (the local runner then starts ``figure_process`` first thing);
+        declared here only: the command line does not restate it."""
         return False
 
     def validation(self, options) -> Submission | None:

@@ -9,12 +9,13 @@ runs; the metrics (ROC, EER, bootstrap CIs) are the report's work, on the folded
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from mfscore.detection import KINDS
 from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
 from mfscore.detection.trials import (
     SCORE,
@@ -25,6 +26,7 @@ from mfscore.detection.trials import (
 )
 from mfscore.errors import OptionError
 from mfscore.formats.journal import read_journal
+from mfscore.options import one_of, option, validate
 from mfscore.records import RecordConflictError
 from mfscore.reports import detection_outputs as outputs
 from mfscore.tasks.base import (
@@ -47,17 +49,19 @@ BATCH = 1000  # trials per job
 class Options(ReferenceLayout):
     """A detection run: where its tables are, how to score them, and which files to write."""
 
-    kind: str                              # -t: manipulation, splice, eventverification or camera
+    kind: str = field(metadata=option("-t/--task", one_of(KINDS, what="the evaluation task")))
     scoring: DetectionOptions = DetectionOptions()
     plot: outputs.PlotOptions = outputs.PlotOptions()
-    out_meta: bool = False
-    out_sub_meta: bool = False
-    dump: bool = False
-    verbose: bool = False
+    out_meta: bool = field(default=False, metadata=option("--outMeta"))
+    out_sub_meta: bool = field(default=False, metadata=option("--outSubMeta"))
+    dump: bool = field(default=False, metadata=option("--dump"))
+    verbose: bool = field(default=False, metadata=option("-v/--verbose"))
 
     def __post_init__(self):
+        validate(self)
         if self.plot.multi_figs and self.scoring.query_mode is None:
-            raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)")
+            raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)", option="multi_figs",
+                              flag="--multiFigs")
 
 
 @dataclass(frozen=True)

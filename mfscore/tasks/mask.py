@@ -9,10 +9,9 @@ of every query from the folded records alone (mask.md §6–§10).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mfscore import query
 from mfscore.errors import OptionError
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
@@ -25,6 +24,7 @@ from mfscore.masks.trials import (
     index_dimensions,
     load_trials,
 )
+from mfscore.options import option, valid_queries, validate
 from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
@@ -46,19 +46,17 @@ class Options(ReferenceLayout):
 
     scoring: MaskOptions = MaskOptions()
     report: ReportOptions = ReportOptions(task=MANIPULATION)
-    index_filter: bool = False
-    manipulation_queries: tuple[str, ...] = ()  # -qm: one scored run per query
+    index_filter: bool = field(default=False, metadata=option("-xF/--indexFilter"))
+    manipulation_queries: tuple[str, ...] = field(default=(), metadata=option(  # one scored run per query
+        "-qm/--queryManipulation", valid_queries()))
 
     def __post_init__(self):
-        if self.scoring.task not in (MANIPULATION, SPLICE):
-            raise OptionError(f"{self.scoring.task!r} is not a task type; use manipulation or splice")
+        validate(self)
         if self.report.task != self.scoring.task:
-            raise OptionError(f"the report is for the {self.report.task} task but the scoring for {self.scoring.task}")
-        if self.report.precision < 1:
-            raise OptionError(f"a precision of {self.report.precision} digits is below 1")
+            raise OptionError(f"the report is for the {self.report.task} task but the scoring for {self.scoring.task}",
+                              option="task", flag="-t/--task")
         if self.manipulation_queries and (self.report.queries or self.report.partition):
-            raise OptionError("-qm cannot be combined with -q or -qp")
-        query.check((*self.report.queries, self.report.partition, *self.manipulation_queries))
+            raise OptionError("-qm cannot be combined with -q or -qp", option="manipulation_queries", flag="-qm")
 
 
 @dataclass

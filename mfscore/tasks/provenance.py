@@ -16,15 +16,16 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from mfscore.errors import InputFileError, MfscoreError, OptionError
+from mfscore.errors import InputFileError, MfscoreError
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
+from mfscore.options import Check, option, validate
 from mfscore.provenance.trials import (
     ProvenanceInputs,
     TrialInputError,
     load_system_graph,
     read_inputs,
 )
-from mfscore.tasks.base import PATH, Inputs, Job, JobKey, Plan, Problem, Task
+from mfscore.tasks.base import Inputs, Job, JobKey, Plan, Problem, Task
 
 ROLE = "trial"
 TABLE_ROOTS = {"index-table": "index_file", "reference-table": "reference_file", "node-table": "node_file",
@@ -35,21 +36,22 @@ TABLE_ROOTS = {"index-table": "index_file", "reference-table": "reference_file",
 class Options:
     """A provenance run's inputs (``-x -r -n -w -R -s -S``) and the flags both scorers take."""
 
-    index_file: str = field(metadata=PATH)
-    reference_file: str = field(metadata=PATH)
-    node_file: str = field(metadata=PATH)
-    world_file: str = field(metadata=PATH)
-    reference_dir: str = field(metadata=PATH)
-    system_output_file: str = field(metadata=PATH)
-    system_dir: str = field(metadata=PATH)
-    skip_trial_disparity_check: bool = False
-    verbose: bool = False
-    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
-    html_report: bool = False
+    index_file: str = field(metadata=option("-x/--index-file", path=True))
+    reference_file: str = field(metadata=option("-r/--reference-file", path=True))
+    node_file: str = field(metadata=option("-n/--node-file", path=True))
+    world_file: str = field(metadata=option("-w/--world-file", path=True))
+    reference_dir: str = field(metadata=option("-R/--reference-dir", path=True))
+    system_output_file: str = field(metadata=option("-s/--system-output-file", path=True))
+    system_dir: str = field(metadata=option("-S/--system-dir", path=True))
+    skip_trial_disparity_check: bool = field(default=False, metadata=option("-t/--skip-trial-disparity-check"))
+    verbose: bool = field(default=False, metadata=option("-v/--verbose"))
+    max_json_bytes: int = field(default=DEFAULT_MAX_JSON_BYTES, metadata=option(
+        "--max-json-bytes", Check(lambda limit: None if limit >= 1 else "the limit must be at least 1 byte",
+                                  bad=(0, -5))))
+    html_report: bool = field(default=False, metadata=option("-H/--html-report"))
 
     def __post_init__(self):
-        if self.max_json_bytes < 1:
-            raise OptionError(f"--max-json-bytes {self.max_json_bytes}: the limit must be at least 1 byte")
+        validate(self)
 
 
 @dataclass

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.provenance_json import FILTERING
+from mfscore.options import each, one_of, option
+from mfscore.provenance import NODE_TYPE_CHOICES
 from mfscore.provenance.filtering import (
     FilteringRecord,
     node_types,
@@ -39,7 +41,8 @@ from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
 class Options(provenance.Options):
     """A filtering run: the shared inputs and flags, and the ``--nodetype`` values as given."""
 
-    nodetype: tuple[str, ...] = ()
+    nodetype: tuple[str, ...] = field(default=(), metadata=option(
+        "--nodetype", each(one_of(NODE_TYPE_CHOICES, what="a node type"))))
 
 
 @dataclass(frozen=True)

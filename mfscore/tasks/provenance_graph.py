@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
 from mfscore.formats.tables import write_text_table
+from mfscore.options import option
 from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
@@ -56,12 +57,12 @@ class Options(provenance.Options):
     (``-p``), whether ``-T`` was given (accepted, noted, ignored), and whether reference nodes are named
     as MediScore names them (``--mediscore-compat``, see ``node_keys_by_probe``)."""
 
-    direct: bool = False
-    undirected: bool = False
-    warn_on_system_cycle: bool = False
-    plot_scored: bool = False
-    thumbnail_note: bool = False
-    mediscore_compat: bool = False
+    direct: bool = field(default=False, metadata=option("-d/--direct"))
+    undirected: bool = field(default=False, metadata=option("-u/--undirected-graph"))
+    warn_on_system_cycle: bool = field(default=False, metadata=option("-c/--warn-on-system-cycle"))
+    plot_scored: bool = field(default=False, metadata=option("-p/--plot-scored"))
+    thumbnail_note: bool = field(default=False, metadata=option("-T/--thumbnail-cache-dir"))
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
 
 
 @dataclass(frozen=True)

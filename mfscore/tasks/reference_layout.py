@@ -6,17 +6,21 @@ import os
 from dataclasses import dataclass, field
 
 from mfscore.formats.journal import journal_paths
-from mfscore.tasks.base import PATH, Inputs
+from mfscore.options import option, validate
+from mfscore.tasks.base import Inputs
 
 
 @dataclass(frozen=True)
 class ReferenceLayout:
     """Where a run's tables are; a task's options extend it."""
 
-    ref_dir: str = field(metadata=PATH)
-    reference: str                       # relative to ref_dir
-    index: str                           # relative to ref_dir
-    system: str = field(metadata=PATH)   # the system CSV; its mask paths are relative to its directory
+    ref_dir: str = field(metadata=option("--refDir", path=True))
+    reference: str = field(metadata=option("-r/--inRef"))      # relative to ref_dir
+    index: str = field(metadata=option("-x/--inIndex"))        # relative to ref_dir
+    system: str = field(metadata=option("-s/--inSys", path=True))  # the system CSV; its masks are relative to its directory
+
+    def __post_init__(self):
+        validate(self)
 
     @property
     def system_dir(self) -> str:

@@ -8,12 +8,12 @@ pool). A probe whose masks cannot be used comes back as a ``Problem`` that count
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
-from mfscore import query
+from mfscore.errors import OptionError
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import write_table
 from mfscore.masks.journal_selection import (
@@ -26,6 +26,7 @@ from mfscore.masks.journal_selection import (
 from mfscore.masks.mask_record import UNREADABLE
 from mfscore.masks.run_metrics import maximum_threshold
 from mfscore.masks.trials import MANIPULATION
+from mfscore.options import Check, option, valid_queries, validate
 from mfscore.reports.mask_outputs import FULL, partitions, select_rows
 from mfscore.reports.video_spatial_report import (
     METRIC_COLUMNS,
@@ -62,16 +63,20 @@ class Options(ReferenceLayout):
     """A video-spatial run: where its tables are, how to score and average, and what ``_parameters.json`` says."""
 
     scoring: VideoOptions = VideoOptions()
-    query: tuple[str, ...] = ()               # -q
-    query_partition: str | None = None        # -qp
-    query_manipulation: tuple[str, ...] = ()  # -qm
-    sbin: int | None = None                   # the actual threshold; None without --sbin
-    precision: int = 16
+    query: tuple[str, ...] = field(default=(), metadata=option("-q/--query", valid_queries()))
+    query_partition: str | None = field(default=None, metadata=option("-qp/--queryPartition", valid_queries(one=True)))
+    query_manipulation: tuple[str, ...] = field(default=(), metadata=option("-qm/--queryManipulation", valid_queries()))
+    sbin: int | None = field(default=None, metadata=option(  # the actual threshold; None without --sbin
+        "--sbin", Check(lambda value: None if value is None or -1 <= value <= 255
+                        else "the actual threshold is in [-1, 255]", bad=(256, -2))))
+    precision: int = field(default=16, metadata=option("--precision"))
     command_line: str = ""                    # _parameters.json's "command"
     flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
 
     def __post_init__(self):
-        query.check((*self.query, self.query_partition, *self.query_manipulation))
+        validate(self)
+        if sum(map(bool, (self.query, self.query_partition, self.query_manipulation))) > 1:
+            raise OptionError("-q, -qp and -qm exclude each other", option="query", flag="-q/-qp/-qm")
 
 
 @dataclass

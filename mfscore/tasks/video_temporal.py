@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mfscore.errors import OptionError
+from mfscore.options import file_name, option, validate
 from mfscore.reports.video_temporal_report import (
     empty_queries,
     probe_scores,
@@ -23,7 +23,6 @@ from mfscore.reports.video_temporal_report import (
 )
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
-    PATH,
     PLANNER,
     Inputs,
     Job,
@@ -49,20 +48,21 @@ PLOTS = "plots"
 class Options:
     """A video-temporal run: its five tables, how to score them, and which extras to write."""
 
-    index: str = field(metadata=PATH)
-    journal_mask: str = field(metadata=PATH)
-    probe_journal_join: str = field(metadata=PATH)
-    system: str = field(metadata=PATH)
-    reference: str | None = field(default=None, metadata=PATH)  # only checked to be a readable table
+    index: str = field(metadata=option("-i/--path_index", path=True))
+    journal_mask: str = field(metadata=option("-j/--path_journalmask", path=True))
+    probe_journal_join: str = field(metadata=option("-p/--path_probejournaljoin", path=True))
+    system: str = field(metadata=option("-s/--path_sysout", path=True))
+    reference: str | None = field(default=None, metadata=option(  # only checked to be a readable table
+        "-r/--path_ref", path=True))
     scoring: TemporalOptions = TemporalOptions()
-    dump: str | None = None   # -d: the records' file name as asked (a pickle name is written as .csv)
-    log: bool = False         # -l
-    html: bool = False        # -R
-    timeline: bool = False    # -T
+    dump: str | None = field(default=None, metadata=option(  # -d: the records' file name as asked (.pkl: as .csv)
+        "--dump_dataframe_file_name", file_name(what="the -d file name")))
+    log: bool = field(default=False, metadata=option("-l/--log"))
+    html: bool = field(default=False, metadata=option("-R/--html-report"))
+    timeline: bool = field(default=False, metadata=option("-T/--timeline-report"))
 
     def __post_init__(self):
-        if self.dump is not None:
-            dump_name(self.dump)
+        validate(self)
 
     def temporal_inputs(self) -> TemporalInputs:
         return TemporalInputs(index=Path(self.index), journal_mask=Path(self.journal_mask),
@@ -71,9 +71,7 @@ class Options:
 
 
 def dump_name(name: str) -> tuple[str, str | None]:
-    """The records file name, and a note when a pickle name was asked for."""
-    if os.path.basename(name) != name or name in ("", ".", ".."):
-        raise OptionError(f"--dump_dataframe_file_name must be a file name inside the output directory, not {name!r}")
+    """The records file name (a bare file name: ``Options`` checks it), and a note when a pickle name was asked for."""
     stem, suffix = os.path.splitext(name)
     if suffix.lower() in PICKLE_SUFFIXES:
         return stem + ".csv", f"-d writes {stem}.csv (pipe-separated records) instead of the pickle {name}"

@@ -7,18 +7,19 @@ status and the opt-out frame intervals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mfscore.errors import InputFileError, OptionError
+from mfscore.errors import InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import file_line, read_table
 from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS, FRAME_BASES
 from mfscore.masks.journal_selection import QuerySelection, operations_by_probe, trial_operations
+from mfscore.options import Check, at_least, option, validate
 from mfscore.video.frame_tally import FrameRules
 from mfscore.video.video_scoring import VideoJob
 
@@ -34,20 +35,24 @@ class VideoOptions:
     """The scoring options of a run (video.md §B.1)."""
 
     rules: FrameRules = FrameRules()
-    collar: int | None = None
-    video_opt_out: bool = False
-    temporal_gt_only: bool = False
-    temporal_only: bool = False
-    opt_out: bool = False
-    per_probe_pixel_value: bool = False
-    truncate: bool = False
-    mediscore_compat: bool = False
-    max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
-    hdf5_frame_base: int = 0  # what HDF5 block names count from: 0 the MFC2019 plan, 1 MediScore (§B.2)
+    collar: int | None = field(default=None, metadata=option(
+        "-c", Check(lambda c: None if c is None or c > 0
+                    else "the collar half-width must be a positive number of frames", bad=(0, -3))))
+    video_opt_out: bool = field(default=False, metadata=option("--video_opt_out"))
+    temporal_gt_only: bool = field(default=False, metadata=option("--temporal_gt_only"))
+    temporal_only: bool = field(default=False, metadata=option("--temporal_scoring_only"))
+    opt_out: bool = field(default=False, metadata=option("--optOut"))
+    per_probe_pixel_value: bool = field(default=False, metadata=option("-pppns/--perProbePixelNoScore"))
+    truncate: bool = field(default=False, metadata=option("--truncate"))
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
+    max_elements: int = field(default=DEFAULT_MAX_VIDEO_ELEMENTS, metadata=option(
+        "--max-elements", at_least(1, what="the pixel limit")))
+    hdf5_frame_base: int = field(default=0, metadata=option(  # 0 the MFC2019 plan, 1 MediScore (§B.2)
+        "--hdf5-frame-base", Check(lambda base: None if base in FRAME_BASES else "block names count from 0 or 1",
+                                   bad=(2, -1))))
 
     def __post_init__(self):
-        if self.hdf5_frame_base not in FRAME_BASES:  # options also arrive decoded from the wire
-            raise OptionError(f"--hdf5-frame-base {self.hdf5_frame_base}: block names count from 0 or 1")
+        validate(self)  # options also arrive decoded from the wire
 
 
 @dataclass

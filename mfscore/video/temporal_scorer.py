@@ -33,6 +33,7 @@ from mfscore.errors import InputFileError, OptionError, QueryError
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.joins import join
 from mfscore.formats.tables import file_line, read_header, read_table
+from mfscore.options import Check, option, valid_queries, validate
 from mfscore.video.interval_algebra import (
     Interval,
     collars,
@@ -68,15 +69,22 @@ class TemporalInputs:
 
 @dataclass(frozen=True)
 class TemporalOptions:
-    collar: int | None = None
-    queries: tuple[str, ...] = (ALL,)
-    truncate: bool = False
-    opt_out: bool = True            # False with --no_opt_out: score every status
-    video_opt_out: bool = True      # False with --no_video_opt_out: ignore VideoFrameOptOutSegments
-    mediscore_compat: bool = False  # always truncate, as MediScore does (§A.6)
+    collar: int | None = field(default=None, metadata=option("-c/--collars", Check(
+        lambda c: None if c is None or c > 0 else "the collar half-width must be a positive number of frames",
+        bad=(0, -1))))
+    queries: tuple[str, ...] = field(default=(ALL,), metadata=option(
+        "-q/--query", valid_queries(ignore=(ALL,))))
+    truncate: bool = field(default=False, metadata=option("--truncate"))
+    opt_out: bool = field(default=True, metadata=option("--no_opt_out"))  # False: score every status
+    video_opt_out: bool = field(default=True, metadata=option(  # False: ignore VideoFrameOptOutSegments
+        "--no_video_opt_out"))
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))  # always truncate (§A.6)
 
     def __post_init__(self):
-        query_parser.check(text for text in self.queries if text.strip() != ALL)
+        validate(self)
+        if not self.queries:
+            raise OptionError("-q/--query needs at least one query ('*' selects every row)", option="queries",
+                              flag="-q/--query")
 
     @property
     def clips(self) -> bool:
@@ -327,8 +335,6 @@ def _probe_intervals(query: int, ordinal: int, probe: str, frame_count: int, ref
 
 def select_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> TemporalSelection:
     """Read and check the tables; the interval sets of each (query, scored probe), in MediScore's row order."""
-    if options.collar is not None and options.collar <= 0:
-        raise OptionError(f"-c/--collars must be a positive number of frames, not {options.collar}")
     nodes = _parse_queries(options.queries)  # a query outside the grammar fails before any file is read
     merged, index_rows, system_rows = _read(inputs, options)
     selections = _select(merged, options, nodes, inputs, system_rows)

@@ -122,7 +122,9 @@ def job_classes() -> tuple[str, ...]:
     text = source.read_text()
     assert 'f"mfscore.jobs.{kind}"' in text and 'f"{kind}-scorers"' in text, \
         f"{source.relative_to(REPO)} no longer names subjects mfscore.jobs.<class> and consumers <class>-scorers"
-    return tuple(ast.literal_eval(top_level_value(source, "JOB_KINDS")))
+    from mfscore.services.common.jetstream import JOB_KINDS  # derived from the task registry (mfscore.tasks.resources)
+
+    return tuple(JOB_KINDS)
 
 
 def consumer(job_class: str) -> str:
