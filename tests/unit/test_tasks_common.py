@@ -197,7 +197,6 @@ def test_every_bad_value_of_a_range_checked_option_is_refused_with_its_name(exam
     task, run, _ = example_run
     checked_options = [(path, owner, field) for path, owner, field, _ in _options_fields(run.options)
                        if field.metadata.get("check") is not None]
-    assert checked_options, f"{task.name}: no option declares a check"
     for path, owner, field in checked_options:
         bad_values = field.metadata["check"].bad
         assert bad_values, f"{task.name}: the check of {'.'.join(path)} names no bad value"
