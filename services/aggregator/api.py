@@ -16,7 +16,7 @@ import grpc
 import nats.errors
 
 from mfscore import tasks
-from mfscore.errors import MfscoreError
+from mfscore.errors import MfscoreError, OptionError
 from mfscore.services.aggregator import reports, uploads
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -97,6 +97,11 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         if request.ByteSize() > MAX_RUN_SPEC_BYTES:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
                                 f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
+        try:
+            tasks.decode_options(tasks.get(request.task), request.options)
+        except OptionError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run's options: {error.sentence()}; nothing "
+                                                                  "was recorded")
         if request.input_prefix != entry.spec.input_prefix:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs are under "
                                 f"{entry.spec.input_prefix!r}, its own prefix, not {request.input_prefix[:200]!r}")

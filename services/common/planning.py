@@ -10,7 +10,6 @@ import os
 import shutil
 
 from mfscore import tasks
-from mfscore.codec import decode
 from mfscore.errors import OptionError
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import runs_pb2
@@ -23,7 +22,7 @@ def run_options(spec: runs_pb2.RunSpec, input_dir: str):
     """The run's task and its options, every input path moved from its key (``ref/...``) under ``input_dir``;
     a table the options name outside ``input_dir`` (``-r ../../x``) raises ``OptionError``."""
     task = tasks.get(spec.task)
-    options = decode(task.options_type, spec.options)
+    options = tasks.decode_options(task, spec.options)
     inputs = task.inputs(options)
     options = relocated(options, inputs, {name: os.path.join(input_dir, name) for name in inputs.roots})
     root = os.path.realpath(input_dir)

@@ -17,7 +17,7 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
-from integration.uploads import same_outcome, upload
+from integration.uploads import mask_options, same_outcome, upload
 from mfscore.cli.main import main
 from mfscore.codec import encode
 from mfscore.masks.mask_record import UNREADABLE
@@ -181,15 +181,21 @@ def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
                 call()
             assert error.value.code() == grpc.StatusCode.NOT_FOUND
         created = [stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=5) for _ in range(5)]
-        own = [runs_pb2.RunSpec(task="mask", run_id=c.run_id, input_prefix=c.input_prefix, output_name="x")
-               for c in created]
+        own = [runs_pb2.RunSpec(task="mask", run_id=c.run_id, input_prefix=c.input_prefix, output_name="x",
+                                options=mask_options()) for c in created]
         own[0].output_name = "../x"
         own[1].task = "nonesuch"
         own[2].options = b"{" + b" " * (600 << 10) + b"}"
         own[3].input_prefix = "runs/other/inputs/"
         own[4].tables.append("ref/../../other/inputs/x.csv")
-        for spec, said in zip(own, ("is not a file name", "is not a task", "more than the limit", "its own prefix",
-                                    "not a relative path of plain names")):
+        bad_options = [runs_pb2.RunSpec(), runs_pb2.RunSpec(), runs_pb2.RunSpec()]
+        for spec, options in zip(bad_options, (b"not json", mask_options().replace(b'"ref_dir":"ref"', b'"ref_dir":5'),
+                                               mask_options().replace(b'"precision":', b'"precision":-'))):
+            spec.CopyFrom(own[0])
+            spec.output_name, spec.options = "x", options
+        for spec, said in zip([*own, *bad_options], (
+                "is not a file name", "is not a task", "more than the limit", "its own prefix",
+                "not a relative path of plain names", "the run's options: ", "(option ref_dir)", "(option precision)")):
             with pytest.raises(grpc.RpcError) as error:
                 stub.SubmitRun(spec, timeout=10)
             assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and said in error.value.details()
@@ -210,7 +216,7 @@ def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster,
         stub = services_pb2_grpc.AggregatorStub(channel)
         run_id = stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=10).run_id
         spec = runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x", input_prefix=f"runs/{run_id}/inputs/",
-                                submitted_by="mallory")
+                                submitted_by="mallory", options=mask_options())
         status = stub.SubmitRun(spec, timeout=10)
         assert (status.owner, status.owner_role) == ("alice", "client")
         ref = runs_pb2.RunRef(run_id=run_id)

@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from integration.uploads import upload
+from integration.uploads import mask_options, upload
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.aggregator import state
@@ -173,7 +173,8 @@ def test_a_client_writes_only_inside_its_own_created_run(clients, alice_done, lo
         stored = stub.UploadInputs(upload_messages(run_id, "ref/t.csv", content), timeout=5)
         assert [f.name for f in stored.files] == ["ref/t.csv"]
         assert store.get_bytes(input_prefix(run_id) + "ref/t.csv", max_bytes=100) == content
-        spec = runs_pb2.RunSpec(task="mask", run_id=run_id, input_prefix=input_prefix(run_id), output_name="x")
+        spec = runs_pb2.RunSpec(task="mask", run_id=run_id, input_prefix=input_prefix(run_id), output_name="x",
+                                options=mask_options())
         for bad, said in ((dict(output_name="x\ny"), "is not a file name"), (dict(output_name="x\0"), "not a file name"),
                           (dict(tables=["ref/t\r.csv"]), "not a relative path")):
             wrong_spec = runs_pb2.RunSpec()

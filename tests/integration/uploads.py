@@ -78,6 +78,13 @@ def stored(settings, name: str, arguments: list[str]) -> Uploaded:
     return Uploaded(task, options, task.plan(options), task.inputs(options).roots, files, tables, prefix)
 
 
+def mask_options() -> bytes:
+    """Options a mask RunSpec may carry (its tables need not exist: they are read only once the run is planned)."""
+    args = build_parser().parse_args(["mask", "--refDir", "ref", "-r", "r.csv", "-x", "i.csv", "-s", "sys/s.csv",
+                                      "-oR", "x"])
+    return encode(args.task_options(args).options)
+
+
 def same_outcome(remote, local, roots) -> bool:
     """The remote outcome is the local one, but for naming files by their key in the upload."""
     return localize(encode_outcome(remote).decode(), roots) == encode_outcome(local).decode()
