@@ -75,6 +75,9 @@ CASES = [
     ValidatorCase("EV0", EVENT, "invalid_ev_event/invalid_ev_event.csv", IDX_EV, 1,
                   ("ERROR:", "does not exist in the index file")),
     ValidatorCase("C-basic", CAMERA, "valid_cam/valid_cam.csv", IDX_CAM, 0),
+    ValidatorCase("C0", CAMERA, "invalid_camid/invalid_camid.csv", IDX_CAM, 1, (
+        "ERROR: Expected probe 75124de734fb7a0d302c57524bbd8c29:PAR-1476_primary_image in system file. Only found in "
+        "index file.",)),
     # C2 validates the committed revised_cam.csv, absent from this data: it runs on the file C1 writes.
     ValidatorCase("C1", CAMERA, "invalid_cam_mask/invalid_cam_mask.csv", IDX_CAM, 1, (DIMENSIONS,),
                   revised="revised_cam.csv",
