@@ -1,4 +1,4 @@
-"""The size limits on untrusted input, checked before any work (DESIGN.md "Untrusted input").
+"""The size limits on untrusted input, checked before any work (docs/architecture.md "Untrusted input").
 
 Plain constants in a module of their own, so the command line can show them without importing the
 readers that enforce them.

@@ -543,7 +543,7 @@ class PartitionTerm:
 
 def partitions(text: str) -> list[tuple[PartitionTerm, ...]]:
     """``-qp``: one partition per combination of the listed factor values, each with the query's other
-    terms as conditions, in the query's term order (detection.md §7.3, mask.md §8)."""
+    terms as conditions, in the query's term order (docs/detection.md §7.3, docs/masks.md §8)."""
     choices = []
     for term in conjuncts(parse(text)):
         as_factor = factor(term)

@@ -1,4 +1,4 @@
-"""The fold: the hinge between scorers and reports (DESIGN.md "The central idea").
+"""The fold: the hinge between scorers and reports (docs/architecture.md "Mergeable per-trial records").
 
 Every task's per-trial outcome (a record, or a ``Problem``) is keyed by its job's key (query, role,
 ordinal). Folding is one keyed merge for every record type: order-independent, idempotent (an

@@ -1,5 +1,5 @@
 """A slow, obviously correct reference of video spatial-temporal localization scoring (mfscore's
-default mode; spec video.md Part B), to check the streaming scorer against.
+default mode; docs/video.md §B), to check the streaming scorer against.
 
 Written independently of ``mfscore.video`` and ``mfscore.masks`` (only the morphology of
 ``mfscore.masks.kernels`` is shared): whole volumes are loaded into numpy, and every count is taken
@@ -251,7 +251,7 @@ def score_video(reference: np.ndarray, system: np.ndarray | None, *, journal_pla
               "OptimumPixelFP": opt["FP"], "OptimumPixelFN": opt["FN"]}
     result.update({k: opt[k] for k in TEMPORAL_KEYS})
     if opt["TP"] + opt["FN"] == 0 or opt["TN"] + opt["FP"] == 0:
-        # "the whole row is set to NaN" (video.md B.5): the optimum row carries the temporal metrics
+        # the whole optimum row is NaN (docs/video.md §B.5): the optimum row carries the temporal metrics
         # too, except when the optimum is chosen on them (temporal_scoring_only).
         result.update(dict.fromkeys(OPTIMUM_KEYS if o.temporal_scoring_only else OPTIMUM_KEYS + TEMPORAL_KEYS, NAN))
     result.update({"GWL1": gwl1, "PixelN": pixel_n, "PixelBNS": pixel_bns, "PixelSNS": pixel_sns,

@@ -21,6 +21,7 @@ import numpy as np
 
 from mfscore.cli.main import main as mfscore_main
 from mfscore.reports.staged_outputs import files_under
+from mfscore.documentation import doc_path
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.provenance import generate_provenance_dataset
@@ -153,8 +154,8 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
 def _another_caller(cluster: Path) -> None:
     """Every call to a cluster carries a token; a caller sees and fetches its own runs only (the one who started the
     cluster, an operator, sees every run), and no caller holds an object-store key."""
-    print("\nEvery call carries a bearer token (docs/distributed.md, 'Credentials'). The cluster file's is its "
-          "operator's, who sees every run; a new caller, alice, gets a cluster file of her own (her token, no "
+    print(f"\nEvery call carries a bearer token ({doc_path('distributed.md')}, 'Credentials'). The cluster file's "
+          "is its operator's, who sees every run; a new caller, alice, gets a cluster file of her own (her token, no "
           "S3 key: files go through the aggregator) and sees only her runs:")
     _run(["report", "--list", "--cluster", str(cluster)])
     alice = cluster.with_name("alice.json")

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from mfscore.cli.arguments import TaskRun, checked, number, numbers
+from mfscore.cli.documentation import see
 from mfscore.detection import KINDS, LLR_BASE_NAMES, PLOT_KINDS
 from mfscore.errors import OptionError
 
@@ -54,7 +55,7 @@ def add_arguments(p) -> None:
     p.add_argument("--llr-base", choices=LLR_BASE_NAMES, default="e",
                    help="base of the logarithm in the scores (LLRs), for Cllr with --semafor (default e)")
     p.add_argument("--mediscore-compat", action="store_true",
-                   help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
+                   help=f"reproduce MediScore where mfscore corrects it ({see(p, 'compatibility.md')})")
 
 
 def _query_options(args) -> tuple[str | None, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""``mfscore mask``: MaskScorer's command line (image localization scoring, mask.md §2)."""
+"""``mfscore mask``: MaskScorer's command line (image localization scoring, docs/masks.md §2)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, threshold_or_off
+from mfscore.cli.documentation import see
 from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_PIXELS
 from mfscore.masks import MANIPULATION, SPLICE
@@ -67,7 +68,7 @@ def add_arguments(p) -> None:
         p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     p.add_argument("--mediscore-compat", action="store_true",
-                   help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
+                   help=f"reproduce MediScore where mfscore corrects it ({see(p, 'compatibility.md')})")
 
 
 def options(args) -> TaskRun:

@@ -1,4 +1,4 @@
-"""The flags both provenance commands take (provenance.md §2.1), and their values as the tasks' shared options."""
+"""The flags both provenance commands take (docs/provenance.md §2.1), and their values as the tasks' shared options."""
 
 from __future__ import annotations
 

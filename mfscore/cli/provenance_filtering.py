@@ -1,4 +1,4 @@
-"""``mfscore provenance-filtering``: ProvenanceFilteringScorer's command line (provenance.md §2), as the
+"""``mfscore provenance-filtering``: ProvenanceFilteringScorer's command line (docs/provenance.md §2), as the
 ``provenance-filtering`` task's options (``mfscore.tasks.provenance_filtering``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``mfscore provenance-graph``: ProvenanceGraphBuildingScorer's command line (provenance.md §3), as the
+"""``mfscore provenance-graph``: ProvenanceGraphBuildingScorer's command line (docs/provenance.md §3), as the
 ``provenance-graph`` task's options (``mfscore.tasks.provenance_graph``)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from mfscore.cli.arguments import TaskRun
+from mfscore.cli.documentation import see
 from mfscore.cli.provenance_arguments import add_input_arguments, input_options
 
 
@@ -27,7 +28,7 @@ def add_arguments(p) -> None:
                    help="accepted and ignored: mfscore's figures are drawn without thumbnails")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: name reused journal node IDs from one table over all probes "
-                        "(see docs/compatibility.md)")
+                        f"({see(p, 'compatibility.md')})")
 
 
 def options(args) -> TaskRun:

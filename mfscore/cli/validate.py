@@ -1,4 +1,4 @@
-"""``mfscore validate``: MediScore validator.py's command line (validator.md §1)."""
+"""``mfscore validate``: MediScore validator.py's command line (docs/validation.md §1)."""
 
 from __future__ import annotations
 

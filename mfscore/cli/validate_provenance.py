@@ -1,4 +1,4 @@
-"""``mfscore validate-provenance``: ProvenanceValidator's command line (provenance.md §4)."""
+"""``mfscore validate-provenance``: ProvenanceValidator's command line (docs/provenance.md §4)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""``mfscore video-spatial``: VideoSpatialLocalizationScorer's command line (video.md §B.1).
+"""``mfscore video-spatial``: VideoSpatialLocalizationScorer's command line (docs/video.md §B.1).
 
 A probe whose masks cannot be used is reported on stderr (one sentence naming the probe and the
-file), scored as the spec says (an unusable system mask as all white, an unusable reference with
-the minimum scores), the run goes on, writes every table, and exits 1 so the problem is not missed.
+file), scored as MediScore scores it (docs/video.md §B.2, §B.5: an unusable system mask as all white,
+an unusable reference with the minimum scores), the run goes on, writes every table, and exits 1 so the
+problem is not missed.
 A problem with the run as a whole (a missing table or column, a mask path leaving its directory)
 exits 1 with one sentence and writes nothing.
 """
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 
 from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, integer, threshold_or_off
+from mfscore.cli.documentation import see
 from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 from mfscore.masks import MANIPULATION
@@ -61,7 +63,7 @@ def add_arguments(p) -> None:
     p.add_argument("-l", "--log", help="accepted; per-video threshold tables go beside the outputs")
     p.add_argument("--scoreDir", help="accepted, unused (as in MediScore)")
     p.add_argument("--mediscore-compat", action="store_true",
-                   help="reproduce MediScore where mfscore corrects it (see docs/compatibility.md)")
+                   help=f"reproduce MediScore where mfscore corrects it ({see(p, 'compatibility.md')})")
 
 
 def _scoring(args):

@@ -1,4 +1,4 @@
-"""``mfscore video-temporal``: VideoTemporalLocalizationScoring.py's command line (video.md §A.1).
+"""``mfscore video-temporal``: VideoTemporalLocalizationScoring.py's command line (docs/video.md §A.1).
 
 Writes ``scores_probes.csv``, ``scores.csv`` and ``query_table_join.csv`` into ``-o``, plus the
 extras asked for (``-d`` records, ``-l`` log, ``-R`` HTML table, ``-T`` timeline plots). Bad input

@@ -1,4 +1,4 @@
-"""Bootstrap confidence intervals for AUC, AUC@FAR and CDR@FAR (spec detection.md §6.6), and for
+"""Bootstrap confidence intervals for AUC, AUC@FAR and CDR@FAR (docs/detection.md §6.6), and for
 the SemaFor metrics (``semafor_intervals``: pD@FAR, bACC@EER, pAUC; the same draws).
 
 MediScore draws 500 resamples of the scored rows with ``RandomState(77)`` and re-sorts each one.
@@ -64,7 +64,7 @@ def _round_half_up(x: float, digits: int) -> float:
 
 
 def quantile_positions(ci_level: float, n: int) -> tuple[int, int]:
-    """0-based positions of the interval bounds in the sorted replicate values (spec §6.6)."""
+    """0-based positions of the interval bounds in the sorted replicate values (docs/detection.md §6.6)."""
     lower = _round_half_up((1 - ci_level) / 2, 3)
     upper = _round_half_up(1 - lower, 3)
     return int(lower * n), int(upper * n)
@@ -154,7 +154,7 @@ def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials,
         tp = int(weights[:n_above] @ trials.labels[:n_above])
         fp = int(weights[:n_above].sum()) - tp
     if semafor.threshold is None or not np.isnan(semafor.threshold):
-        out["bACC@EER"][i] = (tp / n_t + 1.0 - fp / n_nt) / 2.0  # plan §1.4: higher is better
+        out["bACC@EER"][i] = (tp / n_t + 1.0 - fp / n_nt) / 2.0  # docs/metrics.md §1.4: higher is better
     pauc = f"pAUC@{semafor.pauc_far:g}"
     out[pauc][i], out[f"pAUC_norm@{semafor.pauc_far:g}"][i] = partial_auc_interpolated(roc, semafor.pauc_far)
 

@@ -1,7 +1,7 @@
 """LLR calibration diagnostics: Cllr and minCllr.
 
 NOT part of the SemaFor evaluation-3 plan: the plan names calibration as a goal but defines no
-metric (spec semafor_and_paper.md §1.8). These are an extension and must be reported as such.
+metric (docs/metrics.md §1.8). These are an extension and must be reported as such.
 
 Scores are natural-log LLRs (higher = more support for the target); labels are 1 target /
 0 non-target. Both functions return NaN when a class is missing.
@@ -19,7 +19,7 @@ __all__ = ["cllr", "min_cllr"]
 _LN2 = np.log(2.0)
 
 
-# Extension, not in the SemaFor plan (spec semafor_and_paper.md §1.8): Cllr
+# Extension, not in the SemaFor plan (docs/metrics.md §1.8): Cllr
 def cllr(llrs, labels) -> float:
     """½·[mean_tgt log2(1 + e^-llr) + mean_non log2(1 + e^llr)], computed with ``logaddexp``."""
     s, y = _trials(llrs, labels)
@@ -31,7 +31,7 @@ def cllr(llrs, labels) -> float:
     return float((c_tgt + c_non) / (2.0 * _LN2))
 
 
-# Extension, not in the SemaFor plan (spec semafor_and_paper.md §1.8): minCllr
+# Extension, not in the SemaFor plan (docs/metrics.md §1.8): minCllr
 def min_cllr(llrs, labels) -> float:
     """Cllr after the optimal monotone recalibration (PAV) of the scores.
 

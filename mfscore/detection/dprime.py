@@ -19,7 +19,7 @@ def dprime(roc_fpr, roc_tpr, d_level: float = 0.0) -> tuple[float, float, float]
     considered; on ties the first point in curve order wins. NaN rates (a class is missing) give
     ``None``.
     """
-    # spec detection.md §6.7: d = probit(clip(TPR)) - probit(clip(FPR)), clip to [1e-5, 1-1e-5], max over the dLevel band
+    # docs/detection.md §6.7: d = probit(clip(TPR)) - probit(clip(FPR)), clipped to [1e-5, 1-1e-5], max in the band
     fpr = np.asarray(roc_fpr, dtype=np.float64).ravel()
     tpr = np.asarray(roc_tpr, dtype=np.float64).ravel()
     if fpr.shape != tpr.shape:

@@ -1,4 +1,4 @@
-"""All detection metrics of one scored subset, from its (score, label) rows (spec detection.md §6).
+"""All detection metrics of one scored subset, from its (score, label) rows (docs/detection.md §6).
 
 This is the aggregator's ``compute``: the rows are the per-trial records (mfscore.records), and
 nothing here depends on where they came from or in which order shards arrived, except the

@@ -2,14 +2,14 @@
 
 Naming: ``*_score``/``auc``/``cdr`` are higher-better, ``eer`` is an error rate (lower-better).
 
-The curve follows scikit-learn 0.19 ``roc_curve`` semantics (spec detection.md §6.1): ties form
+The curve follows scikit-learn 0.19 ``roc_curve`` semantics (docs/detection.md §6.1): ties form
 one point, collinear points are dropped, and the origin is prepended only when the first point
 has false alarms. Areas follow MediScore's trapezoid sum; a sum over no segment is the integer
 ``0`` (MediScore prints ``0`` there and ``0.0`` for an empty-width area), so the functions return
 a Python ``int`` in that case and a ``float`` otherwise.
 
 Undefined cases: with no non-targets FPR is NaN everywhere, with no targets TPR is; AUC is then
-``0`` and NaN respectively, EER and CDR@FAR NaN (checkfiles c2_4; spec §6.8).
+``0`` and NaN respectively, EER and CDR@FAR NaN (checkfiles c2_4; docs/detection.md §6.8).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def drop_collinear(fps: np.ndarray, tps: np.ndarray) -> np.ndarray:
 
 
 def roc_from_counts(fps: np.ndarray, tps: np.ndarray, thresholds: np.ndarray) -> Roc:
-    """Turn cumulative counts at descending thresholds into ROC points (spec §6.1 steps 3-5)."""
+    """Turn cumulative counts at descending thresholds into ROC points (docs/detection.md §6.1 steps 3-5)."""
     keep = drop_collinear(fps, tps)
     fps, tps, thresholds = fps[keep], tps[keep], thresholds[keep]
     if tps.size == 0 or fps[0] != 0:
@@ -121,17 +121,17 @@ def _trapezoid_up_to(fpr: np.ndarray, tpr: np.ndarray, far_stop: float) -> float
 
 
 def auc(roc: Roc) -> float | int:
-    """Area under the ROC curve by trapezoids (spec §6.2)."""
+    """Area under the ROC curve by trapezoids (docs/detection.md §6.2)."""
     return _trapezoid_up_to(roc.fpr, roc.tpr, 1.0)
 
 
 def partial_auc(roc: Roc, far_stop: float) -> float | int:
-    """``AUC@FAR``: unnormalised area up to the last point with FPR <= far_stop (spec §6.3)."""
+    """``AUC@FAR``: unnormalised area up to the last point with FPR <= far_stop (docs/detection.md §6.3)."""
     return _trapezoid_up_to(roc.fpr, roc.tpr, far_stop)
 
 
 def eer(roc: Roc) -> float:
-    """Equal error rate at the point minimising |FPR - FNR|, first on ties (spec §6.4)."""
+    """Equal error rate at the point minimising |FPR - FNR|, first on ties (docs/detection.md §6.4)."""
     gap = np.abs(roc.fpr - roc.fnr)
     if gap.size == 0 or np.isnan(gap).any():
         return float("nan")
@@ -140,7 +140,7 @@ def eer(roc: Roc) -> float:
 
 
 def cdr_at_far(roc: Roc, far_stop: float) -> float:
-    """Correct detection rate (TPR) at FPR = far_stop by linear interpolation (spec §6.5)."""
+    """Correct detection rate (TPR) at FPR = far_stop by linear interpolation (docs/detection.md §6.5)."""
     fpr, tpr = roc.fpr, roc.tpr
     if np.isnan(fpr).any() or np.isnan(tpr).any():
         return float("nan")

@@ -1,7 +1,7 @@
-"""Detection metrics of the SemaFor evaluation-3 plan (spec semafor_and_paper.md §1.3-§1.5).
+"""Detection metrics of the SemaFor evaluation-3 plan (docs/metrics.md §1.3-§1.5).
 
 Scores are LLRs (unbounded, higher = more support for the target); labels are 1 target / 0
-non-target. A trial is a positive decision at threshold θ when ``score >= θ`` (spec §1.2: an LLR
+non-target. A trial is a positive decision at threshold θ when ``score >= θ`` (docs/metrics.md §1.2: an LLR
 equal to θ is unspecified in the plan; inclusive is the suggested choice, as in ``roc.py``).
 
 Two ROCs are used:
@@ -42,8 +42,8 @@ __all__ = [
     "PAUC_FAR",
 ]
 
-PLAN_FARS = (0.08, 0.1)  # plan §1.1 program target and §1.5 leaderboard secondary metric
-PAUC_FAR = 0.1           # plan §1.5: AUC for FAR <= 0.1
+PLAN_FARS = (0.08, 0.1)  # docs/metrics.md §1.1 and §1.5: the program target, the leaderboard's secondary metric
+PAUC_FAR = 0.1           # docs/metrics.md §1.5: AUC for FAR <= 0.1
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def roc_all_from_counts(fps: np.ndarray, tps: np.ndarray, thr: np.ndarray) -> Ro
     return Roc(fpr.astype(np.float64), tpr.astype(np.float64), thr.astype(np.float64), n_t, n_nt)
 
 
-# SemaFor eval 3 plan §1.3 and §1.5 (spec semafor_and_paper.md): p(D) at FAR 0.08 / 0.1
+# SemaFor eval 3 plan, docs/metrics.md §1.3 and §1.5: p(D) at FAR 0.08 / 0.1
 def pd_at_far(roc: Roc, far: float, *, method: str = "interpolate") -> float:
     """p(D) at a FAR: ``"interpolate"`` = MediScore's CDR@FAR (plan choice (b)); ``"step"`` = the
     largest TPR among ROC points with FPR <= far (plan choice (a), conservative).
@@ -114,7 +114,7 @@ def pd_at_far(roc: Roc, far: float, *, method: str = "interpolate") -> float:
     return float(roc.tpr[within].max()) if within.any() else float("nan")
 
 
-# SemaFor eval 3 plan §1.2 and §1.4 (spec semafor_and_paper.md): confusion assignment at θ
+# SemaFor eval 3 plan, docs/metrics.md §1.2 and §1.4: confusion assignment at θ
 def confusion_at(scores, labels, threshold: float) -> OperatingPoint:
     """Counts and rates at ``threshold`` (``score >= threshold`` is positive; NaN: none is)."""
     s, y = _trials(scores, labels)
@@ -127,7 +127,7 @@ def confusion_at(scores, labels, threshold: float) -> OperatingPoint:
     return OperatingPoint(float(threshold), tp, fp, n_t - tp, n_nt - fp, pd, far, (pd + 1.0 - far) / 2.0)
 
 
-# SemaFor eval 3 plan §1.4 (spec semafor_and_paper.md): dynamic threshold at the EER vertex
+# SemaFor eval 3 plan, docs/metrics.md §1.4: dynamic threshold at the EER vertex
 def dynamic_eer_threshold(scores, labels) -> OperatingPoint:
     """Operating point at θ* = the distinct score whose ROC vertex minimises |FNR - FAR|.
 
@@ -157,7 +157,7 @@ def _undefined_rates(op: OperatingPoint) -> OperatingPoint:
     return OperatingPoint(nan, op.tp, op.fp, op.fn, op.tn, nan, nan, nan)
 
 
-# SemaFor eval 3 plan §1.5 (spec semafor_and_paper.md): partial AUC for FAR <= 0.1
+# SemaFor eval 3 plan, docs/metrics.md §1.5: partial AUC for FAR <= 0.1
 def partial_auc_interpolated(roc: Roc, far_max: float = 0.1) -> tuple[float, float]:
     """``(raw, raw / far_max)``: area under the linearly interpolated ROC over FPR in [0, far_max].
 

@@ -1,4 +1,4 @@
-"""The subsets a detection run scores: everything, or one per query (spec detection.md §7).
+"""The subsets a detection run scores: everything, or one per query (docs/detection.md §7).
 
 ``-q`` selects trials with a query, ``-qm`` selects targets by their manipulations and keeps every
 non-target, ``-qp`` crosses the listed factor values into partitions. Query modes first join the
@@ -27,7 +27,7 @@ def whole_set(trials: pd.DataFrame) -> list[Subset]:
 
 
 def query_frame(trials: pd.DataFrame, journal: pd.DataFrame | None) -> pd.DataFrame:
-    """Trials joined with their journal operations, missing values as empty strings (spec §7.2)."""
+    """Trials joined with their journal operations, missing values as empty strings (docs/detection.md §7.2)."""
     joined = join_journal(trials, journal)
     return joined.astype(object).where(joined.notna(), "")
 
@@ -59,7 +59,7 @@ def query_subsets(frame: pd.DataFrame, queries: list[str], keys: list[str], *, t
 
 
 def partition_subsets(frame: pd.DataFrame, text: str, keys: list[str]) -> list[Subset]:
-    """``-qp``: one subset per combination of the listed categorical values (spec §7.3).
+    """``-qp``: one subset per combination of the listed categorical values (docs/detection.md §7.3).
 
     Labels read ``Name=='v' & 300<=X`` (factors first, then conditions) as in MediScore.
     """

@@ -1,4 +1,4 @@
-"""Assembling detection trials from index, reference and system output (spec detection.md §3-§4).
+"""Assembling detection trials from index, reference and system output (docs/detection.md §3-§4).
 
 The scored table is ``(reference ⟕ system) ⋈ index``: join keys are the columns the files share
 (not fixed per task), reference trials without a system score are dropped (MediScore's
@@ -20,7 +20,7 @@ from mfscore.formats.tables import file_line, read_header, read_table
 
 SCORE = "ConfidenceScore"
 
-# spec detection.md §4: the statuses kept by --optOut, per opt-out convention (first column found wins).
+# docs/detection.md §4: the statuses kept by --optOut, per opt-out convention (first column found wins).
 OPT_OUT_CONVENTIONS = {
     "IsOptOut": {"kept": {"N", "Localization"}, "known": {"Y", "N", "Detection", "Localization"}},
     "ProbeStatus": {
@@ -46,7 +46,7 @@ class ScoredTable:
 
 
 def scores_and_labels(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Confidence scores and 0/1 target labels (``IsTarget == 'Y'``, spec §5) of scored trials."""
+    """Confidence scores and 0/1 target labels (``IsTarget == 'Y'``, docs/detection.md §5) of scored trials."""
     return trials[SCORE].to_numpy(dtype=np.float64), (trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
 
 
@@ -85,7 +85,7 @@ def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
 
 
 def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path, *, all_columns: bool = True) -> ScoredTable:
-    """Read the three files and join them into the scored table (spec §3.3).
+    """Read the three files and join them into the scored table (docs/detection.md §3.3).
 
     Without ``all_columns`` only what scoring needs is read (keys, IsTarget, score, opt-out
     status): metadata columns matter only to queries and metadata outputs.
@@ -133,7 +133,7 @@ def opt_out_column(trials: pd.DataFrame) -> str | None:
 
 
 def apply_opt_out(table: ScoredTable, sys_path: Path) -> ScoredTable:
-    """Keep opted-in trials only (spec §4); an unknown status is an error, a blank one is not kept."""
+    """Keep opted-in trials only (docs/detection.md §4); an unknown status is an error, a blank one is not kept."""
     column = opt_out_column(table.trials)
     if column is None:
         raise InputFileError("--optOut needs an IsOptOut or ProbeStatus column in the system output", path=str(sys_path))
@@ -149,7 +149,7 @@ def apply_opt_out(table: ScoredTable, sys_path: Path) -> ScoredTable:
 
 
 def trial_response_rate(n_scored: int, total_num: int) -> float:
-    """TRR rounded to 2 decimals half away from zero on the exact binary value, as Python 2's round (spec §4)."""
+    """TRR to 2 decimals, half away from zero on the exact binary value (Python 2's round; docs/detection.md §4)."""
     if total_num == 0:
         return float("nan")
     return float(Decimal(n_scored / total_num).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))

@@ -1,7 +1,7 @@
 """Journal tables (``<ref>-probejournaljoin.csv``, ``<ref>-journalmask.csv``) and their join.
 
 They describe, per probe, each manipulation operation of its journal (Operation, Purpose, Color,
-BitPlane, ...), which is what ``-q``/``-qm`` queries usually select on (spec detection.md §7.1).
+BitPlane, ...), which is what ``-q``/``-qm`` queries usually select on (docs/detection.md §7.1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Provenance system-output JSON: loading untrusted files safely and checking them against the schemas.
 
-The two JSON Schemas (``schemas/``) follow MediScore's schema version 1.2 as the spec describes it:
+The two JSON Schemas (``schemas/``) follow MediScore's schema version 1.2 (docs/provenance.md §1):
 filtering needs ``nodes``; graph building also needs ``links`` and a ``relationshipConfidenceScore``
 per link. A file that is too large, not UTF-8, not JSON, nested too deeply or not a JSON object
 becomes an ``InputFileError`` naming the file; no parser exception escapes.

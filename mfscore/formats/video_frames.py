@@ -1,4 +1,4 @@
-"""Streaming the frames of an HDF5 video mask, in order, a few at a time (video.md §B.2).
+"""Streaming the frames of an HDF5 video mask, in order, a few at a time (docs/video.md §B.2).
 
 A 1080p video of 1,200 frames is 2.5 GB per mask, so frames are never loaded as a volume: each block
 is read in slabs of a few frames (whole HDF5 chunks, so a compressed chunk is decoded once); gzip

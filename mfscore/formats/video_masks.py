@@ -1,6 +1,6 @@
 """The layout of a video mask (HDF5), read from metadata only, and the frame count of a video.
 
-Layout (video.md §B.2, MFC2019 plan §5.1.2.2): top-level groups named by a block's start frame
+Layout (docs/video.md §B.2, MFC2019 plan §5.1.2.2): top-level groups named by a block's start frame
 (decimal digits), each holding a uint8 dataset ``masks`` of shape (frames, height, width); or the
 single-block form ``masks/masks``, starting at frame 0. A reference mask may add a fourth axis of
 bit-plane layers, (frames, height, width, layers).
@@ -8,8 +8,8 @@ bit-plane layers, (frames, height, width, layers).
 Frame convention: by default a group name is the plan's **0-indexed** frame number, so frame f of
 the file (0-indexed) is frame f + 1 of the temporal intervals, which are 1-based within
 [1, FrameCount]. A block starting at group ``s`` with n frames thus covers interval frames s+1 .. s+n.
-MediScore's ReadMe and mask generator name blocks from frame 1 instead (video.md §B.2, "Frame
-numbering convention"); ``frame_base`` 1 reads such files, group ``b`` then starting at 0-indexed
+MediScore's ReadMe and mask generator name blocks from frame 1 instead (docs/video.md §B.2,
+frame numbering); ``frame_base`` 1 reads such files, group ``b`` then starting at 0-indexed
 frame b − 1. The single-block form starts at the first frame whatever the numbering.
 
 The file is untrusted: only hard links, contiguous or chunked storage inside the file, and a total
@@ -36,7 +36,7 @@ from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 # shape (a few bytes of metadata, e.g. 10**12 pixels) is refused before the scorer tries to stream it.
 
 _START = re.compile(r"[0-9]{1,18}")
-FRAME_BASES = (0, 1)  # what a block name counts from: the MFC2019 plan (0) or MediScore (1), §B.2
+FRAME_BASES = (0, 1)  # what a block name counts from: the MFC2019 plan (0) or MediScore (1), docs/video.md §B.2
 _CONVENTION = {0: "the MFC2019 plan's convention", 1: "MediScore's convention"}
 _H5_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)  # what h5py raises on bad files
 
@@ -154,7 +154,7 @@ def read_video_mask_layout(path: str, *, max_elements: int = DEFAULT_MAX_VIDEO_E
 def frame_base_hint(path: str, *, frame_base: int, frame_count: int | None,
                     max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS, layers: bool = False) -> str:
     """A hint for a mask refused because a block lies outside the video, or "": whether its blocks fit
-    ``frame_count`` frames (None: any count) when named from the other frame base (§B.2).
+    ``frame_count`` frames (None: any count) when named from the other frame base (docs/video.md §B.2).
 
     MediScore's files name blocks from 1, the plan's from 0, and a file of one read in the other either
     starts before the first frame or runs one frame past the last: this says which numbering fits.

@@ -1,5 +1,5 @@
 """Mask metrics beyond MediScore's: IoU, F1, the soft confusion matrix, size-binned MCC histograms
-and SemaFor's IoU-threshold localization rates (semafor_and_paper.md §1.7, §2).
+and SemaFor's IoU-threshold localization rates (docs/metrics.md §1.7, §2).
 
 The paper sums over every pixel of the image; that is the default here. ``pixels="scored"`` sums
 over MediScore's scored pixels instead (outside its no-score zones). Everything is read off a
@@ -36,7 +36,7 @@ MCC_EDGES = np.arange(-10, 11) / 10
 
 def over(record: MaskRecord, pixels: str) -> MaskRecord:
     """The record restricted to the pixels the paper's metrics use: the whole image (its
-    definition, §2.1) or MediScore's scored pixels (outside the no-score zones)."""
+    definition, docs/metrics.md §2.1) or MediScore's scored pixels (outside the no-score zones)."""
     if pixels == IMAGE:
         return record.whole_image()
     if pixels != SCORED_PIXELS:
@@ -44,13 +44,13 @@ def over(record: MaskRecord, pixels: str) -> MaskRecord:
     return record
 
 
-# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice); higher is better
+# docs/metrics.md §2.1 (both sides empty: 1, the suggested choice); higher is better
 def iou(tp, fp, fn):
     """TP / (TP + FP + FN), elementwise on arrays; 1.0 where truth and prediction are both empty."""
     return _share_or_one(tp, tp + fp + fn)
 
 
-# semafor_and_paper.md §2.1 (both sides empty: 1, the suggested choice); higher is better
+# docs/metrics.md §2.1 (both sides empty: 1, the suggested choice); higher is better
 def f1(tp, fp, fn):
     """TP / (TP + ½(FP + FN)), elementwise on arrays; 1.0 where truth and prediction are both empty."""
     return _share_or_one(2 * tp, 2 * tp + fp + fn)
@@ -64,7 +64,7 @@ def _share_or_one(part, whole):
     return float(value) if value.ndim == 0 else value
 
 
-# semafor_and_paper.md §2.2 (Y = 1 − S/255)
+# docs/metrics.md §2.2 (Y = 1 − S/255)
 def soft_confusion(record: MaskRecord) -> tuple[float, float, float, float]:
     """Soft (TP, TN, FP, FN) over the record's pixels, each an exact integer sum divided by 255."""
     values = np.arange(BINS, dtype=np.int64)
@@ -76,7 +76,7 @@ def soft_confusion(record: MaskRecord) -> tuple[float, float, float, float]:
     return tp / 255, tn / 255, fp / 255, fn / 255
 
 
-# semafor_and_paper.md §2.1–§2.2 (zero factor: 0, as MediScore)
+# docs/metrics.md §2.1–§2.2 (zero factor: 0, as MediScore)
 def soft_mcc(tp: float, tn: float, fp: float, fn: float) -> float:
     """MCC of real-valued counts: NaN when all are 0, 0.0 when a denominator factor is 0."""
     if tp == 0 and tn == 0 and fp == 0 and fn == 0:
@@ -93,7 +93,7 @@ def _iou_f1(record: MaskRecord, thresholds) -> tuple[np.ndarray, np.ndarray]:
     return iou(c.tp, c.fp, c.fn), f1(c.tp, c.fp, c.fn)
 
 
-# semafor_and_paper.md §2.1, §2.2, §2.4
+# docs/metrics.md §2.1, §2.2, §2.4
 def extra_cells(record: MaskRecord, actual: float | None, pixels: str = IMAGE) -> dict:
     """IoU/F1 at the best threshold and at the actual one, soft MCC/IoU/F1 and the reference size.
 
@@ -120,7 +120,7 @@ def extra_cells(record: MaskRecord, actual: float | None, pixels: str = IMAGE) -
     return cells
 
 
-# semafor_and_paper.md §2.4 (mean and standard deviation of the per-image scores)
+# docs/metrics.md §2.4 (mean and standard deviation of the per-image scores)
 def extra_summary(table: pd.DataFrame, columns: Sequence[str], pixels: str) -> pd.DataFrame:
     """Mean and population standard deviation of each per-image metric over the images that have it."""
     rows = []
@@ -132,7 +132,7 @@ def extra_summary(table: pd.DataFrame, columns: Sequence[str], pixels: str) -> p
     return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
 
 
-# semafor_and_paper.md §2.4 (axes of Tables 3 and 4; bin widths: the suggested choice)
+# docs/metrics.md §2.4 (axes of Tables 3 and 4; bin widths: the suggested choice)
 def mcc_size_histogram(sqrt_sizes: Sequence[float], mccs: Sequence[float]) -> pd.DataFrame:
     """Share of the masks of each √size column falling in each MCC bin, one row per cell.
 
@@ -187,7 +187,7 @@ def localization_iou(record: MaskRecord, threshold: int, pixels: str = IMAGE) ->
     return float(value)
 
 
-# semafor_and_paper.md §1.7
+# docs/metrics.md §1.7
 def semafor_localization(ious: Sequence[float | None], system_threshold: int,
                          thresholds: Sequence[float] = SEMAFOR_IOU_THRESHOLDS) -> pd.DataFrame:
     """pD, FAR and FNR per IoU threshold over all probes (the three sum to 1; higher pD is better).

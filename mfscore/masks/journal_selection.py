@@ -1,4 +1,4 @@
-"""Which journal operations each trial scores: all of them, or those a ``-qm`` query selects (mask.md §7).
+"""Which journal operations each trial scores: all of them, or those a ``-qm`` query selects (docs/masks.md §7).
 
 The journal is ``probejournaljoin ⋈ journalmask``: one row per (probe, operation) with the
 operation's ``Color`` (colour masks) or ``BitPlane`` (bit-plane masks). A ``-qm`` query runs on
@@ -58,7 +58,7 @@ class QuerySelection:
 
 def select_operations(trials: pd.DataFrame, journal: pd.DataFrame, task: str,
                       query_text: str | None) -> QuerySelection:
-    """Apply a ``-qm`` query; without one every trial and operation is kept (mask.md §7)."""
+    """Apply a ``-qm`` query; without one every trial and operation is kept (docs/masks.md §7)."""
     if query_text is None:
         return QuerySelection(trials, pd.Series("Y", index=journal.index), True)
     on = _join_columns(trials, journal, task)
@@ -94,7 +94,7 @@ NO_OPERATIONS = TrialOperations((), (), ())
 def operations_by_probe(journal: pd.DataFrame, evaluated: pd.Series) -> dict[tuple[str, str], TrialOperations]:
     """(ProbeFileID, JournalName) → the probe's selected colours and bit-planes, in one pass.
 
-    Bit-planes are listed by descending ``Sequence`` when the journal has one (mask.md §4.3).
+    Bit-planes are listed by descending ``Sequence`` when the journal has one (docs/masks.md §4.3).
     """
     table = journal.assign(_evaluated=evaluated.to_numpy())
     if "Sequence" in table:
@@ -124,7 +124,7 @@ def trial_operations(operations: dict[tuple[str, str], TrialOperations], probe_i
 
 def journal_results(journal: pd.DataFrame, evaluated: pd.Series, unscoreable: dict[str, set],
                     task: str) -> pd.DataFrame:
-    """The journal table with evaluation flags, N for operations of unscoreable masks (mask.md §10.2)."""
+    """The journal table with evaluation flags, N for operations of unscoreable masks (docs/masks.md §10.2)."""
     table = journal.copy()
     keys = [k for k in trial_keys(task) if k in table.columns]
     row_keys = list(map(tuple, table[keys].to_numpy()))

@@ -1,4 +1,4 @@
-"""Structuring elements and binary erosion/dilation for the no-score zones (spec mask.md §5.1).
+"""Structuring elements and binary erosion/dilation for the no-score zones (docs/masks.md §5.1).
 
 Morphology uses OpenCV with its default border (``BORDER_CONSTANT`` with
 ``morphologyDefaultBorderValue``): erosion treats pixels outside the image as set and dilation as
@@ -23,7 +23,7 @@ def structuring_element(shape: str, size: int) -> np.ndarray:
     handle it first (``erode``/``dilate`` do). ``gaussian`` is identical to ``box``: MediScore
     builds a Gaussian kernel and sets every positive entry to 1.
     """
-    # mask.md §5.1
+    # docs/masks.md §5.1
     if shape not in KERNEL_SHAPES:
         raise OptionError(f"kernel shape {shape!r} is not one of {', '.join(KERNEL_SHAPES)}")
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1 or size % 2 == 0:

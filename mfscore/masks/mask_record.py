@@ -3,8 +3,8 @@
 A scorer reads a reference and a system mask once and keeps, over the scored pixels (weight 1),
 the 256-bin histograms of system values on reference-positive and reference-negative pixels.
 Every threshold's confusion matrix, GWL1, the soft confusion matrix and the ROC follow exactly
-from these (DESIGN.md, "The central idea"). The same two histograms over every pixel of the image
-serve the metrics defined without no-score zones (Bammey et al., spec semafor_and_paper.md §2.1).
+from these (docs/architecture.md "Mergeable per-trial records"). The same two histograms over every pixel of the image
+serve the metrics defined without no-score zones (Bammey et al., docs/metrics.md §2.1).
 Counts are int64 end to end.
 """
 
@@ -16,8 +16,8 @@ import cv2
 import numpy as np
 
 SCORED = "scored"
-NOT_SCOREABLE = "not_scoreable"  # mask.md §6.6: the selected reference region is empty
-UNREADABLE = "unreadable"  # mask.md §4.4: the trial is left unscored, scoring continues
+NOT_SCOREABLE = "not_scoreable"  # docs/masks.md §6.6: the selected reference region is empty
+UNREADABLE = "unreadable"  # docs/masks.md §4.4: the trial is left unscored, scoring continues
 
 BINS = 256
 
@@ -38,7 +38,7 @@ class MaskRecord:
     message: str = ""
     image_positive: np.ndarray | None = None  # as positive/negative, over every pixel of the image
     image_negative: np.ndarray | None = None
-    system_given: bool = True  # False: no system mask file, scored as all white (mask.md §4.4)
+    system_given: bool = True  # False: no system mask file, scored as all white (docs/masks.md §4.4)
 
     @property
     def scored(self) -> bool:

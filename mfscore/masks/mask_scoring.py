@@ -29,7 +29,7 @@ from mfscore.options import odd_or_zero, one_of, option, validate
 
 @dataclass(frozen=True)
 class ZoneOptions:
-    """Kernel sizes and shape of the no-score zones (mask.md §5)."""
+    """Kernel sizes and shape of the no-score zones (docs/masks.md §5)."""
 
     erode_size: int = field(default=15, metadata=option("--eks", odd_or_zero(what="the erosion kernel size")))
     dilate_size: int = field(default=11, metadata=option("--dks", odd_or_zero(what="the dilation kernel size")))
@@ -69,13 +69,13 @@ def _selection(job: MaskJob) -> Selection | None:
         return bitplane_selection(layers, list(job.selected_bitplanes), list(job.journal_bitplanes))
     image = read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True)
     selection = colour_selection(image, list(job.selected_colours), with_distractors=job.with_distractors)
-    if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (mask.md §4.2)
+    if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (docs/masks.md §4.2)
         return Selection(selection.all_regions, np.zeros_like(selection.region), selection.all_regions)
     return selection
 
 
 def _system(job: MaskJob, shape: tuple[int, int]) -> np.ndarray:
-    """The system mask; none given means "nothing detected", all 255 (mask.md §4.4)."""
+    """The system mask; none given means "nothing detected", all 255 (docs/masks.md §4.4)."""
     if not job.system_path and job.blank_size is None:
         return np.full(shape, 255, np.uint8)
     if not job.system_path:
@@ -177,7 +177,7 @@ def score_mask(job: MaskJob) -> MaskRecord:
     region, distractors, missing = selection.region, selection.distractors, selection.missing_bitplanes
     scored_region = region
     if job.all_regions_without_zones and z.erode_size == 0 and z.dilate_size == 0:
-        scored_region = selection.all_regions  # mask.md §5.2 side effect, kept under --mediscore-compat
+        scored_region = selection.all_regions  # docs/masks.md §5.2 side effect, kept under --mediscore-compat
     del selection
     try:
         system = _system(job, region.shape)

@@ -1,4 +1,4 @@
-"""No-score weight maps (True = scored) and their pixel counts (spec mask.md §5).
+"""No-score weight maps (True = scored) and their pixel counts (docs/masks.md §5).
 
 A job's memory is a few one-byte maps per pixel (limits.py), so each map is built with at most
 two image-sized temporaries (``~(D & ~E)`` as ``~D | E``, in place), and a zone that leaves out
@@ -22,7 +22,7 @@ def _everywhere(shape: tuple[int, ...]) -> np.ndarray:
 
 def boundary_noscore(region: np.ndarray, erode_size: int, dilate_size: int, kernel: str) -> np.ndarray:
     """BNS weight: False on the band ``dilate(R) \\ erode(R)`` around the selected region."""
-    # mask.md §5.2
+    # docs/masks.md §5.2
     if erode_size == 0 and dilate_size == 0:
         return _everywhere(region.shape)
     weight = ~dilate(region, kernel, dilate_size)
@@ -34,7 +34,7 @@ def distraction_noscore(
     distractors: np.ndarray, region: np.ndarray, erode_size: int, dilate_size: int, kernel: str
 ) -> np.ndarray:
     """SNS weight: False on the dilated distractors, but never on the eroded selected region."""
-    # mask.md §5.3
+    # docs/masks.md §5.3
     if not distractors.any():
         return _everywhere(distractors.shape)
     weight = ~dilate(distractors, kernel, dilate_size)
@@ -44,7 +44,7 @@ def distraction_noscore(
 
 def pixel_noscore(system: np.ndarray, value: int | None) -> np.ndarray:
     """PNS weight: False where the raw system mask equals the declared opt-out value."""
-    # mask.md §5.4
+    # docs/masks.md §5.4
     if value is None or value == -1:
         return _everywhere(system.shape)
     return system != value
@@ -88,7 +88,7 @@ def noscore_counts(zones: NoScoreZones) -> dict[str, int]:
     SNS takes priority over BNS, but PNS is counted regardless, so PNS pixels inside the other
     zones are counted twice and the four counts can exceed the image size.
     """
-    # mask.md §5.5
+    # docs/masks.md §5.5
     size = zones.sns.size
     outside_sns = int(np.count_nonzero(zones.sns))
     bns_outside_sns = outside_sns - int(np.count_nonzero(zones.bns & zones.sns))

@@ -1,4 +1,4 @@
-"""Which reference pixels are the scored manipulation, and which are distractors (mask.md §4.2–4.3).
+"""Which reference pixels are the scored manipulation, and which are distractors (docs/masks.md §4.2–4.3).
 
 A reference mask marks every manipulation of a probe. A trial scores only the *selected* ones
 (all of them, or those a ``-qm`` query picks); the other marked pixels are distractors, later
@@ -53,7 +53,7 @@ def colour_selection(image: np.ndarray, selected: list[tuple[int, int, int]], *,
     Colours are compared with ``cv2.inRange`` rather than through a 4-byte code per pixel, and a
     grey image is read as it is, so the selection holds the image and three boolean maps at most.
     """
-    # mask.md §4.2
+    # docs/masks.md §4.2
     marked = ~_has_colour(image, WHITE)
     region = np.zeros(marked.shape, bool)
     for colour in set(selected):
@@ -80,7 +80,7 @@ def bitplane_selection(layers: np.ndarray, selected: list[int], journal: list[in
     (it is then in both maps): the distraction zone dilates every such pixel, and the eroded core
     of the region is put back afterwards (docs/masks.md, no-score zones).
     """
-    # mask.md §4.3
+    # docs/masks.md §4.3
     n_bits = 8 * layers.shape[-1]
     missing = tuple(sorted({b for b in set(selected) | set(journal) if not 1 <= b <= n_bits}))
     shape = layers.shape[:2]

@@ -1,4 +1,4 @@
-"""Metrics over all masks of a run: average ROCs and the one global Maximum threshold (mask.md §6.5)."""
+"""Metrics over all masks of a run: average ROCs and the one global Maximum threshold (docs/masks.md §6.5)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 For each ``-qm`` query (or once, without one) the run is: select the journal operations, plan a
 ``MaskJob`` per trial and role, score the jobs (``mfscore.tasks.mask``, wherever its runner puts
-them), then build the per-image, averaged and journal tables from the records alone (mask.md §6–§10).
+them), then build the per-image, averaged and journal tables from the records alone (docs/masks.md §6–§10).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SBIN_OFF = -10
 
 @dataclass(frozen=True)
 class MaskOptions:
-    """What a mask run needs beyond its input files (MaskScorer's options, mask.md §2)."""
+    """What a mask run needs beyond its input files (MaskScorer's options, docs/masks.md §2)."""
 
     task: str = field(default=MANIPULATION, metadata=option(
         "-t/--task", one_of((MANIPULATION, SPLICE), what="the task type")))
@@ -88,14 +88,14 @@ class QueryRun:
 
 
 def reference_column(task: str, role: str, jpeg2000: bool) -> str:
-    """Which reference column names the mask of a role (mask.md §4.1)."""
+    """Which reference column names the mask of a role (docs/masks.md §4.1)."""
     if task == SPLICE:
         return "BinaryProbeMaskFileName" if role == "probe" else "DonorMaskFileName"
     return "ProbeBitPlaneMaskFileName" if jpeg2000 else "ProbeMaskFileName"
 
 
 def _pixel_value(row: pd.Series, role: str, options: MaskOptions) -> int | None:
-    """The no-score pixel value of one mask: per probe with ``-pppns``, else ``--nspx`` (mask.md §5.4)."""
+    """The no-score pixel value of one mask: per probe with ``-pppns``, else ``--nspx`` (docs/masks.md §5.4)."""
     if not options.per_probe_pixel_value:
         return None if options.pixel_value == -1 else options.pixel_value
     text = str(row.get(f"{role.capitalize()}OptOutPixelValue", "")).strip()

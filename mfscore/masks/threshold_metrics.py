@@ -1,4 +1,4 @@
-"""Per-mask metrics at every threshold, read off a ``MaskRecord``'s histograms (mask.md §6).
+"""Per-mask metrics at every threshold, read off a ``MaskRecord``'s histograms (docs/masks.md §6).
 
 A system pixel of value ``v`` is predicted manipulated at threshold ``θ`` when ``v <= θ``; so the
 confusion counts at ``θ`` are cumulative sums of the histograms, and the whole threshold sweep is
@@ -32,7 +32,7 @@ class Confusion:
 
 
 def mask_thresholds(record: MaskRecord) -> np.ndarray:
-    """``{-1} ∪ {distinct values of the whole system mask}``, ascending (mask.md §6.2)."""
+    """``{-1} ∪ {distinct values of the whole system mask}``, ascending (docs/masks.md §6.2)."""
     return np.concatenate([[-1], np.flatnonzero(record.present)]).astype(np.int64)
 
 
@@ -47,7 +47,7 @@ def confusion_at(record: MaskRecord, thresholds: np.ndarray) -> Confusion:
 
 
 def exact_mcc(tp: int, tn: int, fp: int, fn: int) -> float:
-    """MCC with exact integer products and a decimal square root (mask.md §6.2)."""
+    """MCC with exact integer products and a decimal square root (docs/masks.md §6.2)."""
     n = tp + tn + fp + fn
     if n == 0:
         return math.nan
@@ -78,14 +78,14 @@ def mcc(c: Confusion) -> np.ndarray:
 
 
 def nmm(c: Confusion) -> np.ndarray:
-    """Nimble Mask Metric ``max(-1, (TP - FN - FP) / (TP + FN))`` (mask.md §6.2)."""
+    """Nimble Mask Metric ``max(-1, (TP - FN - FP) / (TP + FN))`` (docs/masks.md §6.2)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         value = np.maximum(-1.0, (c.tp - c.fn - c.fp) / (c.tp + c.fn))
     return np.where(c.tp + c.fn == 0, np.nan, value)
 
 
 def bwl1(c: Confusion) -> np.ndarray:
-    """Binary weighted L1 loss ``(FP + FN) / N`` (mask.md §6.2)."""
+    """Binary weighted L1 loss ``(FP + FN) / N`` (docs/masks.md §6.2)."""
     n = c.n
     with np.errstate(invalid="ignore", divide="ignore"):
         value = (c.fp + c.fn) / n
@@ -128,7 +128,7 @@ def metrics_at(record: MaskRecord, threshold: float) -> PointMetrics:
 
 
 def optimum_threshold(record: MaskRecord) -> float:
-    """θ with the largest MCC, lowest on ties; NaN when no pixel is scored (mask.md §6.3)."""
+    """θ with the largest MCC, lowest on ties; NaN when no pixel is scored (docs/masks.md §6.3)."""
     thresholds = mask_thresholds(record)
     values = mcc(confusion_at(record, thresholds))
     if np.isnan(values).all():
@@ -139,7 +139,7 @@ def optimum_threshold(record: MaskRecord) -> float:
 
 
 def rates(c: Confusion) -> tuple[np.ndarray, np.ndarray]:
-    """TPR and FPR with 0 where the denominator is 0 (mask.md §6.4)."""
+    """TPR and FPR with 0 where the denominator is 0 (docs/masks.md §6.4)."""
     positives, negatives = c.tp + c.fn, c.fp + c.tn
     with np.errstate(invalid="ignore", divide="ignore"):
         tpr = np.where(positives > 0, c.tp / positives, 0.0)
@@ -155,7 +155,7 @@ def trapezoid_auc(fpr: np.ndarray, tpr: np.ndarray) -> float:
 
 
 def mask_roc(record: MaskRecord) -> tuple[np.ndarray, np.ndarray]:
-    """The mask's ROC points over its thresholds, with (0, 0) appended, sorted (mask.md §6.4)."""
+    """The mask's ROC points over its thresholds, with (0, 0) appended, sorted (docs/masks.md §6.4)."""
     tpr, fpr = rates(confusion_at(record, mask_thresholds(record)))
     fpr, tpr = np.append(fpr, 0.0), np.append(tpr, 0.0)
     order = np.lexsort((tpr, fpr))

@@ -1,4 +1,4 @@
-"""The per-image metric cells of one scored mask (mask.md §6, §10.1)."""
+"""The per-image metric cells of one scored mask (docs/masks.md §6, §10.1)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def trial_cells(record: MaskRecord, *, actual: float | None, maximum: float | No
     """Metric cells of one mask; ``actual``/``maximum`` thresholds are None when ``--sbin`` is off.
 
     Unscored masks give empty cells and ``Scored = N``; a mask whose no-score zones cover every
-    pixel is scored with NaN metrics and zero counts (mask.md §6.6).
+    pixel is scored with NaN metrics and zero counts (docs/masks.md §6.6).
     """
     if not record.scored:
         return {"Scored": "N"}

@@ -1,4 +1,4 @@
-"""The mask scorer's trial table: reference ⟕ system, statuses, opt-out and TRR (mask.md §3.2, §9)."""
+"""The mask scorer's trial table: reference ⟕ system, statuses, opt-out and TRR (docs/masks.md §3.2, §9)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from mfscore.masks import MANIPULATION, SPLICE  # noqa: F401  (the task types, a
 
 SCORE = "ConfidenceScore"
 
-# mask.md §3.2 step 5: accepted values of each status column
+# docs/masks.md §3.2 step 5: accepted values of each status column
 KNOWN_STATUS = {
     "IsOptOut": {"Y", "N", "Detection", "Localization", "FailedValidation"},
     "ProbeStatus": {"Processed", "NonProcessed", "OptOutAll", "OptOutDetection", "OptOutLocalization",
                     "FailedValidation"},
     "DonorStatus": {"Processed", "NonProcessed", "OptOutLocalization", "FailedValidation"},
 }
-# mask.md §9: statuses that opt a trial out of localization
+# docs/masks.md §9: statuses that opt a trial out of localization
 OPTED_OUT = {"IsOptOut": {"Y", "Localization"}, "ProbeStatus": {"OptOutAll", "OptOutLocalization"},
              "DonorStatus": {"OptOutAll", "OptOutLocalization"}}
-# mask.md §9: statuses --optOut keeps in the per-image table
+# docs/masks.md §9: statuses --optOut keeps in the per-image table
 KEPT_BY_OPT_OUT = {"IsOptOut": {"N", "Detection", "FailedValidation"},
                    "ProbeStatus": {"Processed", "NonProcessed", "OptOutDetection", "FailedValidation"},
                    "DonorStatus": {"Processed", "NonProcessed", "FailedValidation"}}
@@ -83,7 +83,7 @@ def _check_statuses(frame: pd.DataFrame, columns: list[str], path: Path) -> None
 
 
 def _check_pixel_values(system: pd.DataFrame, columns: list[str], path: Path) -> None:
-    """Opt-out pixel values must be blank or an integer (mask.md §5.4)."""
+    """Opt-out pixel values must be blank or an integer (docs/masks.md §5.4)."""
     for column in columns:
         values = system[column].str.strip()
         bad = (values != "") & ~values.str.fullmatch(r"-?[0-9]+")
@@ -121,7 +121,7 @@ def kept_by_opt_out(trials: pd.DataFrame, status_column: str, task: str) -> pd.S
 
 def load_trials(task: str, ref_path: Path, sys_path: Path, index_path: Path, *,
                 index_filter: bool, opt_out: bool, pixel_value_columns: bool) -> TrialTable:
-    """The target trials of a mask run, in reference order (mask.md §3.2)."""
+    """The target trials of a mask run, in reference order (docs/masks.md §3.2)."""
     keys = trial_keys(task)
     reference = _text_table(ref_path, tuple(keys) + ("TaskID", "ProbeFileID", "IsTarget"))
     system = _text_table(sys_path, tuple(keys) + (SCORE,) + tuple(c for _, c, _ in mask_roles(task)))
@@ -142,7 +142,7 @@ def load_trials(task: str, ref_path: Path, sys_path: Path, index_path: Path, *,
     system_only = [c for c in system.columns if c not in reference.columns]
     trials = reference.merge(system[keys + system_only], how="left", on=keys, sort=False)
     trials[system_only] = trials[system_only].fillna("")
-    # mask.md §3.2 step 2: a trial without a system row gets the smallest score string
+    # docs/masks.md §3.2 step 2: a trial without a system row gets the smallest score string
     smallest = float(scores[system[SCORE] == min(system[SCORE])].iloc[0]) if len(system) else 0.0
     by_key = dict(zip(map(tuple, system[keys].to_numpy()), scores))
     trials[SCORE] = [by_key.get(tuple(k), smallest) for k in trials[keys].to_numpy()]

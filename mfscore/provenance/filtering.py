@@ -1,4 +1,4 @@
-"""Provenance filtering: node recall at fixed ranks, one ``FilteringRecord`` per trial (provenance.md §2).
+"""Provenance filtering: node recall at fixed ranks, one ``FilteringRecord`` per trial (docs/provenance.md §2).
 
 A trial's reference is a list of ``(WorldFileName, nodetype)`` rows; the system is its JSON
 ``nodes`` ranked by ``nodeConfidenceScore``. For each rank N the top N system nodes are mapped to
@@ -17,7 +17,7 @@ from mfscore.errors import OptionError
 from mfscore.provenance import NODE_TYPES
 from mfscore.provenance.world_files import world_file_id
 
-RANKS = (50, 100, 200, 300)  # provenance.md §2.3: fixed, not configurable
+RANKS = (50, 100, 200, 300)  # docs/provenance.md §2.3: fixed, not configurable
 ALL = "All"
 PROBE_TYPE = "probe"
 CORRECT, FALSE_ALARM, MISSING = "Correct", "FalseAlarm", "Missing"
@@ -34,7 +34,7 @@ def node_types(requested: list[str] | None) -> tuple[str, ...]:
 def world_nodes(nodes: list[dict], world_pairs: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
     """Node-file rows ⋈ world on (WorldFileID, WorldFileName), as ``probe -> [(WorldFileName, JournalNodeID)]``.
 
-    An inner join (§2.2 step 1): a row appears once per matching world row.
+    An inner join (docs/provenance.md §2.2 step 1): a row appears once per matching world row.
     """
     in_world = Counter(world_pairs)
     grouped: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -46,7 +46,7 @@ def world_nodes(nodes: list[dict], world_pairs: list[tuple[str, str]]) -> dict[s
 
 def reference_nodes(probe_rows: list[tuple[str, str]], journal_nodes: list[dict],
                     probe_file: str) -> list[tuple[str, str]]:
-    """A trial's reference ``(WorldFileName, nodetype)`` rows (§2.2 steps 2–4).
+    """A trial's reference ``(WorldFileName, nodetype)`` rows (docs/provenance.md §2.2 steps 2–4).
 
     The probe's world rows ⋈ journal ``nodes`` on ``JournalNodeID == id`` (inner), plus one row for
     the probe itself (``probe_file``, type ``probe``): the probe counts as a reference node. A
@@ -65,7 +65,7 @@ def _text(value) -> str:
 
 
 def ranked(system_nodes: list[dict]) -> list[tuple[str, int | float]]:
-    """System ``(file, nodeConfidenceScore)`` by descending confidence (§2.3).
+    """System ``(file, nodeConfidenceScore)`` by descending confidence (docs/provenance.md §2.3).
 
     A stable sort: tied nodes keep their order in the JSON. MediScore uses pandas' default
     quicksort, which is not stable, so where ties straddle a rank cut-off its counts may differ.
@@ -105,7 +105,7 @@ class FalseAlarmHit(NamedTuple):
 
 def count_at_rank(top: list[tuple[str, int | float]], reference: list[tuple[str, str]]) -> RankCounts:
     """Correct: reference rows whose file is among ``top``; Missing: the others; FalseAlarm: ``top`` nodes
-    whose file is no reference file (§2.3). A file listed twice by the system counts once."""
+    whose file is no reference file (docs/provenance.md §2.3). A file listed twice by the system counts once."""
     top_files = {file for file, _ in top}
     ref_files = {file for file, _ in reference}
     correct = sum(file in top_files for file, _ in reference)
@@ -114,7 +114,7 @@ def count_at_rank(top: list[tuple[str, int | float]], reference: list[tuple[str,
 
 
 def node_recall(correct: int, num_ref_nodes: int) -> float:
-    """``NodeRecallAtN = Correct / NumRefNodes`` (§2.3); NaN without reference nodes."""
+    """``NodeRecallAtN = Correct / NumRefNodes`` (docs/provenance.md §2.3); NaN without reference nodes."""
     return correct / num_ref_nodes if num_ref_nodes else float("nan")
 
 
@@ -156,7 +156,7 @@ def score_trial(*, ordinal: int, journal_name: str, probe_id: str, output_file: 
     """One trial's record: counts at every rank for ``All`` and each of ``types``, and the ``All`` mapping.
 
     Each requested type's reference is the rows of that type; the system top N is unchanged, so a
-    system node matching a reference of another type is a FalseAlarm in that type's counts (§2.3).
+    system node matching a reference of another type is a FalseAlarm in that type's counts (docs/provenance.md §2.3).
     """
     present = {kind for _, kind in reference}
     absent = [kind for kind in types if kind not in present]

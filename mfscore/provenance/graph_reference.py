@@ -1,4 +1,4 @@
-"""The reference provenance graph of one probe (provenance.md §3.2, §3.3): pure graph functions.
+"""The reference provenance graph of one probe (docs/provenance.md §3.2, §3.3): pure graph functions.
 
 A journal is a DAG of NIST's manipulation steps. Its anti-forensic donor links are dropped, it is
 contracted through the nodes that are not in the probe's world set, optionally cut to the probe's
@@ -18,7 +18,7 @@ Edge = tuple[int, int]
 JournalLink = tuple[int, int, str]  # (source index, target index, op)
 
 DONOR = "Donor"
-ANTI_FORENSIC = "AntiForensic"  # §3.2 step 2 compares the first 12 characters of op
+ANTI_FORENSIC = "AntiForensic"  # docs/provenance.md §3.2 step 2 compares the first 12 characters of op
 
 
 class JournalError(ValueError):
@@ -49,7 +49,7 @@ def reject_edges(edges: list[tuple], *, edge_rules: Iterable[Callable[[tuple], b
 
 
 def _anti_forensic_donors(links: list[JournalLink]) -> set:
-    """§3.2 step 2: Donor links into a node that also has an AntiForensic* incoming link."""
+    """docs/provenance.md §3.2 step 2: Donor links into a node that also has an AntiForensic* incoming link."""
     incoming = group_by(links, 1)
     laundered = {t for t, into in incoming.items() if any(op[:12] == ANTI_FORENSIC for _, _, op in into)}
     return {link for link in links if link[2] == DONOR and link[1] in laundered}
@@ -81,7 +81,7 @@ def journal_links(document: dict) -> tuple[list[str], list[JournalLink]]:
 
 
 def check_acyclic(edges: Iterable[Edge]) -> None:
-    """§3.2 step 3: a journal with a cycle cannot be scored."""
+    """docs/provenance.md §3.2 step 3: a journal with a cycle cannot be scored."""
     graph = nx.DiGraph(list(edges))
     if not nx.is_directed_acyclic_graph(graph):
         cycle = nx.find_cycle(graph)
@@ -89,13 +89,13 @@ def check_acyclic(edges: Iterable[Edge]) -> None:
 
 
 def world_set(ids: list[str], world_ids: set[str], probe_ids: set[str]) -> set[int]:
-    """§3.2 step 4: positions of the journal nodes whose id is a world node's or the probe's JournalNodeID."""
+    """docs/provenance.md §3.2 step 4: the journal nodes whose id is a world node's or the probe's JournalNodeID."""
     wanted = world_ids | probe_ids
     return {position for position, node_id in enumerate(ids) if node_id in wanted}
 
 
 def reduce_graph(edges: Iterable[Edge], selected: set) -> set[Edge]:
-    """§3.2 step 5: a→b for selected a, b joined by a path whose interior nodes are all unselected.
+    """docs/provenance.md §3.2 step 5: a→b for selected a, b joined by a path through unselected nodes only.
 
     Equal to contracting the unselected nodes one by one; done as one walk from each selected node
     through unselected ones, which stays linear when chains of hidden nodes are long.
@@ -117,7 +117,7 @@ def reduce_graph(edges: Iterable[Edge], selected: set) -> set[Edge]:
 
 
 def direct_graph(edges: Iterable[Edge], probe) -> set[Edge]:
-    """§3.3: the edges into the probe and its ancestors, and out of the probe and its descendants."""
+    """docs/provenance.md §3.3: the edges into the probe and its ancestors, and out of it and its descendants."""
     edges = set(edges)
     graph = nx.DiGraph(edges)
     if probe not in graph:
@@ -128,7 +128,7 @@ def direct_graph(edges: Iterable[Edge], probe) -> set[Edge]:
 
 
 def node_keys(node_rows: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """§3.2 step 6: JournalNodeID → WorldFileName over the given node-file rows, the last row winning."""
+    """docs/provenance.md §3.2 step 6: JournalNodeID → WorldFileName over the node-file rows given, the last winning."""
     return dict(node_rows)
 
 
@@ -145,7 +145,7 @@ def grouped_merge_order(join_keys: Sequence[Hashable]) -> list[int]:
 
 def reference_graph(ids: list[str], edges: Iterable[Edge], *, world_ids: set[str], probe_ids: set[str],
                     probe_name: str, keys: dict[str, str], direct: bool) -> ReferenceGraph:
-    """Steps 4-8 of §3.2 (and §3.3 with ``direct``) on a journal already cleared of anti-forensic donors."""
+    """Steps 4-8, and with ``direct`` the direct path (docs/provenance.md §3.2, §3.3), on a journal without anti-forensic donors."""
     selected = world_set(ids, world_ids, probe_ids)
     reduced = reduce_graph(edges, selected)
     if direct:

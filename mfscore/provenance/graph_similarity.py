@@ -1,8 +1,9 @@
-"""Matching a system graph to the reference graph, and the graph-overlap metrics (provenance.md §3.4-§3.5).
+"""Matching a system graph to the reference graph, and the graph-overlap metrics (docs/provenance.md §3.4-§3.5).
 
 A trial becomes a ``GraphRecord``: the six set sizes the metrics need and the node and link
 mapping rows the report lists. Every output is computed from records alone, so records scored
-anywhere merge into exactly the report of scoring everything at once (DESIGN.md, "The central idea").
+anywhere merge into exactly the report of scoring everything at once
+(docs/architecture.md "Mergeable per-trial records").
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ LinkRow = tuple[str, str, Confidence | None, str]       # (Source, Target WorldF
 
 
 def _divide(numerator: int, denominator: int) -> float:
-    """A float64 ratio; 0/0 is NaN (§3.5), written as an empty field."""
+    """A float64 ratio; 0/0 is NaN (docs/provenance.md §3.5), written as an empty field."""
     return numerator / denominator if denominator else math.nan
 
 
@@ -41,7 +42,7 @@ def sim_nlo(v_r: int, v_s: int, v_rs: int, e_r: int, e_s: int, e_rs: int) -> flo
 
 
 def node_recall(v_r: int, v_rs: int) -> float:
-    # provenance.md §3.5: NodeRecall = |N ∩ N'| / |N|
+    # docs/provenance.md §3.5: NodeRecall = |N ∩ N'| / |N|
     return _divide(v_rs, v_r)
 
 

@@ -1,4 +1,4 @@
-"""A system's provenance graph (provenance.md §3.4) from its already-validated JSON document.
+"""A system's provenance graph (docs/provenance.md §3.4) from its already-validated JSON document.
 
 Nodes are keyed by their ``file`` string and links by the files at their ``source`` and
 ``target`` positions; a repeated key keeps the last confidence. Isolated system nodes count.
@@ -30,7 +30,7 @@ def system_graph(document: dict) -> SystemGraph:
 
 
 def has_cycle(edges: Iterable[tuple]) -> bool:
-    """Whether the directed graph has a cycle, by MediScore's rule (§3.4), iteratively.
+    """Whether the directed graph has a cycle, by MediScore's rule (docs/provenance.md §3.4), iteratively.
 
     Edges but no root (a node with out-edges and no in-edges) is cyclic; otherwise a depth-first
     search from the roots looks for a back edge. MediScore searches from the roots only, so a

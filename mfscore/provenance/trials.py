@@ -1,4 +1,4 @@
-"""The inputs both provenance scorers share (provenance.md §1): tables, disparity check, opt-out, trials.
+"""The inputs both provenance scorers share (docs/provenance.md §1): tables, disparity check, opt-out, trials.
 
 Index ⋈ reference ⋈ system on ``ProvenanceProbeFileID`` (inner joins), grouped by
 ``JournalFileName`` in sorted order, join order kept within a group. System JSON paths are confined
@@ -22,7 +22,7 @@ from mfscore.limits import MAX_SCHEMA_PROBLEMS
 
 PROBE = "ProvenanceProbeFileID"
 OUTPUT = "ProvenanceOutputFileName"
-KEPT_STATUSES = frozenset({"Processed", "N"})  # provenance.md §1 "Opt-out"
+KEPT_STATUSES = frozenset({"Processed", "N"})  # docs/provenance.md §1 (opt-out)
 
 
 class TrialInputError(InputFileError):

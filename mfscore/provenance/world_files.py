@@ -1,4 +1,4 @@
-"""A world file's identifier in the reports: its base name without the extension (provenance.md §2.4, §3.6)."""
+"""A world file's identifier in the reports: its base name without the extension (docs/provenance.md §2.4, §3.6)."""
 
 from __future__ import annotations
 

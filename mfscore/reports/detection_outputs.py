@@ -1,4 +1,4 @@
-"""Every table a detection run writes, named as DetectionScorer names them (spec detection.md §9); the
+"""Every table a detection run writes, named as DetectionScorer names them (docs/detection.md §9); the
 figures are `detection_plots`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The figures of a detection run: MediScore's ROC/DET plots and the SemaFor ROC (spec detection.md §10).
+"""The figures of a detection run: MediScore's ROC/DET plots and the SemaFor ROC (docs/detection.md §10).
 
 Kept apart from the tables; this module builds what the figures show, and ``figure_process`` has
 ``plots`` draw it (in its worker when one runs), so a run imports matplotlib only where it draws.

@@ -1,4 +1,4 @@
-"""DetectionScorer-compatible report tables (spec detection.md §8).
+"""DetectionScorer-compatible report tables (docs/detection.md §8).
 
 Values are rounded like ``DataFrame.round(6)`` (half-even on the scaled binary value) and written
 as Python's ``repr``; NaN is an empty field; MediScore's integer ``0`` (an area over no segment,

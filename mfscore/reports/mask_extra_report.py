@@ -1,4 +1,4 @@
-"""Tables and the heat map of the extra mask metrics (semafor_and_paper.md §1.7, §2).
+"""Tables and the heat map of the extra mask metrics (docs/metrics.md §1.7, §2).
 
 Floats are left unrounded; the caller rounds before writing if it wants to.
 """

@@ -1,4 +1,4 @@
-"""Writing a mask run's files: per-image, averaged (per ``-q``/``-qp``) and journal tables (mask.md §8, §10)."""
+"""Writing a mask run's files: per-image, averaged (per ``-q``/``-qp``) and journal tables (docs/masks.md §8, §10)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def select_rows(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: lis
 
 
 def partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
-    """``-qp``: one subset per combination of the ``==[...]`` factor values (mask.md §8)."""
+    """``-qp``: one subset per combination of the ``==[...]`` factor values (docs/masks.md §8)."""
     return [Averaged({t.name: t.cell for t in terms},
                      select_rows(frame, journal, " & ".join(f"({t.condition})" for t in terms), keys))
             for terms in query.partitions(text)]
@@ -85,7 +85,7 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
     if options.partition:
         non_empty = [s for s in partitions(scored, run.journal, options.partition, keys) if len(s.rows)]
         if options.mediscore_compat:
-            non_empty = non_empty[-1:]  # MediScore keeps only the last partition (mask.md §8)
+            non_empty = non_empty[-1:]  # MediScore keeps only the last partition (docs/masks.md §8)
         return [("_mask_score.csv", s) for s in non_empty]
     if scored.empty:
         return []
@@ -125,7 +125,7 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
 
 
 def write_extras(run: QueryRun, stage: StagedOutputs, options: ReportOptions, subdir: str = "") -> None:
-    """mfscore's metrics beyond MediScore, in files of their own (semafor_and_paper.md §1.7, §2).
+    """mfscore's metrics beyond MediScore, in files of their own (docs/metrics.md §1.7, §2).
 
     ``_mask_extra.csv``: IoU/F1 (best and actual threshold), soft MCC/IoU/F1 per mask;
     ``_mask_extra_summary.csv``: their mean and standard deviation (the paper's Tables 1–2);

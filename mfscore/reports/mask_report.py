@@ -1,4 +1,4 @@
-"""MaskScorer-compatible tables: per-image, averaged and journal results (mask.md §8, §10, §11).
+"""MaskScorer-compatible tables: per-image, averaged and journal results (docs/masks.md §8, §10, §11).
 
 Values stay numbers until the last step: per-image metrics are rounded to 16 significant digits
 (as MediScore's runner does), averages are taken over those, and every float is then rounded to
@@ -42,7 +42,7 @@ def _is_integer_column(name: str) -> bool:
 
 
 def perimage_frame(run: QueryRun, table: TrialTable, task: str) -> pd.DataFrame:
-    """The per-image table as values (numbers unrounded), in MediScore's column order (§10.1)."""
+    """The per-image table as values (numbers unrounded), in MediScore's column order (docs/masks.md §10.1)."""
     trials = run.trials.copy()
     for role, sys_column, _ in mask_roles(task):
         status = trials["DonorStatus"] if role == "donor" and "DonorStatus" in trials else trials[table.status_column]
@@ -119,7 +119,7 @@ def _scored(rows: pd.DataFrame, column: str) -> pd.DataFrame:
 
 def averaged_row(rows: pd.DataFrame, everything: pd.DataFrame, run: QueryRun, table: TrialTable, *, task: str,
                  opt_out: bool, label: dict) -> dict:
-    """One row of the averaged table over per-image ``rows`` (16-digit values) (mask.md §8).
+    """One row of the averaged table over per-image ``rows`` (16-digit values) (docs/masks.md §8).
 
     Trial counts are run-wide: ``everything`` is the whole per-image table, not the subset.
     """

@@ -1,4 +1,4 @@
-"""ROC and DET plots of detection curves (spec detection.md §10), and the SemaFor ROC with its
+"""ROC and DET plots of detection curves (docs/detection.md §10), and the SemaFor ROC with its
 marked operating points (``plot_semafor_roc``), written as PDF and PNG.
 
 Rendering uses the non-interactive Agg backend, so no display is ever needed. Every figure is

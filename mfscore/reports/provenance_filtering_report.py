@@ -1,4 +1,4 @@
-"""The filtering scorer's three tables, computed from ``FilteringRecord``s only (provenance.md §2.4).
+"""The filtering scorer's three tables, computed from ``FilteringRecord``s only (docs/provenance.md §2.4).
 
 ``trial_scores.csv``: an ``All`` row per trial, then one per ``--nodetype`` type, recalls rounded to
 12 decimals. ``scores.csv``: per node type (sorted), the mean of those rounded recalls, not rounded
@@ -30,7 +30,7 @@ TRIAL_COLUMNS = (
 SCORE_COLUMNS = ["NodeType"] + [f"NodeRecallAt{n}" for n in RANKS]
 MAPPING_COLUMNS = ["JournalName", "ProvenanceProbeFileID", "ProvenanceOutputFileName", "Measure", "WorldFileID",
                    "NodeConfidence", "Mapping", "NodeType"]
-DIGITS = 12  # §2.4: round(x, 12) of trial recalls
+DIGITS = 12  # docs/provenance.md §2.4: round(x, 12) of trial recalls
 
 
 def trial_rows(records: list[FilteringRecord]) -> list[dict]:
@@ -68,7 +68,7 @@ def _mean(values: list[float]) -> float:
 
 
 def scores(records: list[FilteringRecord]) -> pd.DataFrame:
-    """Per node type (sorted, so ``All`` first), the mean of the rounded trial recalls (§2.4)."""
+    """Per node type (sorted, so ``All`` first), the mean of the rounded trial recalls (docs/provenance.md §2.4)."""
     by_type: dict[str, list[dict]] = {}
     for row in trial_rows(records):
         by_type.setdefault(row["NodeType"], []).append(row)
@@ -80,7 +80,7 @@ def scores(records: list[FilteringRecord]) -> pd.DataFrame:
 
 def node_mapping(records: list[FilteringRecord]) -> TextTable:
     """``node_mapping.csv``: a block per trial and rank, each sorted by Mapping (Correct, FalseAlarm,
-    Missing), NodeConfidence, WorldFileID (§2.4).
+    Missing), NodeConfidence, WorldFileID (docs/provenance.md §2.4).
 
     Each trial's hits and false alarms are sorted once and filtered per rank, and each row's cells are
     made once, so a run of 300 probes makes its 200,000 rows in a fraction of what sorting every block

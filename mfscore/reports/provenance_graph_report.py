@@ -1,4 +1,4 @@
-"""ProvenanceGraphBuildingScorer's report files (provenance.md §3.6), computed from ``GraphRecord``s only.
+"""ProvenanceGraphBuildingScorer's report files (docs/provenance.md §3.6), computed from ``GraphRecord``s only.
 
 Trial values are ``round(x, 12)`` and means are of the unrounded values, NaN skipped, then rounded;
 NaN is an empty field. A confidence column prints ``1`` when every value in the *file* is an

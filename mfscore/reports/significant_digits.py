@@ -1,4 +1,4 @@
-"""Rounding to significant digits the way MediScore's mask reports do (mask.md §11).
+"""Rounding to significant digits the way MediScore's mask reports do (docs/masks.md §11).
 
 The number of decimals is ``digits − 1 − floor(log10|x|)``; the value is then rounded half away
 from zero on its exact binary value (Python 2's ``round``), or floored with ``truncate``.

@@ -1,4 +1,4 @@
-"""VideoSpatialLocalizationScorer tables: per-video, averaged and journal results (video.md §B.6).
+"""VideoSpatialLocalizationScorer tables: per-video, averaged and journal results (docs/video.md §B.6).
 
 Every table is computed from the per-video records and the trial rows only, so records scored
 anywhere (a local pool, distributed workers) give the same files.
@@ -27,7 +27,7 @@ def _point(name: str) -> list[str]:
     return [f"{name}Threshold"] + [f"{name}{m}" for m in POINT] + [f"{name}{c}" for c in COUNTS]
 
 
-# §B.6, in MediScore's order; TemporalMCC and TemporalFrame* carry no prefix
+# docs/video.md §B.6, in MediScore's order; TemporalMCC and TemporalFrame* carry no prefix
 METRIC_COLUMNS = ([f"{ST}{c}" for c in OPTIMUM + ["PixelAverageAUC", "MaskAverageAUC"]]
                   + [f"{ST}Optimum{c}" for c in COUNTS]
                   + [f"{ST}{c}" for c in ("PixelN", "PixelBNS", "PixelSNS", "PixelPNS")]
@@ -65,7 +65,7 @@ def format_table(frame: pd.DataFrame, digits: int, numeric: list[str]) -> pd.Dat
 
 
 def pervideo_frame(trials: VideoTrials, rows: pd.DataFrame, cells: list[dict]) -> pd.DataFrame:
-    """One row per scored target: probe columns, metrics, then every other input column (§B.6)."""
+    """One row per scored target: probe columns, metrics, then every other input column (docs/video.md §B.6)."""
     metrics = pd.DataFrame([{f"{ST}{k}" if not k.startswith("Temporal") and k not in ("Scored", "TPR", "FPR") else k: v
                              for k, v in c.items()} for c in cells],
                            columns=["Scored"] + METRIC_COLUMNS, index=rows.index, dtype=object)
@@ -114,7 +114,7 @@ def averaged_row(subset: pd.DataFrame, pervideo: pd.DataFrame, trials: VideoTria
     targets = len(pervideo)
     row.update({
         f"{ST}MaximumThreshold": maximum, f"{ST}ActualThreshold": actual,
-        # §B.6: TRR is ScoreableTrials / totalTrials here, not the image scorer's definition
+        # docs/video.md §B.6: TRR is ScoreableTrials / totalTrials here, not the image scorer's definition
         "TRR": scoreable / trials.total_trials if targets and trials.total_trials else math.nan,
         "totalTrials": trials.total_trials, "ScoreableTrials": scoreable, "totalTargets": targets,
         "ScoreableTargets": int(((pervideo["Scored"] == "Y")

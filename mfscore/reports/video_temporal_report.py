@@ -1,4 +1,4 @@
-"""The video temporal scorer's output files, computed from ``ProbeRecord``s only (video.md §A.7).
+"""The video temporal scorer's output files, computed from ``ProbeRecord``s only (docs/video.md §A.7).
 
 * ``scores_probes.csv``: ``query|ProbeFileID|MCC`` (plus ``Timeline`` with ``-T``), grouped by query,
   probes in MediScore's order, MCC rounded with ``round(x, 12)``.
@@ -33,7 +33,7 @@ from mfscore.video.temporal_confusion import (
 )
 from mfscore.video.temporal_scorer import ProbeIntervals, ProbeRecord
 
-DIGITS = 12  # video.md §A.7: round(x, 12)
+DIGITS = 12  # docs/video.md §A.7: round(x, 12)
 PROBE_COLUMNS = ["query", "ProbeFileID", "MCC"]
 SCORE_COLUMNS = ["query", "MCC"]
 QUERY_COLUMNS = ["id", "query"]

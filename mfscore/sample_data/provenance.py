@@ -23,7 +23,7 @@ SYSTEM_LINKS = 300
 
 @dataclass(frozen=True)
 class ProvenanceDataset:
-    """The generated files, as the scorers' common options (provenance.md §1)."""
+    """The generated files, as the scorers' common options (docs/provenance.md §1)."""
     root: Path
 
     def options(self, system_csv: str) -> list[str]:

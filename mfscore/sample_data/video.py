@@ -3,7 +3,7 @@
 MediScore's video test data ships without its masks, so mfscore writes its own. A dataset is
 declared as a list of small ``VideoCase`` records (one per probe video); ``write_video_dataset``
 writes what ``mfscore video-spatial`` reads and ``write_temporal_dataset`` what
-``mfscore video-temporal`` reads (spec video.md A.2, B.2). Used by ``make demo``, the benchmark and
+``mfscore video-temporal`` reads (docs/video.md §A.2, §B.2). Used by ``make demo``, the benchmark and
 the tests.
 
 Frame conventions (those of ``mfscore.formats.video_masks``): HDF5 groups are named by a block's
@@ -338,7 +338,7 @@ def write_video_dataset(root: str | Path, cases: Sequence[VideoCase], *, name: s
 
 def write_temporal_dataset(root: str | Path, cases: Sequence[VideoCase], *,
                            name: str = "mfscore-videotemploc") -> TemporalDatasetPaths:
-    """Write the inputs of the temporal scorer (spec video.md A.2) for ``cases`` (their masks are
+    """Write the inputs of the temporal scorer (docs/video.md §A.2) for ``cases`` (their masks are
     not written; the reference is the journal's VideoFrame intervals, the system output the
     VideoFrameSegments / VideoFrameOptOutSegments cells).
 

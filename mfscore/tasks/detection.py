@@ -1,4 +1,4 @@
-"""Detection scoring as a task (detection.md): the scored table's trials are its records.
+"""Detection scoring as a task (docs/detection.md): the scored table's trials are its records.
 
 Scoring a detection trial is reading one number, microseconds of work, so the jobs (batches of
 the scored table's rows) are scored where they are planned (``PLANNER``): shipping a batch to a
@@ -66,7 +66,7 @@ class Options(ReferenceLayout):
 
 @dataclass(frozen=True)
 class Trials:
-    """A batch of scored-table rows: the work of a job and, unchanged, its record (DESIGN.md's detection record)."""
+    """Scored-table rows: a job's work and, unchanged, its record (docs/architecture.md "Mergeable per-trial records")."""
 
     ordinal: np.ndarray    # int64: the row in the scored table
     score: np.ndarray      # float64

@@ -1,9 +1,9 @@
-"""Image mask scoring as a task (mask.md): one job per kept trial, role and ``-qm`` query.
+"""Image mask scoring as a task (docs/masks.md): one job per kept trial, role and ``-qm`` query.
 
 Planning reads the tables and selects each query's journal operations; a job is one mask
 (a probe, or one side of a splice pair) whose record is a pair of 256-bin histograms, so the
 jobs go to the ``mask`` workers. The report builds the per-image, averaged and journal tables
-of every query from the folded records alone (mask.md §6–§10).
+of every query from the folded records alone (docs/masks.md §6–§10).
 """
 
 from __future__ import annotations

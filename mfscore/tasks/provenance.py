@@ -1,4 +1,4 @@
-"""What the two provenance tasks share (provenance.md §1, §2.1): their options, reading their inputs,
+"""What the two provenance tasks share (docs/provenance.md §1, §2.1): their options, reading their inputs,
 planning a job per trial, reading a trial's system JSON, and walking the scored trials in order.
 
 A job is one trial (``JobKey(0, "trial", ordinal)``), its work the trial's reference and where its

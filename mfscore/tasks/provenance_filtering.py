@@ -1,4 +1,4 @@
-"""Provenance filtering as a task (provenance.md §2): node recall at fixed ranks, one record per trial.
+"""Provenance filtering as a task (docs/provenance.md §2): node recall at fixed ranks, one record per trial.
 
 A trial whose system JSON cannot be scored (too large, not JSON, failing the filtering schema, a
 link end outside ``nodes``) is a Problem: reported on stderr and left out of the tables, the run

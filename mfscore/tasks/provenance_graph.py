@@ -1,4 +1,4 @@
-"""Provenance graph building as a task (provenance.md §3): each trial's system graph against its
+"""Provenance graph building as a task (docs/provenance.md §3): each trial's system graph against its
 journal's reference graph, one ``GraphRecord`` per trial.
 
 A journal with a cycle, or a system graph with a cycle without ``-c``, stops the run (exit 1) when
@@ -110,12 +110,12 @@ class GraphTrial:
 
 
 def world_nodes(nodes: pd.DataFrame, world: pd.DataFrame) -> pd.DataFrame:
-    """§3.2 step 4: node file ⋈ world on WorldFileID only, in node-file order."""
+    """docs/provenance.md §3.2 step 4: node file ⋈ world on WorldFileID only, in node-file order."""
     return nodes.merge(world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
 
 
 def _probe_node_ids(inputs: ProvenanceInputs, world: pd.DataFrame) -> tuple[dict[str, set], dict[str, set]]:
-    """Per probe: the JournalNodeIDs of its world nodes (``world``, §3.2 step 4) and of its own node
+    """Per probe: the JournalNodeIDs of its world nodes (``world``, docs/provenance.md §3.2 step 4) and of its own node
     (the node-file row whose WorldFileID is the probe's)."""
     nodes = inputs.nodes
     own = nodes[nodes["WorldFileID"] == nodes[PROBE]]
@@ -124,7 +124,7 @@ def _probe_node_ids(inputs: ProvenanceInputs, world: pd.DataFrame) -> tuple[dict
 
 
 def node_keys_by_probe(world: pd.DataFrame, *, mediscore_compat: bool) -> Callable[[str], dict[str, str]]:
-    """Per probe, JournalNodeID → WorldFileName for naming its reference nodes (§3.2 step 6).
+    """Per probe, JournalNodeID → WorldFileName for naming its reference nodes (docs/provenance.md §3.2 step 6).
 
     By default a probe's nodes are named by its own world rows, the last in node-file order: journals
     reuse node ids, and one table for all probes names a probe's node after another journal's image.

@@ -1,8 +1,8 @@
-"""Video spatial-temporal localization as a task (video.md §B): one job per (``-qm`` query, spatial target).
+"""Video spatial-temporal localization as a task (docs/video.md §B): one job per (``-qm`` query, spatial target).
 
 A job streams the probe's reference and system HDF5 masks into a ``VideoRecord`` (the ``video``
 pool). A probe whose masks cannot be used comes back as a ``Problem`` that counts as its record
-(scored as the spec says), so the report writes every table and the run exits 1.
+(scored as docs/video.md §B.5 says), so the report writes every table and the run exits 1.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, re
                  journal: pd.DataFrame, options: Options) -> None:
     """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables.
 
-    A video whose reference is blank (no target pixel in any frame) is in none of them (§B.6)."""
+    A video whose reference is blank (no target pixel in any frame) is in none of them (docs/video.md §B.6)."""
     listed = [not r.blank_reference for r in records]
     rows = rows[listed]
     records = [r for r, keep in zip(records, listed) if keep]

@@ -1,4 +1,4 @@
-"""Video temporal localization as a task (video.md §A): one job per (query, scored probe).
+"""Video temporal localization as a task (docs/video.md §A): one job per (query, scored probe).
 
 Planning reads and checks every table and leaves each job the probe's interval sets; scoring one is
 interval algebra, microseconds of work, so the jobs are scored where they are planned (``PLANNER``).

@@ -9,7 +9,7 @@ from mfscore.limits import DEFAULT_MAX_PIXELS, DEFAULT_MAX_TABLE_BYTES, DEFAULT_
 
 VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
 # nc2017: MediScore's rules (EXPID names, any real score); mfc2019: SubID names, scores in [0, 1]
-# (plan §5.1.1.1 and Appendix A); semafor: SubID names, any real score (log-likelihood ratios).
+# (MFC2019 plan §5.1.1.1 and Appendix A); semafor: SubID names, any real score (log-likelihood ratios).
 PLANS = ("nc2017", "mfc2019", "semafor")
 
 

@@ -1,6 +1,6 @@
 """The single-source validator (MediScore ``-vt SSD``, ``SSD-video``, ``SSD-event``, ``SSD-camera``).
 
-validator.md §4, in MediScore's order, with the intended behaviour of c460603 (HEAD's 2021
+docs/validation.md §4, in MediScore's order, with the intended behaviour of c460603 (HEAD's 2021
 regression that failed every valid submission is not reproduced).
 """
 
@@ -30,7 +30,7 @@ PIXEL = "ProbeOptOutPixelValue"
 MASK = "OutputProbeMaskFileName"
 INTERVAL_COLUMNS = ("VideoFrameSegments", "AudioSampleSegments", "VideoFrameOptOutSegments")
 
-# validator.md §4 step 9 (plan §5.1.1.3): status vocabularies
+# docs/validation.md §4 step 9 (MFC2019 plan §5.1.1.3): status vocabularies
 IS_OPT_OUT = frozenset({"Y", "Detection", "Localization", "N", FAILED})
 PROBE_STATUS = frozenset({"Processed", "NonProcessed", "OptOutAll", "OptOutDetection", "OptOutLocalization", FAILED})
 

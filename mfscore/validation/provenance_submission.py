@@ -1,4 +1,4 @@
-"""MediScore's ProvenanceValidator (provenance.md §4, validator.md §6): checks a provenance submission.
+"""MediScore's ProvenanceValidator (docs/provenance.md §4, docs/validation.md §6): checks a provenance submission.
 
 The stages run in MediScore's order (options, files, name, index extension, content); a failing stage
 ends the run, while the content checks all run so that every problem is reported at once. Where

@@ -65,9 +65,9 @@ def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.
                      file=table.path, line=table.line(position))
 
 
-# MediScore's words (validator.md §6a): the SSD validator's "The Confidence Scores for probes ...", the
-# DSD validator's "The Confidence Score for probe-donor pair ..." ("not a real number", §5). mfscore adds
-# the value, one finding per row.
+# MediScore's words (docs/validation.md §6a): the SSD validator's "The Confidence Scores for probes ...", the
+# DSD validator's "The Confidence Score for probe-donor pair ..." ("not a real number",
+# docs/validation.md §5). mfscore adds the value, one finding per row.
 PROBE_SCORES = "The Confidence Scores for probes must be real numbers: {key} has {value!r}."
 PAIR_SCORE = "The Confidence Score for probe-donor pair {key} is not a real number: {value!r}."
 

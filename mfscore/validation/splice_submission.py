@@ -1,4 +1,4 @@
-"""The splice (donor-source) validator, MediScore ``-vt DSD`` (validator.md §5)."""
+"""The splice (donor-source) validator, MediScore ``-vt DSD`` (docs/validation.md §5)."""
 
 from __future__ import annotations
 

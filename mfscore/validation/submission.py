@@ -1,4 +1,4 @@
-"""``validate_submission``: the whole detection/localization check (validator.md §2), as a report.
+"""``validate_submission``: the whole detection/localization check (docs/validation.md §2), as a report.
 
 The order is MediScore's ``fullCheck``: both files exist, the name (with ``-nc``), the index
 extension, then the content check of the chosen type.

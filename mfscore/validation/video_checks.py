@@ -1,4 +1,4 @@
-"""Video rows of a submission: the temporal interval columns and the HDF5 spatial mask (validator.md §4 step 9).
+"""Video rows of a submission: the temporal interval columns and the HDF5 spatial mask (docs/validation.md §4 step 9).
 
 Rules for one interval list, each interval taken in list order:
 * a list that is not JSON lists of lists is unreadable; an element that is not two integers is not a pair;
@@ -84,7 +84,7 @@ def check_interval_column(report: ValidationReport, text: str, *, column: str, p
 
 
 def _hint(path: str, frame_base: int, frame_count: int | None, max_elements: int) -> str:
-    """The clause "; its blocks fit if numbered from …" when the other block numbering fits (video.md §B.2), else ""."""
+    """The clause "; its blocks fit if numbered from …" when the other numbering fits (docs/video.md §B.2), else ""."""
     hint = frame_base_hint(path, frame_base=frame_base, frame_count=frame_count, max_elements=max_elements)
     return f"; {hint}" if hint else ""
 

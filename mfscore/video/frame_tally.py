@@ -1,4 +1,4 @@
-"""One frame of a video mask pair, reduced to a ``MaskRecord`` (video.md §B.3–B.4).
+"""One frame of a video mask pair, reduced to a ``MaskRecord`` (docs/video.md §B.3–B.4).
 
 A frame is scored exactly like an image mask: bit-plane selection, boundary / distraction / pixel
 no-score zones, then the histograms of system values on reference-positive and -negative scored
@@ -30,7 +30,7 @@ class FrameRules:
 
     selected_bitplanes: tuple[int, ...] = ()
     journal_bitplanes: tuple[int, ...] = ()
-    every_bit: bool = False          # no journal data: every non-zero reference pixel is the target (§B.3)
+    every_bit: bool = False          # no journal data: every non-zero reference pixel is target (docs/video.md §B.3)
     zones: ZoneOptions = ZoneOptions()
     pixel_value: int | None = field(default=None, metadata=option("--nspx", Check(
         lambda value: None if value is None or 0 <= value <= 255
@@ -48,7 +48,7 @@ class FrameRules:
 @dataclass(frozen=True)
 class FrameTally:
     record: MaskRecord
-    system_min: int  # the frame is a system positive at θ when system_min <= θ (§B.5)
+    system_min: int  # the frame is a system positive at θ when system_min <= θ (docs/video.md §B.5)
 
 
 def _marked(reference: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Frame-interval algebra for temporal localization (spec video.md §A.4).
+"""Frame-interval algebra for temporal localization (docs/video.md §A.4).
 
 An interval ``(a, b)`` names frames a..b, 1-based and inclusive; a list of them is a set of frames.
 Every function is pure and returns a new list: sorted by start, pairwise disjoint and not touching
@@ -16,7 +16,7 @@ Interval = tuple[int, int]
 
 def union(intervals: Iterable[Interval]) -> list[Interval]:
     """Merge a list of intervals into sorted, disjoint ones; touching intervals merge."""
-    # video.md §A.4 "Union algorithm": sort each pair, sort by start, merge when next.start <= current.end
+    # docs/video.md §A.4 (union): sort each pair, sort by start, merge when next.start <= current.end
     merged: list[list[int]] = []
     for start, end in sorted((min(a, b), max(a, b)) for a, b in intervals):
         if merged and start <= merged[-1][1]:
@@ -34,7 +34,7 @@ def truncate(intervals: Iterable[Interval], last_frame: int) -> list[Interval]:
     everything after it. So ``[v, ...]`` is dropped and ``[..., v]`` kept. On a ``union`` result this
     is a plain clip at ``last_frame`` that drops what would become zero-length.
     """
-    # video.md §A.4 "Truncate(v)"
+    # docs/video.md §A.4 (truncation at v)
     kept: list[Interval] = []
     for start, end in intervals:
         if start >= last_frame:
@@ -53,7 +53,7 @@ def collars(reference: Iterable[Interval], half_width: int, frame_count: int, *,
     collars are returned as MediScore builds them (one per endpoint, in order); pass them through
     ``union`` before using them as a set.
     """
-    # video.md §A.4 "Collars": N must be an int > 0 (MediScore asserts); clipped to [1, FrameCount]
+    # docs/video.md §A.4 (collars): N must be an int > 0 (MediScore asserts); clipped to [1, FrameCount]
     if isinstance(half_width, bool) or not isinstance(half_width, (int, np.integer)) or half_width <= 0:
         raise ValueError(f"the collar half-width must be a positive whole number of frames, not {half_width!r}")
     found: list[Interval] = []
@@ -65,13 +65,13 @@ def collars(reference: Iterable[Interval], half_width: int, frame_count: int, *,
 
 def drop_zero_length(intervals: Iterable[Interval]) -> list[Interval]:
     """The intervals with ``a != b``: a single-frame interval ``[k, k]`` weighs nothing."""
-    # video.md §A.4 "Zero-length intervals (a == b) are removed from every set before scoring"
+    # docs/video.md §A.4: zero-length intervals (a == b) leave every set before scoring
     return [(a, b) for a, b in intervals if a != b]
 
 
 def frame_runs(positive: np.ndarray) -> list[Interval]:
     """1-based intervals ``[a, b]`` of the runs of True in a per-frame boolean array (``positive[0]`` is frame 1)."""
-    # video.md §B.5 "Consecutive positive frames become intervals"
+    # docs/video.md §B.5: runs of consecutive positive frames become intervals
     flags = np.asarray(positive, dtype=bool).ravel()
     edges = np.diff(np.concatenate(([False], flags, [False])).astype(np.int8))
     starts = np.flatnonzero(edges == 1) + 1   # frame number of the first True of each run

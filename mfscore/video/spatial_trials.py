@@ -1,4 +1,4 @@
-"""Which videos the spatial-temporal scorer scores, and the job for each (video.md §B.3, §B.5).
+"""Which videos the spatial-temporal scorer scores, and the job for each (docs/video.md §B.3, §B.5).
 
 The reference (joined with the index) lists each probe's ``HDF5MaskFileName``; probes without one
 have no spatial reference and are not spatial targets. The system table supplies the mask, the
@@ -23,8 +23,8 @@ from mfscore.options import Check, at_least, option, validate
 from mfscore.video.frame_tally import FrameRules
 from mfscore.video.video_scoring import VideoJob
 
-OPTED_OUT = ("OptOutAll", "OptOutLocalization")                       # §B.1 --optOut
-SKIPS_TEMPORAL = ("OptOutTemporal", "OptOutLocalization", "OptOutAll")  # §B.5
+OPTED_OUT = ("OptOutAll", "OptOutLocalization")                       # docs/video.md §B.1 --optOut
+SKIPS_TEMPORAL = ("OptOutTemporal", "OptOutLocalization", "OptOutAll")  # docs/video.md §B.5
 SKIPS_SPATIAL = ("OptOutSpatial", "OptOutLocalization", "OptOutAll")
 SPATIAL_DESIGNATIONS = ("spatial", "spatial-temporal")
 MASK_COLUMN = "HDF5MaskFileName"
@@ -32,7 +32,7 @@ MASK_COLUMN = "HDF5MaskFileName"
 
 @dataclass(frozen=True)
 class VideoOptions:
-    """The scoring options of a run (video.md §B.1)."""
+    """The scoring options of a run (docs/video.md §B.1)."""
 
     rules: FrameRules = FrameRules()
     collar: int | None = field(default=None, metadata=option(
@@ -47,7 +47,7 @@ class VideoOptions:
     mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
     max_elements: int = field(default=DEFAULT_MAX_VIDEO_ELEMENTS, metadata=option(
         "--max-elements", at_least(1, what="the pixel limit")))
-    hdf5_frame_base: int = field(default=0, metadata=option(  # 0 the MFC2019 plan, 1 MediScore (§B.2)
+    hdf5_frame_base: int = field(default=0, metadata=option(  # 0 the MFC2019 plan, 1 MediScore (docs/video.md §B.2)
         "--hdf5-frame-base", Check(lambda base: None if base in FRAME_BASES else "block names count from 0 or 1",
                                    bad=(2, -1))))
 
@@ -85,7 +85,7 @@ def load_video_trials(ref_path: Path, index_path: Path, sys_path: Path, options:
         system = system[~system["ProbeStatus"].isin(dropped)]
     index_only = [c for c in index.columns if c not in reference.columns]
     merged = reference.merge(index[["ProbeFileID"] + index_only], how="inner", on="ProbeFileID", sort=False)
-    if "VideoTaskDesignation" in reference.columns:  # §B.3
+    if "VideoTaskDesignation" in reference.columns:  # docs/video.md §B.3
         merged = merged[(merged["IsTarget"] == "Y") & merged["VideoTaskDesignation"].isin(SPATIAL_DESIGNATIONS)]
     merged = merged[merged[MASK_COLUMN] != ""]
     system_only = [c for c in system.columns if c not in merged.columns]
@@ -127,7 +127,7 @@ def _opt_out_frames(row: pd.Series, sys_path: Path, line: int | None) -> tuple[t
 def _pixel_value(row: pd.Series, options: VideoOptions, sys_path: Path) -> int | None:
     value = options.rules.pixel_value
     if options.per_probe_pixel_value:
-        if options.mediscore_compat:  # §B.1: MediScore's -pppns only switches --nspx off
+        if options.mediscore_compat:  # docs/video.md §B.1: MediScore's -pppns only switches --nspx off
             return None
         text = str(row.get("ProbeOptOutPixelValue", "")).strip()
         if not text:
@@ -147,7 +147,7 @@ def plan_video_jobs(trials: VideoTrials, selection: QuerySelection, journal: pd.
     for _, row in selection.trials.iterrows():
         probe = row["ProbeFileID"]
         ops = trial_operations(operations, probe, row.get("JournalName") if "JournalName" in row else None)
-        status = row["ProbeStatus"] if options.opt_out else "Processed"  # §B.5
+        status = row["ProbeStatus"] if options.opt_out else "Processed"  # docs/video.md §B.5
         sys_name = str(row["OutputProbeMaskFileName"]).strip()
         rules = FrameRules(
             selected_bitplanes=ops.bitplanes, journal_bitplanes=ops.journal_bitplanes,

@@ -1,4 +1,4 @@
-"""Temporal confusion coding and MCC (spec video.md §A.5).
+"""Temporal confusion coding and MCC (docs/video.md §A.5).
 
 The global range and every interval endpoint cut the range into elementary segments. Each segment
 is coded from where its midpoint lies::
@@ -42,7 +42,7 @@ class TemporalCounts:
     @property
     def mcc(self) -> float:
         """Matthews correlation coefficient (higher is better), 0.0 when its denominator is 0."""
-        # video.md §A.5: MCC = (TP·TN − FP·FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)), 0 when the denominator is 0.
+        # docs/video.md §A.5: MCC = (TP·TN − FP·FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN)), 0 on a 0 denominator.
         # exact_mcc agrees except for an empty video (n = 0), where it gives NaN and VTL gives 0.
         if self.tp + self.tn + self.fp + self.fn == 0:
             return 0.0
@@ -85,13 +85,13 @@ def _segments(global_range: Interval, reference: Iterable[Interval], system: Ite
     sets = {
         "reference": drop_zero_length(ref),
         "system": drop_zero_length(union(system)),
-        # video.md §A.4: collars come from the reference endpoints, clipped to the global range
+        # docs/video.md §A.4: collars come from the reference endpoints, clipped to the global range
         "collar": drop_zero_length(union(collars(ref, collar, last, first_frame=first))) if collar is not None else [],
         "no-score": drop_zero_length(union(no_score)),
     }
     for name, intervals in sets.items():
         _check_inside(name, intervals, first, last)
-    # video.md §A.5: all boundaries, merged into one sorted list of breakpoints
+    # docs/video.md §A.5: all boundaries, merged into one sorted list of breakpoints
     points = sorted({first, last, *(x for intervals in sets.values() for pair in intervals for x in pair)})
     ref_s, ref_e = _doubled(sets["reference"])
     sys_s, sys_e = _doubled(sets["system"])
@@ -106,7 +106,7 @@ def _segments(global_range: Interval, reference: Iterable[Interval], system: Ite
             code = COLLAR
         if _inside(sns_s, sns_e, mid):
             code = NO_SCORE
-        # video.md §A.5: consecutive equal codes merge (with collars or SNS; without them no two
+        # docs/video.md §A.5: consecutive equal codes merge (with collars or SNS; without them no two
         # neighbours share a code, since every breakpoint then changes the reference or system membership)
         if codes and codes[-1] == code:
             segments[-1] = (segments[-1][0], end)
@@ -125,13 +125,13 @@ def confusion_codes(global_range: Interval, reference: Iterable[Interval], syste
     An interval outside ``global_range`` is a ``ValueError`` (MediScore's range assertion): clip
     system intervals with ``truncate`` first.
     """
-    # video.md §A.5
+    # docs/video.md §A.5
     return _segments(global_range, reference, system, collar, no_score)
 
 
 def counts_from_codes(segments: Sequence[Interval], codes: Sequence[int]) -> TemporalCounts:
     """Sum the continuous length ``end − start`` of the segments of each code; collar and no-score are not counted."""
-    # video.md §A.5 "Counting is continuous, not per frame"
+    # docs/video.md §A.5: counting is continuous, not per frame
     total = {TP: 0, TN: 0, FP: 0, FN: 0, COLLAR: 0, NO_SCORE: 0}
     for (start, end), code in zip(segments, codes):
         total[code] += end - start
@@ -141,5 +141,5 @@ def counts_from_codes(segments: Sequence[Interval], codes: Sequence[int]) -> Tem
 def temporal_counts(frame_count: int, reference: Iterable[Interval], system: Iterable[Interval], *,
                     collar: int | None = None, no_score: Iterable[Interval] = ()) -> TemporalCounts:
     """TP/TN/FP/FN lengths of one video over the global range ``[1, frame_count]``."""
-    # video.md §A.4 "Global range = [1, FrameCount]"; §A.5 coding and continuous counting
+    # docs/video.md §A.4, §A.5: the global range [1, FrameCount], coding and continuous counting
     return counts_from_codes(*_segments((1, frame_count), reference, system, collar, no_score))

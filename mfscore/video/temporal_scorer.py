@@ -1,15 +1,15 @@
-"""The Video Temporal Localization scorer: from the input tables to one record per (query, probe) (video.md §A.2–§A.4).
+"""The Video Temporal Localization scorer: the input tables to one record per (query, probe) (docs/video.md §A.2–§A.4).
 
-Which probes are scored (§A.3): the probe-journal join ⋈ journal mask ⋈ index; each query selects
+Which probes are scored (docs/video.md §A.3): the probe-journal join ⋈ journal mask ⋈ index; each query selects
 rows of that table (``*`` selects all), its probes in order of first appearance; a probe is scored
 when its system ``ProbeStatus`` is ``Processed`` (every probe with ``no_opt_out``).
 
-What a probe is scored on (§A.4): the reference is the union of the ``VideoFrame`` lists of the
+What a probe is scored on (docs/video.md §A.4): the reference is the union of the ``VideoFrame`` lists of the
 selected journal rows; the system is the union of its ``VideoFrameSegments``; the system no-score
 set the union of ``VideoFrameOptOutSegments`` (unless ``video_opt_out`` is off). The counts come
 from ``temporal_counts`` over ``[1, FrameCount]``.
 
-Truncation (§A.6): MediScore always clips system and no-score intervals at FrameCount, whatever
+Truncation (docs/video.md §A.6): MediScore always clips system and no-score intervals at FrameCount, whatever
 ``--truncate`` says. mfscore follows the flag: with ``truncate`` (or ``mediscore_compat``) they are
 clipped; without it an interval ending after FrameCount is bad input. An interval starting before
 frame 1, or a reference interval outside the video, is bad input in every mode (MediScore's range
@@ -43,8 +43,8 @@ from mfscore.video.interval_algebra import (
 )
 from mfscore.video.temporal_confusion import TemporalCounts, temporal_counts
 
-ALL = "*"                     # video.md §A.3: the literal * selects every row
-PROCESSED = "Processed"       # video.md §A.3.4: the only status scored under opt-out
+ALL = "*"                     # docs/video.md §A.3: the literal * selects every row
+PROCESSED = "Processed"       # docs/video.md §A.3.4: the only status scored under opt-out
 JOURNAL_KEYS = ["JournalName", "StartNodeID", "EndNodeID"]
 SYSTEM = "VideoFrameSegments"
 OPT_OUT = "VideoFrameOptOutSegments"
@@ -58,7 +58,7 @@ _SYSTEM_LINE = "__system_line__"
 
 @dataclass(frozen=True)
 class TemporalInputs:
-    """Where the input tables are (§A.1): ``reference`` is only checked to exist, as MediScore uses none of it."""
+    """Where the input tables are (docs/video.md §A.1): ``reference`` is only checked to exist; MediScore uses none of it."""
 
     index: Path
     journal_mask: Path
@@ -78,7 +78,7 @@ class TemporalOptions:
     opt_out: bool = field(default=True, metadata=option("--no_opt_out"))  # False: score every status
     video_opt_out: bool = field(default=True, metadata=option(  # False: ignore VideoFrameOptOutSegments
         "--no_video_opt_out"))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))  # always truncate (§A.6)
+    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))  # docs/video.md §A.6: truncate
 
     def __post_init__(self):
         validate(self)
@@ -174,7 +174,7 @@ def _one_row_per_probe(table: pd.DataFrame, path: Path, line_column: str, what: 
 
 
 def _parse_cell(text: object, *, path: Path, line: int, column: str, probe: str) -> list[Interval]:
-    # video.md §A.2: interval lists such as [[1,61]] or []; JSON only (formats/intervals.py)
+    # docs/video.md §A.2: interval lists such as [[1,61]] or []; JSON only (formats/intervals.py)
     if not isinstance(text, str):
         raise InputFileError(f"the {column} cell of probe {probe} is empty; write [] for no interval",
                              path=str(path), line=line)
@@ -209,7 +209,7 @@ def _parse_queries(texts: tuple[str, ...]) -> list[query_parser.Node | None]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Checking interval bounds (the truncation decision, §A.6)
+# Checking interval bounds (the truncation decision, docs/video.md §A.6)
 
 
 @dataclass(frozen=True)
@@ -249,9 +249,9 @@ def _bounds_error(problems: list[_OutOfRange], system_path: Path, frame_counts: 
 
 
 def _read(inputs: TemporalInputs, options: TemporalOptions) -> tuple[pd.DataFrame, dict[str, dict], dict[str, dict]]:
-    """The joined table M (§A.3.1), and the index and system rows by probe (with their file lines)."""
+    """The joined table M (docs/video.md §A.3.1), and the index and system rows by probe (with their file lines)."""
     if inputs.reference is not None:
-        read_header(inputs.reference)  # §A.1: read but unused; it must still be a readable table
+        read_header(inputs.reference)  # docs/video.md §A.1: read but unused; it must still be a readable table
     index = _with_lines(read_table(inputs.index, required=("ProbeFileID", "FrameCount")), _INDEX_LINE)
     index = _one_row_per_probe(index, inputs.index, _INDEX_LINE, "index")
     journal = _with_lines(read_table(inputs.journal_mask, required=(*JOURNAL_KEYS, REFERENCE)), _JOURNAL_LINE)
@@ -260,7 +260,7 @@ def _read(inputs: TemporalInputs, options: TemporalOptions) -> tuple[pd.DataFram
                 *((OPT_OUT,) if options.video_opt_out else ()))
     system = _with_lines(read_table(inputs.system, raw_text=True, required=required), _SYSTEM_LINE)
     system = _one_row_per_probe(system, inputs.system, _SYSTEM_LINE, "system output")
-    # video.md §A.3.1: M = probejournaljoin ⋈ journalmask ⋈ index (inner joins)
+    # docs/video.md §A.3.1: M = probejournaljoin ⋈ journalmask ⋈ index (inner joins)
     merged = join(join(probe_join, journal, JOURNAL_KEYS, "inner"), index, ["ProbeFileID"], "inner")
     return (merged, dict(zip(index["ProbeFileID"], index.to_dict("records"))),
             dict(zip(system["ProbeFileID"], system.to_dict("records"))))
@@ -268,7 +268,7 @@ def _read(inputs: TemporalInputs, options: TemporalOptions) -> tuple[pd.DataFram
 
 def _select(merged: pd.DataFrame, options: TemporalOptions, nodes: list[query_parser.Node | None],
             inputs: TemporalInputs, system_rows: dict[str, dict]) -> list[tuple[pd.DataFrame, list[str]]]:
-    """Each query's rows of M and its probes in order of first appearance (§A.3.2), all in the system output (§A.3.3)."""
+    """Each query's rows of M and its probes by first appearance, all in the system output (docs/video.md §A.3.2–§A.3.3)."""
     selections = []
     for q, (text, node) in enumerate(zip(options.queries, nodes)):
         rows = merged if node is None else merged.loc[_evaluate(node, merged, text, inputs)]
@@ -284,7 +284,7 @@ def _select(merged: pd.DataFrame, options: TemporalOptions, nodes: list[query_pa
 
 def _system_sets(scored: dict[str, int], system_rows: dict[str, dict], options: TemporalOptions,
                  path: Path) -> dict[tuple[str, str], list[Interval]]:
-    """The system and no-score sets of each scored probe (§A.4), unioned, then clipped or checked (§A.6)."""
+    """The system and no-score sets of each scored probe, unioned, then clipped or checked (docs/video.md §A.4, §A.6)."""
     columns = (SYSTEM, OPT_OUT) if options.video_opt_out else (SYSTEM,)
     raw: dict[tuple[str, str], list[Interval]] = {}
     problems: list[_OutOfRange] = []
@@ -298,7 +298,7 @@ def _system_sets(scored: dict[str, int], system_rows: dict[str, dict], options: 
                 problems.append(_OutOfRange(row[_SYSTEM_LINE], probe, column, *bad))
     if problems:
         raise _bounds_error(problems, path, scored)
-    # video.md §A.4 / §A.6: MediScore always truncates; mfscore only with --truncate or --mediscore-compat
+    # docs/video.md §A.4 / §A.6: MediScore always truncates; mfscore only with --truncate or --mediscore-compat
     return {(probe, column): truncate(union(raw.get((probe, column), [])), frame_count) if options.clips
             else union(raw.get((probe, column), []))
             for probe, frame_count in scored.items() for column in (SYSTEM, OPT_OUT)}
@@ -306,7 +306,7 @@ def _system_sets(scored: dict[str, int], system_rows: dict[str, dict], options: 
 
 def _references(rows: pd.DataFrame, scored: dict[str, int], path: Path,
                 parsed: dict[int, list[Interval]]) -> dict[str, list[Interval]]:
-    """The reference intervals of each scored probe: its selected journal rows' VideoFrame lists (§A.4).
+    """The reference intervals of each scored probe: its selected journal rows' VideoFrame lists (docs/video.md §A.4).
 
     ``parsed`` caches the lists by journal-mask line across queries."""
     found: dict[str, list[Interval]] = {}
@@ -340,7 +340,7 @@ def select_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> T
     selections = _select(merged, options, nodes, inputs, system_rows)
     selected = TemporalSelection(queries=tuple(options.queries))
 
-    # video.md §A.3.4: opt-out; scored maps each scored probe to its FrameCount
+    # docs/video.md §A.3.4: opt-out; scored maps each scored probe to its FrameCount
     scored: dict[str, int] = {}
     for probe in (p for _, probes in selections for p in probes):
         status = system_rows[probe].get("ProbeStatus")
@@ -361,7 +361,7 @@ def select_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> T
 
 
 def score_probe(probe: ProbeIntervals) -> ProbeRecord:
-    """The probe's record (§A.5); the sets are unioned already, so the counts equal those of the raw lists."""
+    """The probe's record (docs/video.md §A.5); the sets are unioned already, so the counts are the raw lists'."""
     counts = temporal_counts(probe.frame_count, probe.reference, probe.system, collar=probe.collar,
                              no_score=probe.no_score)
     return ProbeRecord(query=probe.query, ordinal=probe.ordinal, probe_id=probe.probe_id, counts=counts)

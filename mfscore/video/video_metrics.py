@@ -1,4 +1,4 @@
-"""The per-video metric cells, read off a ``VideoRecord`` (video.md §B.5).
+"""The per-video metric cells, read off a ``VideoRecord`` (docs/video.md §B.5).
 
 Spatial metrics are the image-mask metrics of the video's summed histograms; the optimum threshold
 is the one with the best spatial MCC (the best TemporalMCC when only time is scored), and the
@@ -24,7 +24,7 @@ POINT = ("NMM", "MCC", "BWL1")
 COUNTS = ("PixelTP", "PixelTN", "PixelFP", "PixelFN")
 TEMPORAL_COUNTS = ("TemporalFrameTP", "TemporalFrameTN", "TemporalFrameFP", "TemporalFrameFN")
 
-# §B.5: what a probe gets when neither part can be scored, or its reference mask is unusable
+# docs/video.md §B.5: what a probe gets when neither part can be scored, or its reference mask is unusable
 MINIMUM = {"OptimumMCC": 0.0, "OptimumNMM": -1.0, "OptimumBWL1": 1.0, "GWL1": 1.0, "AUC": 0.0, "EER": 1.0,
            "TemporalMCC": 0.0, "Scored": "N"}
 
@@ -43,7 +43,7 @@ def _point(record: VideoRecord, name: str, threshold: float) -> dict:
 
 
 def _degenerate(cells: dict, name: str) -> bool:
-    """§B.5: an optimum row without reference positives or negatives is not a score."""
+    """docs/video.md §B.5: an optimum row without reference positives or negatives is not a score."""
     tp, tn, fp, fn = (cells[f"{name}{c}"] for c in COUNTS)
     return tp + fn == 0 or tn + fp == 0
 

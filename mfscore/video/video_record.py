@@ -38,7 +38,7 @@ class VideoRecord:
 
     @property
     def blank_reference(self) -> bool:
-        """No frame holds a pixel of the (selected) target: the video is in no table (video.md §B.6)."""
+        """No frame holds a pixel of the (selected) target: the video is in no table (docs/video.md §B.6)."""
         return self.status == NOT_SCOREABLE
 
     def temporal_at(self, threshold: float) -> TemporalCounts | None:

@@ -2,7 +2,7 @@
 
 Each frame is tallied on its own (``frame_tally``) and its histograms are kept per frame, a few KB,
 because which frames are scored is only known at the end: collars sit around the reference's
-temporal intervals, which depend on every frame (video.md §B.4). The pixels themselves are never
+temporal intervals, which depend on every frame (docs/video.md §B.4). The pixels themselves are never
 held beyond the few frames in flight.
 """
 
@@ -37,7 +37,7 @@ class VideoJob:
 
     probe_id: str
     reference_path: str
-    system_path: str | None           # None: no system mask, scored as all white (§B.2)
+    system_path: str | None           # None: no system mask, scored as all white (docs/video.md §B.2)
     frame_count: int | None           # the index FrameCount; None: from the reference mask
     rules: FrameRules = FrameRules()
     frame_size: tuple[int, int] | None = None  # (height, width) when neither mask has a block
@@ -49,11 +49,11 @@ class VideoJob:
     truncate: bool = False            # --truncate: system frames past the video's end are dropped
     mediscore_compat: bool = False
     max_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
-    hdf5_frame_base: int = 0          # --hdf5-frame-base: what block names count from (§B.2)
+    hdf5_frame_base: int = 0          # --hdf5-frame-base: what block names count from (docs/video.md §B.2)
 
 
 def _with_hint(job: VideoJob, path: str, frame_count: int | None, *, layers: bool = False) -> str:
-    """The clause ", but its blocks fit if numbered from …" when the mask fits the other numbering (§B.2), else ""."""
+    """The clause ", but its blocks fit if numbered from …" when the mask fits the other numbering (docs/video.md §B.2)."""
     hint = frame_base_hint(path, frame_base=job.hdf5_frame_base, frame_count=frame_count,
                            max_elements=job.max_elements, layers=layers)
     return f", but {hint}" if hint else ""
@@ -170,7 +170,7 @@ def _tally_frames(job: VideoJob, ref_blocks, sys_blocks, frame_count: int, size:
 def _spatial_record(frames: _Frames, scored: np.ndarray, collared: np.ndarray, opted_out: np.ndarray,
                     frame_pixels: int) -> MaskRecord:
     """Histograms and zone counts summed over the scored frames; whole collared frames count as BNS and
-    opted-out frames as PNS (§B.4)."""
+    opted-out frames as PNS (docs/video.md §B.4)."""
     bns, sns, pns, region = frames.zones[scored].sum(axis=0)
     return MaskRecord(
         status=SCORED, positive=frames.positive[scored].sum(axis=0, dtype=np.int64),
@@ -183,13 +183,13 @@ def _spatial_record(frames: _Frames, scored: np.ndarray, collared: np.ndarray, o
 
 def _temporal_table(job: VideoJob, frames: _Frames, reference: list[Interval], opt_out: list[Interval],
                     frame_count: int) -> tuple[np.ndarray, np.ndarray]:
-    """TP, TN, FP, FN of the frame intervals at each threshold in {-1} ∪ present values ∪ {255} (§B.5)."""
+    """TP, TN, FP, FN of the frame intervals at each threshold, {-1} ∪ values present ∪ {255} (docs/video.md §B.5)."""
     thresholds = np.union1d(np.flatnonzero(frames.present), [-1, 255]).astype(np.int64)
     no_score = [] if job.mediscore_compat else opt_out  # MediScore ignores opt-out frames in time (docs)
     table = np.zeros((len(thresholds), 4), np.int64)
     for row, threshold in enumerate(thresholds):
         system = frame_runs(frames.system_min <= threshold)
-        if job.mediscore_compat:  # video.md §B.9: MediScore shifts system intervals by one frame
+        if job.mediscore_compat:  # docs/video.md §B.9: MediScore shifts system intervals by one frame
             system = [(a + 1, min(b + 1, frame_count)) for a, b in system if a + 1 <= frame_count]
         c = temporal_counts(frame_count, reference, system, collar=job.collar, no_score=no_score)
         table[row] = (c.tp, c.tn, c.fp, c.fn)
@@ -198,7 +198,7 @@ def _temporal_table(job: VideoJob, frames: _Frames, reference: list[Interval], o
 
 def score_video(job: VideoJob) -> VideoRecord:
     """The probe's record; an unusable reference mask gives an UNREADABLE record naming the problem, and
-    a blank one (no target pixel in any frame) a NOT_SCOREABLE record, which no table lists (§B.6)."""
+    a blank one (no target pixel in any frame) a NOT_SCOREABLE record, which no table lists (docs/video.md §B.6)."""
     try:
         ref_blocks, frame_count, size = _reference_blocks(job)
         if size is None:
@@ -216,7 +216,7 @@ def score_video(job: VideoJob) -> VideoRecord:
     reference_positive = frames.positive.sum(axis=1) > 0
     reference = frame_runs(reference_positive)
     opted_out = _frames_in(opt_out, frame_count)
-    collar_frames = collars(reference, job.collar, frame_count) if job.collar else []  # §B.4
+    collar_frames = collars(reference, job.collar, frame_count) if job.collar else []  # docs/video.md §B.4
     collared = _frames_in(collar_frames, frame_count) & ~opted_out
     skipped = job.temporal_gt_only & (frames.zones[:, 3] == 0)
     scored = ~(collared | opted_out | skipped)

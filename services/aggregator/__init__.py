@@ -1,1 +1,1 @@
-"""The aggregator: validates and plans runs, folds per-trial records, writes the reports (DESIGN.md "Distributed flow")."""
+"""The aggregator: validates and plans runs, folds records, writes reports (docs/architecture.md "The distributed flow")."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from mfscore.cli.documentation import see
+
 SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
 
 
@@ -12,7 +14,8 @@ def add_parser(subparsers) -> None:
         "serve", help="run one service of the distributed mode (gRPC + NATS JetStream + S3)",
         description="Run a service. Configuration comes from the environment (MFSCORE_NATS_URL, MFSCORE_S3_ENDPOINT, "
                     "MFSCORE_S3_ACCESS_KEY, MFSCORE_S3_SECRET_KEY, MFSCORE_BUCKET, MFSCORE_GRPC_PORT, "
-                    "MFSCORE_METRICS_PORT, ...); a flag overrides its variable. See docs/distributed.md.")
+                    "MFSCORE_METRICS_PORT, ...); a flag overrides its variable.")
+    p.description += f" The settings: {see(p, 'distributed.md')}."
     p.add_argument("service", choices=SERVICES)
     p.add_argument("--grpc-port", type=int, help="gRPC port (MFSCORE_GRPC_PORT; 0 picks a free one)")
     p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (MFSCORE_METRICS_PORT)")

@@ -1,4 +1,4 @@
-"""The Prometheus metrics of every mfscore service, in the default registry (DESIGN.md, step 6)."""
+"""The Prometheus metrics of every service, in the default registry (docs/architecture.md "The distributed flow", step 6)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``mfscore mask`` on bad input, end to end through ``mfscore.cli.main.main``.
 
-Each test builds a tiny data set in ``tmp_path`` (spec mask.md §3.1 columns):
+Each test builds a tiny data set in ``tmp_path`` (docs/masks.md §3.1 columns):
 
 * ``ref/reference/manipulation/X-ref.csv`` (+ ``-probejournaljoin.csv``, ``-journalmask.csv``),
   colour reference masks under ``ref/reference/manipulation/mask/``, ``ref/indexes/X-index.csv``;

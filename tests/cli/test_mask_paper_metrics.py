@@ -3,8 +3,8 @@
 Each probe is drawn below ('#' = manipulated in the reference, 'o' = marked by the system, black
 in its mask; '@' = both). The reference rectangle R is rows 2–5 × columns 3–7 (20 pixels) unless
 a probe says otherwise. Every number is checked against plain numpy sums over the whole image
-(Bammey et al. §2.1–2.2, spec semafor_and_paper.md), and the SemaFor localization table
-(plan §1.7) against the TP/FP/FN written beside each probe:
+(Bammey et al., docs/metrics.md §2.1–§2.2), and the SemaFor localization table
+(docs/metrics.md §1.7) against the TP/FP/FN written beside each probe:
 
   perfect        system = R                          IoU 1        TP at every t
   inverted       system = everything but R           IoU 0        FP (a localization, never FN)
@@ -119,7 +119,7 @@ def _run(data: MaskDataset, out: Path, *extra: str) -> dict[str, pd.DataFrame]:
 
 
 def _independent(region: np.ndarray, mask: np.ndarray | None, actual: int | None) -> dict[str, float]:
-    """Whole-image sums with numpy alone (semafor_and_paper.md §2.1–2.2)."""
+    """Whole-image sums with numpy alone (docs/metrics.md §2.1–2.2)."""
     system = np.full((H, W), WHITE, np.uint8) if mask is None else mask
     y = 1.0 - system.astype(np.float64) / 255.0
     tp, fp = y[region].sum(), y[~region].sum()

@@ -1,6 +1,6 @@
 """``mfscore provenance-filtering`` on bad input, end to end through ``mfscore.cli.main.main``.
 
-Each test builds a three-probe data set in ``tmp_path`` (provenance.md §1 columns): ``ref/`` holds
+Each test builds a three-probe data set in ``tmp_path`` (docs/provenance.md §1 columns): ``ref/`` holds
 the index, reference, node and world tables and ``ref/journals/J.json`` (nodes n0 base, n1 donor,
 n2 interim, n3 final; P1, P2 and P3 are n3's file in turn, and, as in MediScore's data, not in the
 world index, so they count only as the probe); ``sys/`` holds ``sys.csv`` and

@@ -1,7 +1,7 @@
 """``--hdf5-frame-base``: HDF5 block names counted from 0 (the MFC2019 plan, default) or 1 (MediScore).
 
-MediScore's ReadMe and mask generator name a block by its 1-based first frame (video.md §B.2, "Frame
-numbering convention"); read as the plan's 0-indexed names, such a file is one frame late and a block
+MediScore's ReadMe and mask generator name a block by its 1-based first frame (docs/video.md §B.2, frame
+numbering); read as the plan's 0-indexed names, such a file is one frame late and a block
 reaching the last frame runs past the video. The data set: 12 frames of 16x20, two probes, a box on
 frames 4-9 in each reference (bit-plane 1), the system finding it, and a false alarm::
 

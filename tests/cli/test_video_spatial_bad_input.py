@@ -4,7 +4,7 @@ Each test writes a three-probe data set with the fixture generator (``mfscore.sa
 in ``tmp_path``: 12 frames of 16x20, a box on frames 4-9 in each reference (bit-plane 1, journal
 ``PasteSampled``), the system finding it with grey level 30 / 70 / 110 (P1 / P2 / P3).
 
-Two kinds of bad input (video.md §B.5, mfscore/cli/video_spatial.py):
+Two kinds of bad input (docs/video.md §B.5, mfscore/cli/video_spatial.py):
 
 * a problem with one probe's masks: the run goes on, writes every table (``_pervideo.csv``,
   ``_mask_score.csv``, ``_journalResults.csv``) and exits 1; stderr has one

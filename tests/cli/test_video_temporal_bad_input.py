@@ -1,6 +1,6 @@
 """``mfscore video-temporal`` on good and bad input, end to end through ``mfscore.cli.main.main``.
 
-Each test builds a three-probe data set in ``tmp_path`` (video.md §A.2 columns), FrameCount 100::
+Each test builds a three-probe data set in ``tmp_path`` (docs/video.md §A.2 columns), FrameCount 100::
 
     probe  journal row (VideoFrame)        system (VideoFrameSegments)   opt-out
     P1     J1 PasteFrames [[10,20]]        [[10,25]]                     []

@@ -1,9 +1,9 @@
-"""DetectionScorer cases of MediScore's test suite (spec testsuite.md §1), as mfscore command lines.
+"""DetectionScorer cases of MediScore's test suite (docs/compatibility.md "Detection cases"), as mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``. ``expected`` lists the checkfiles of the
 case (in ``detectionScorerTests/checkfiles/<case>/``); the run's prefix is ``<case>`` unless
 ``prefix`` says otherwise. Sub-runs 7, 8 and 10 of test_c5_1 use ``-qp``, which crashes in
-MediScore and has no expected output; they are left out, as the catalogue says.
+MediScore and has no expected output; they are left out (docs/compatibility.md "Detection cases").
 """
 
 from dataclasses import dataclass
@@ -81,7 +81,7 @@ CASES = [
     _sample("test_c2_12", "manipulation", NC16M, "p-me_1", ["-qm", "Purpose==['remove']", "--outMeta"],
             ["qm_query_0_allmeta", "qm_query_0_report"]),
     _sample("test_c2_14", "camera", ("MFC2018-camera-index.csv", "MFC2018-camera-ref.csv"), "camera"),
-    # Named in the spec but not in the catalogue; expected files kept back ("not available" until present).
+    # In docs/detection.md §3.3, §7.2, not run by MediScore's harness; files kept back ("not available" until present).
     _sample("test_c2_13", "manipulation", NC16M, "p-me_1", ["-qm", "Purpose==['remove'] or Operation==['PasteSampled']"],
             ["qm_query_0_report"]),
     _sample("test_c3_2", "manipulation", ("NC2016-manipulation-index_sub.csv", NC16M[1]), "p-me_1"),

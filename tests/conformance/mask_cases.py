@@ -1,4 +1,4 @@
-"""MaskScorer cases of MediScore's test suite (spec testsuite.md §2), as mfscore command lines.
+"""MaskScorer cases of MediScore's test suite (docs/compatibility.md "Mask cases"), as mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``. Each case maps the files mfscore writes
 (relative to the output directory) to checkfiles in ``maskScorerTests/compcheckfiles/``.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 MT = "maskScorerTests"
 CHECKFILES = f"{MT}/compcheckfiles"
 
-# HTML image paths, relative to the directory MediScore's harness ran in (spec mask.md §10.1)
+# HTML image paths, relative to the directory MediScore's harness ran in (docs/masks.md §10.1)
 HTML_COLUMNS = frozenset({"ColMaskFileName", "AggMaskFileName", "ProbeColMaskFileName", "ProbeAggMaskFileName",
                           "DonorColMaskFileName", "DonorAggMaskFileName"})
 
@@ -44,7 +44,7 @@ NC17_SPLICE = ("-t", "splice", *_ref("splice", "NC2017"))
 NC16_SPLICE = ("-t", "splice", *_ref("splice", "NC2016"))
 C17_SYS = ("-s", _sys("B_NC2017_Unittest_Manipulation_ImgOnly_c-me2_1"))
 S16_SYS = ("-s", _sys("B_NC2016_Unittest_Splice_ImgOnly_p-me_1"))
-# spec mask.md, verification note: these system masks' blobs are missing from the public mirror
+# missing from MediScore's public repository (tests/conformance/data/README.md), like these system masks
 S16_MASKS = tuple(f"{MT}/B_NC2016_Unittest_Splice_ImgOnly_p-me_1/mask/{m}.png"
                   for m in ("gull-mask1", "flower-splice-mask1", "gull-mask2"))
 MFC18 = ("-t", "manipulation", "--refDir", f"{MT}/", "-r", "reference/manipulation-image/MFC18-manipulation-image-ref.csv",
@@ -56,7 +56,7 @@ PURPOSES = ["clone", "add", "removal", "clone_add", "heal", "remove"]
 _purpose_files = []
 for i, name in enumerate(PURPOSES):
     if name == "removal":
-        continue  # no journal row matches: nothing is written (testsuite.md §2, case 1.purpose)
+        continue  # no journal row matches: nothing is written (docs/compatibility.md "Mask cases", case 1.purpose)
     parts = ("-perimage", "-journalResults") if name == "heal" else ("", "-perimage", "-journalResults")
     _purpose_files += _files(name, parts, subdir=f"index_{i}/")
 
@@ -99,7 +99,7 @@ CASES = [
     Case("splicefooconf", NC16_SPLICE + S16_SYS + P12 + ("-q", "ConfidenceScore==['foo']", "--displayScoredOnly"),
          _files("splicefooconf", ("-perimage",)), inputs=S16_MASKS),
     Case("spliceconfpart", NC16_SPLICE + S16_SYS + P12 + ("-qp", "ConfidenceScore > 0.5"), _files("spliceconfpart", ("", "-perimage")), inputs=S16_MASKS),
-    # MediScore writes only the last non-empty partition (mask.md §8); mfscore writes all unless --mediscore-compat
+    # MediScore writes only the last non-empty partition (docs/masks.md §8); mfscore all, unless --mediscore-compat
     Case("spliceconfcollpart", NC16_SPLICE + S16_SYS + P12 + ("-qp", "ConfidenceScore > 0.3 & Collection==['Nimble-WEB','Nimble-SCI']",
                                                               "--mediscore-compat"), _files("spliceconfcollpart", ("", "-perimage")), inputs=S16_MASKS),
     Case("splicefooconfpart", NC16_SPLICE + S16_SYS + P12 + ("-qp", "ConfidenceScore==['foo']"), _files("splicefooconfpart", ("-perimage",)), inputs=S16_MASKS),

@@ -1,4 +1,5 @@
-"""ProvenanceFilteringScorer cases of MediScore's test suite (spec testsuite.md §4), as mfscore command lines.
+"""ProvenanceFilteringScorer cases of MediScore's test suite (docs/compatibility.md "Provenance scorer cases"), as
+mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``; every run passes ``-R PT/ -S PT/`` and writes
 into its own directory. The expected files are in ``provenanceScorerTests/checkfiles/<case>/``.

@@ -1,4 +1,5 @@
-"""ProvenanceGraphBuildingScorer cases of MediScore's test suite (spec testsuite.md §4), as mfscore command lines.
+"""ProvenanceGraphBuildingScorer cases of MediScore's test suite (docs/compatibility.md "Provenance scorer cases"),
+as mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``; every run passes ``-R PT/ -S PT/``. The
 expected files are in ``PT/checkfiles/<case>/``. ``log`` marks the case whose ``-v`` output

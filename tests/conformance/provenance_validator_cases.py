@@ -1,6 +1,6 @@
-"""MediScore's provenanceValidatorTests cases (validator.md §8): options, files, expected status and phrases.
+"""MediScore's provenanceValidatorTests cases (docs/validation.md §8): options, files, expected status and phrases.
 
-MediScore's harness can never fail (validator.md §8, "Harness defect"), so the expected status is
+MediScore's harness can never fail (docs/validation.md §8: the harness defect), so the expected status is
 the *intended* one (the harness's 2nd argument), except where noted. Paths are relative to
 ``provenanceValidatorTests``; every case uses the one index below.
 """
@@ -58,7 +58,7 @@ CASES = (
                    _named(VALID, "ValidCheck_NC17_FuncTest_Provenance_ImgOnly_p-all_1"),
                    1, ("'IsOptOut' or 'ProvenanceProbeStatus'",),
                    note="intended 0, but the CSV has ProbeStatus instead of IsOptOut/ProvenanceProbeStatus: "
-                        "decision, the code's result 1 (validator.md §8 calls it the defensible one)"),
+                        "decision, the code's result 1 (docs/validation.md §8 calls it the defensible one)"),
     ProvenanceCase("invalid_test_comma", ("-nc",),
                    _named(INVALID, "InvalidCheck_NC17_FuncTest_ProvenanceFiltering_ImgOnly_p-comma_3"),
                    1, ("must be at least",)),
@@ -71,7 +71,7 @@ CASES = (
     ProvenanceCase("invalid_test_filtergraph", ("-nc",),
                    _named(INVALID, "InvalidCheck_NC17_FuncTest_Provenance_ImgOnly_p-filtergraph_3"),
                    1, ("graph-building schema", "must include 'links'")),
-    # Not in MediScore's harness: -t selects the schema in mfscore; MediScore ignores it (provenance.md §4).
+    # Not in MediScore's harness: -t selects the schema in mfscore; MediScore ignores it (docs/provenance.md §4).
     ProvenanceCase("filtergraph_t_provenance", ("-t", "provenance"),
                    _named(INVALID, "InvalidCheck_NC17_FuncTest_Provenance_ImgOnly_p-filtergraph_3"),
                    1, ("graph-building schema", "must include 'links'")),

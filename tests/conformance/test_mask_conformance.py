@@ -44,7 +44,7 @@ def test_mask_case(case, conformance_root, tmp_path, monkeypatch):
 
 
 def test_unreadable_system_mask_is_reported_and_scoring_continues(conformance_root, tmp_path, monkeypatch, capsys):
-    """Case 0.err: one system mask is missing; the run reports it and finishes (testsuite.md §2)."""
+    """Case 0.err: one system mask is missing; the run reports it and finishes (docs/compatibility.md "Mask cases")."""
     monkeypatch.chdir(conformance_root)
     stem = "Error_NC2017_Unittest_Manipulation_ImgOnly_c-me_1"
     status = main(["mask", "-t", "manipulation", "--refDir", f"{MT}/", "-r", "reference/manipulation/NC2017-manipulation-ref.csv",

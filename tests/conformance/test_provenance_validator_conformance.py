@@ -1,4 +1,4 @@
-"""MediScore's provenanceValidatorTests cases run through ``mfscore validate-provenance`` (validator.md §8)."""
+"""MediScore's provenanceValidatorTests cases run through ``mfscore validate-provenance`` (docs/validation.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MediScore's validatorTests cases run through ``mfscore validate`` (validator.md §7)."""
+"""MediScore's validatorTests cases run through ``mfscore validate`` (docs/validation.md §7)."""
 
 from __future__ import annotations
 

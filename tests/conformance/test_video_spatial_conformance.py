@@ -1,6 +1,6 @@
 """MediScore VideoSpatialLocalizationScorer test cases run through ``mfscore video-spatial``.
 
-MediScore's video test data comes without its HDF5 masks (video.md §B.7), so each case checks what the
+MediScore's video test data comes without its HDF5 masks (docs/video.md §B.7), so each case checks what the
 masks do not decide and counts the rest as not available:
 
 (a) ``<name>_journalResults.csv`` byte-identical to the checkfile;

@@ -1,5 +1,5 @@
 """MediScore VideoTemporalLocalizationScorer test cases run through ``mfscore video-temporal``,
-and the truncation decision (video.md §A.6) on a copy of that data."""
+and the truncation decision (docs/video.md §A.6) on a copy of that data."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MediScore's validatorTests cases (validator.md §7): options, files, expected status and phrases.
+"""MediScore's validatorTests cases (docs/validation.md §7): options, files, expected status and phrases.
 
 "Expected" is the unit test's intended behaviour (c460603), not HEAD's 2021 regression. Paths are
 relative to ``validatorTests``.

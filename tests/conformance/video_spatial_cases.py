@@ -1,10 +1,11 @@
-"""VideoSpatialLocalizationScorer cases of MediScore's test suite (spec testsuite.md §8), as mfscore command lines.
+"""VideoSpatialLocalizationScorer cases of MediScore's test suite (docs/compatibility.md "Video spatial-temporal
+cases"), as mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``; every run writes ``<name>/<name>_*.csv`` into its own
 directory. The expected files are ``videoSpatialLocalizationScorerTests/compcheckfiles/<name>_*.csv``.
 
 The test data ships without its HDF5 masks (MediScore generates them with ``gen_masks_for_ds.py`` and
-``gen_spatial_mask.py``, which are not included, video.md §B.7), so only what does not depend on the
+``gen_spatial_mask.py``, which are not included, docs/video.md §B.7), so only what does not depend on the
 pixels can be checked: the journal table, the trial counts of the averaged table, and the non-metric
 columns of the per-video table. Every metric column is unavailable.
 """

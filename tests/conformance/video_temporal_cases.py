@@ -1,4 +1,5 @@
-"""VideoTemporalLocalizationScorer cases of MediScore's test suite (spec testsuite.md §3), as mfscore command lines.
+"""VideoTemporalLocalizationScorer cases of MediScore's test suite (docs/compatibility.md "Video temporal cases"), as
+mfscore command lines.
 
 Paths are relative to ``tests/conformance/data``; every run writes into its own directory.
 The expected files are in ``videoTemporalLocalizationScorerTests/checkfiles/<case>/``.

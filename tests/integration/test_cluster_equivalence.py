@@ -86,8 +86,8 @@ def test_bad_input_fails_the_same_way_before_anything_is_uploaded(detection_data
 
 
 def test_a_submission_the_validator_rejects_is_not_scored(mask_data, local_cluster, tmp_path, capsys):
-    """The cluster validates first (DESIGN.md, step 2): a system row for a probe missing from the index is an
-    error for the validator, though the embedded scorer would ignore the row."""
+    """The cluster validates first (docs/architecture.md "The distributed flow", step 2): a system row for a probe
+    missing from the index is an error for the validator, though the embedded scorer would ignore the row."""
     cluster_file, _ = local_cluster
     lines = open(mask_data[1] + "/" + mask_data[-1]).read().splitlines()
     (tmp_path / "sys.csv").write_text("\n".join(lines + ["ffffffff|0.5|mask/ffffffff.png|Processed|"]) + "\n")

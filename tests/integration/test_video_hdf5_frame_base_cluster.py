@@ -1,5 +1,5 @@
 """``mfscore submit video-spatial --hdf5-frame-base 1`` carries the option to the workers: on masks whose
-blocks are named from frame 1 (MediScore's convention, video.md §B.2) the cluster writes what the embedded
+blocks are named from frame 1 (MediScore's convention, docs/video.md §B.2) the cluster writes what the embedded
 command writes, and both equal the default run on the same masks named from 0."""
 
 from __future__ import annotations

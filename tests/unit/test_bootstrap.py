@@ -1,4 +1,4 @@
-"""The one-sort bootstrap against a straightforward resample-and-sort bootstrap (spec detection.md §6.6).
+"""The one-sort bootstrap against a straightforward resample-and-sort bootstrap (docs/detection.md §6.6).
 
 The oracle draws ``positions = rng.randint(0, n, size=n)`` per replicate from
 ``numpy.random.RandomState(77)`` (MediScore's draws), re-sorts the resampled rows through
@@ -79,7 +79,7 @@ def test_fast_replicates_equal_resample_and_sort(name, far_stop):
 
 
 def test_single_class_replicates_give_mediscore_values():
-    """Only targets drawn: AUC int 0, CDR NaN; only non-targets drawn: AUC NaN (spec §6.6, §6.8)."""
+    """Only targets drawn: AUC int 0, CDR NaN; only non-targets drawn: AUC NaN (docs/detection.md §6.6, §6.8)."""
     scores, labels, _ = DATASETS["n7_one_target"]
     reps = replicate_metrics(scores, labels, 0.1)
     slow = slow_replicates(scores, labels, 0.1)
@@ -134,7 +134,7 @@ def test_intervals_reproducible():
 
 
 def percentile(values, ci_level):
-    """Bounds at the spec's 0-based positions int(lb*m), int(ub*m) of the sorted values."""
+    """Bounds at the 0-based positions int(lb*m), int(ub*m) of the sorted values (docs/detection.md §6.6)."""
     ordered = sorted(values)
     lo, hi = quantile_positions(ci_level, len(ordered))
     return ordered[lo], ordered[min(hi, len(ordered) - 1)]

@@ -1,4 +1,4 @@
-"""Cllr / minCllr (mfscore.detection.calibration), an extension outside the SemaFor plan (§1.8).
+"""Cllr / minCllr (mfscore.detection.calibration), an extension outside the SemaFor plan (docs/metrics.md §1.8).
 
 Tolerances: 1e-12 absolute unless stated (values are O(1) sums of O(1) terms).
 """

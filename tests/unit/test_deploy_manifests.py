@@ -1054,7 +1054,8 @@ def test_docker_context_holds_the_committed_wire_code():
     wire = sorted((SERVICES_SRC / "wire").glob("*.py"))
     assert SERVICES_SRC / "wire" / "services_pb2_grpc.py" in wire, "services/wire is committed"
     sources = [p for top in ("mfscore", "services") for p in (REPO / top).rglob("*.py") if "__pycache__" not in p.parts]
-    needed = [Path("pyproject.toml"), Path("README.md"), *(p.relative_to(REPO) for p in sources)]
+    docs = [p.relative_to(REPO) for p in (REPO / "docs").glob("*.md")]  # packaged as mfscore/docs
+    needed = [Path("pyproject.toml"), Path("README.md"), *(p.relative_to(REPO) for p in sources), *docs]
     left_out = [str(p) for p in needed if not docker_context_includes(p.as_posix(), rules)]
     assert not left_out, \
         f"deploy/Dockerfile.dockerignore keeps files the image needs out of the build context: {left_out[:10]}"

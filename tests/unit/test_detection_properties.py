@@ -7,7 +7,7 @@
   metrics, bootstrap intervals included, are exactly those of the full table, and the report of the
   shards is the report of the records folded in order.
 * ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included.
-* ``trial_response_rate`` rounds half away from zero to 2 decimals (spec detection.md §4).
+* ``trial_response_rate`` rounds half away from zero to 2 decimals (docs/detection.md §4).
 
 No tolerances: every comparison here is exact.
 """

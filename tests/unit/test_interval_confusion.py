@@ -1,8 +1,8 @@
-"""Interval algebra and temporal confusion coding (video.md §A.4–§A.5).
+"""Interval algebra and temporal confusion coding (docs/video.md §A.4–§A.5).
 
-The 16 vectors of MediScore's ``Unittest_IntervalConfusion.py`` (testsuite.md §3, global range
-[0, 25]), then property tests of every function against slow, obviously correct references that
-look at one unit segment ``[k, k+1]`` (or one frame) at a time.
+The 16 vectors of MediScore's ``Unittest_IntervalConfusion.py`` (docs/compatibility.md "Video temporal cases",
+global range [0, 25]), then property tests of every function against slow, obviously correct
+references that look at one unit segment ``[k, k+1]`` (or one frame) at a time.
 
 Reading the pictures: one character per unit segment ``[k, k+1]`` of the range 0..25.
 """
@@ -42,7 +42,7 @@ def codes(ref, sys, collar=None, sns=()):
 
 
 # --------------------------------------------------------------------------------------------------
-# The 16 vectors (testsuite.md §3, U-VTL)
+# The 16 vectors (docs/compatibility.md "Video temporal cases", U-VTL)
 
 def test_1():
     # ref  .....RRRRR...............
@@ -143,7 +143,7 @@ def test_16():
 
 
 def test_counts_are_continuous_lengths():
-    # video.md §A.5: [100, 200] weighs 100; the whole range weighs FrameCount − 1
+    # docs/video.md §A.5: [100, 200] weighs 100; the whole range weighs FrameCount − 1
     assert temporal_counts(1000, [(100, 200)], [(100, 200)]) == TemporalCounts(tp=100, tn=899, fp=0, fn=0)
     assert temporal_counts(1000, [], []) == TemporalCounts(tp=0, tn=999, fp=0, fn=0)
     assert temporal_counts(1000, [], []).mcc == 0.0          # all TN: denominator 0
@@ -262,7 +262,7 @@ def test_truncate_is_a_clip_at_the_last_frame(intervals, last_frame):
 
 
 def test_truncate_edge_cases():
-    # video.md §A.4: an interval starting at v is dropped, one ending at v is kept unchanged
+    # docs/video.md §A.4: an interval starting at v is dropped, one ending at v is kept unchanged
     assert truncate([(1, 5), (10, 20)], 10) == [(1, 5)]
     assert truncate([(1, 10), (12, 20)], 10) == [(1, 10)]
     assert truncate([(1, 5), (8, 20), (30, 40)], 10) == [(1, 5), (8, 10)]

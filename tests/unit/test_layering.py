@@ -37,9 +37,13 @@ def test_layering_contracts_are_kept(tmp_path):
 
 
 def test_every_package_is_installed():
-    """A package folder missing from pyproject's explicit package list would be left out of the wheel."""
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    """A package folder missing from pyproject's explicit package list would be left out of the wheel; so would
+    a data directory (``docs/`` as ``mfscore.docs``: no Python, its pages as package data)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "mfscore").rglob("__init__.py")}
     found |= {".".join(("mfscore",) + p.parent.relative_to(ROOT).parts)
               for p in (ROOT / "services").rglob("__init__.py")}
-    assert found == listed
+    data = {name for name, folder in setuptools["package-dir"].items() if not (ROOT / folder / "__init__.py").exists()}
+    assert data == {"mfscore.docs"} and setuptools["package-data"]["mfscore.docs"] == ["*.md"]
+    assert found | data == listed

@@ -1,6 +1,6 @@
 """IoU, F1, soft confusion, size-binned MCC histograms and SemaFor localization rates, each checked
 against an independent computation from its document: plain numpy pixel sums and scikit-learn's
-jaccard, F1 and MCC (semafor_and_paper.md §1.7, §2)."""
+jaccard, F1 and MCC (docs/metrics.md §1.7, §2)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _summed(region, weight, system, pixels):
 
 def _sklearn_soft(truth, system):
     """Soft metrics from scikit-learn: each pixel is a positive prediction of weight Y = 1 − S/255
-    and a negative one of weight 1 − Y (semafor_and_paper.md §2.2)."""
+    and a negative one of weight 1 − Y (docs/metrics.md §2.2)."""
     y = 1.0 - system / 255.0
     labels = np.r_[truth, truth].astype(int)
     predicted = np.r_[np.ones(truth.size, int), np.zeros(truth.size, int)]
@@ -291,7 +291,7 @@ def test_histogram_plot_writes_one_png(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# SemaFor localization (plan §1.7): TP if IoU >= t, FP if IoU < t, FN only without a localization
+# SemaFor localization (docs/metrics.md §1.7): TP if IoU >= t, FP if IoU < t, FN only without a localization
 
 
 def test_semafor_localization_hand_example():

@@ -1,4 +1,4 @@
-"""Structuring elements and erosion/dilation (spec mask.md §5.1).
+"""Structuring elements and erosion/dilation (docs/masks.md §5.1).
 
 The OpenCV path is compared with a pixel-by-pixel loop that states the definition directly,
 including OpenCV's default border: outside pixels count as set for erosion, unset for dilation.

@@ -1,21 +1,21 @@
-"""The histogram path of the mask scorer against slow, obviously-correct pixel loops (spec mask.md §6).
+"""The histogram path of the mask scorer against slow, obviously-correct pixel loops (docs/masks.md §6).
 
 ``histogram_record`` reduces a (reference region, weight map, system mask) triple to two 256-bin
 histograms, and every per-mask and per-run metric is read off those histograms. Here each metric is
-recomputed from the pixels themselves, one threshold at a time, straight from the spec text:
+recomputed from the pixels themselves, one threshold at a time, straight from docs/masks.md §6:
 
-* confusion counts (§6.1): for every θ, loop over the pixels with weight 1; a pixel is predicted
+* confusion counts (docs/masks.md §6.1): for every θ, loop over the pixels with weight 1; a pixel is predicted
   manipulated iff ``system <= θ``;
-* MCC, NMM, BWL1, GWL1 (§6.2) with the degenerate rules; MCC in 50-digit decimals, and the optimum
-  threshold (§6.3) chosen by an exact comparison (``sign(MCC)·MCC²`` as a fraction);
-* the per-mask ROC, AUC and EER (§6.4);
-* pixel- and mask-average AUC and the run's maximum threshold (§6.5), the per-mask counts at every
+* MCC, NMM, BWL1, GWL1 (docs/masks.md §6.2) with the degenerate rules; MCC in 50-digit decimals, and the optimum
+  threshold (docs/masks.md §6.3) chosen by an exact comparison (``sign(MCC)·MCC²`` as a fraction);
+* the per-mask ROC, AUC and EER (docs/masks.md §6.4);
+* pixel- and mask-average AUC and the run's maximum threshold (docs/masks.md §6.5), the per-mask counts at every
   global threshold counted afresh from the pixels (which is what the step lookup must equal).
 
 Tolerances: counts and thresholds exact; floats 1e-12 absolute (numpy's pairwise sums and float64
 MCC against sequential Python sums and decimal MCC).
 
-Where §6.5 is silent — a global threshold at which no mask has a reference pixel (pixel-average
+Where docs/masks.md §6.5 is silent — a global threshold at which no mask has a reference pixel (pixel-average
 TPR 0/0) or every mask's TPR is NaN (mask average) — the point is left out of the curve, as the
 implementation does; the closing points (0,0) and (1,1) are always there.
 """
@@ -93,7 +93,7 @@ def record_of(case) -> MaskRecord:
 
 
 # --------------------------------------------------------------------------------------------
-# The reference: pixel loops and the spec's formulas
+# The reference: pixel loops and the formulas of docs/masks.md §6.2
 
 
 def scored_pixels(case) -> list[tuple[bool, int]]:
@@ -179,7 +179,7 @@ def ref_optimum(pixels, thresholds) -> float:
 
 
 def ref_rates(tp, tn, fp, fn) -> tuple[float, float]:
-    """(TPR, FPR) with 0 where a denominator is 0 (§6.4)."""
+    """(TPR, FPR) with 0 where a denominator is 0 (docs/masks.md §6.4)."""
     tpr = tp / (tp + fn) if tp + fn else 0.0
     fpr = fp / (fp + tn) if fp + tn else 0.0
     return tpr, fpr
@@ -317,7 +317,7 @@ def test_exact_mcc_degenerate_rules():
 
 
 # --------------------------------------------------------------------------------------------
-# Run-level metrics (§6.5)
+# Run-level metrics (docs/masks.md §6.5)
 
 
 def ref_run(cases) -> tuple[float, float, float]:
@@ -471,7 +471,7 @@ def test_tied_mask_is_a_float_tie():
 
 
 def test_optimum_threshold_exact_tie_takes_lowest():
-    """§6.3: largest MCC, the lowest θ on ties — ties judged on the exact MCC, not float64's."""
+    """docs/masks.md §6.3: largest MCC, the lowest θ on ties — ties judged on the exact MCC, not float64's."""
     case = tied_mask()
     assert ref_optimum(scored_pixels(case), ref_thresholds(case[2])) == 10.0
     assert optimum_threshold(record_of(case)) == 10.0

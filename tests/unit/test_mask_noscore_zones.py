@@ -1,4 +1,4 @@
-"""No-score weight maps and counts (spec mask.md §5.2–§5.5), on the spec's unit-test examples."""
+"""No-score weight maps and counts (docs/masks.md §5.2–§5.5), on MediScore's unit-test examples."""
 
 from __future__ import annotations
 

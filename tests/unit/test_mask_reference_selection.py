@@ -1,4 +1,4 @@
-"""Reference-region selection (spec mask.md §4.2–§4.4) and ``score_mask`` on real image files.
+"""Reference-region selection (docs/masks.md §4.2–§4.4) and ``score_mask`` on real image files.
 
 Colour references: a pixel is in the region iff its exact colour is a selected colour; white is
 background; every other non-white colour is a distractor. Bit-plane references: bit-plane ``b`` is
@@ -50,7 +50,7 @@ def colour_reference(h: int = 12, w: int = 16) -> tuple[np.ndarray, dict[str, np
 
 
 # --------------------------------------------------------------------------------------------
-# Colour selection (§4.2)
+# Colour selection (docs/masks.md §4.2)
 
 
 def test_colour_selection_exact_match_and_distractors():
@@ -147,7 +147,7 @@ def test_parse_colour_non_strings(value):
 
 
 # --------------------------------------------------------------------------------------------
-# Bit-plane selection (§4.3)
+# Bit-plane selection (docs/masks.md §4.3)
 
 
 def two_layers() -> np.ndarray:
@@ -191,7 +191,7 @@ def test_bitplane_selection_each_plane(bitplane):
 def test_unselected_journal_bits_are_distractors():
     s = bitplane_selection(two_layers(), [1], [1, 9, 16])
     np.testing.assert_array_equal(s.region, pixels_with(1))
-    # pixel (1, 9) has a selected and an unselected bit: region and distractor (mask.md §5.3: every
+    # pixel (1, 9) has a selected and an unselected bit: region and distractor (docs/masks.md §5.3: every
     # pixel carrying an unselected bit-plane is dilated; the eroded region is put back afterwards)
     assert s.region[0, 5] and s.distractors[0, 5]
     np.testing.assert_array_equal(s.distractors, pixels_with(9, 16))
@@ -250,7 +250,7 @@ def test_bitplanes_beyond_the_layers_are_missing():
 
 
 # --------------------------------------------------------------------------------------------
-# score_mask on files (§4, §5)
+# score_mask on files (docs/masks.md §4, §5)
 
 
 def write_png(path, array: np.ndarray) -> str:
@@ -432,7 +432,7 @@ def test_score_mask_over_pixel_limit(tmp_path):
 
 
 def test_absent_system_mask_scores_as_nothing_detected(tmp_path):
-    """§4.4: no system mask → all-255 mask: θ* −1, NMM −1.0, MCC 0.0, AUC 0.5, EER 0.5."""
+    """docs/masks.md §4.4: no system mask → all-255 mask: θ* −1, NMM −1.0, MCC 0.0, AUC 0.5, EER 0.5."""
     image, p = colour_reference()
     ref = write_png(tmp_path / "ref.png", image)
     for system_path in (None, ""):

@@ -1,4 +1,4 @@
-"""Provenance filtering (provenance.md §2): reference sets, ranking, recall at N, records and the report."""
+"""Provenance filtering (docs/provenance.md §2): reference sets, ranking, recall at N, records and the report."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def mapping_at(record: FilteringRecord, rank: int) -> list[tuple]:
 
 
 def node_mapping_reference(records: list[FilteringRecord]) -> pd.DataFrame:
-    """node_mapping.csv as a pandas table of every block, each sorted row by row (§2.4)."""
+    """node_mapping.csv as a pandas table of every block, each sorted row by row (docs/provenance.md §2.4)."""
     order = {CORRECT: 0, FALSE_ALARM: 1, MISSING: 2}
     rows = []
     for record in records:
@@ -88,7 +88,7 @@ def written_node_mapping(records, path: Path) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# The reference node set (§2.2)
+# The reference node set (docs/provenance.md §2.2)
 
 
 def test_reference_nodes_join_the_world_and_the_journal_and_add_the_probe():
@@ -134,7 +134,7 @@ def test_world_file_id_is_the_basename_without_extension():
 
 
 # --------------------------------------------------------------------------------------------
-# Ranking and counts (§2.3)
+# Ranking and counts (docs/provenance.md §2.3)
 
 
 def test_ranking_is_a_stable_descending_sort():
@@ -328,7 +328,7 @@ def test_the_json_size_limit_must_be_at_least_one_byte():
 
 
 # --------------------------------------------------------------------------------------------
-# The report's number formats (§2.4)
+# The report's number formats (docs/provenance.md §2.4)
 
 
 def counts_record(ordinal: int, correct: int, num_ref: int) -> FilteringRecord:

@@ -1,7 +1,8 @@
-"""Provenance graph building: reference graph, system graph, metrics, records (testsuite.md §4 unit tests).
+"""Provenance graph building: reference graph, system graph, metrics, records (MediScore's unit tests:
+docs/compatibility.md "Provenance scorer cases").
 
-MediScore's ``test_append_to_path`` has no counterpart: the catalogue gives it no behaviour to check,
-and mfscore has no path-building helper (the reduction walks the graph directly).
+MediScore's ``test_append_to_path`` has no counterpart: it checks a helper of MediScore's own, and
+mfscore has no path-building helper (the reduction walks the graph directly).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def close(value: float, fraction: Fraction) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# reference graph (§3.2, §3.3)
+# reference graph (docs/provenance.md §3.2, §3.3)
 
 
 def test_group_by_source_and_by_target():
@@ -146,7 +147,7 @@ def test_reference_graph_direct_condition():
 
 
 # ---------------------------------------------------------------------------------------------
-# system graph (§3.4)
+# system graph (docs/provenance.md §3.4)
 
 
 def test_cycle_detection_cases():
@@ -182,7 +183,7 @@ def test_system_graph_keys_by_file_last_wins_and_isolated_nodes_count():
 
 
 # ---------------------------------------------------------------------------------------------
-# metrics (§3.5)
+# metrics (docs/provenance.md §3.5)
 
 
 def numbered(nodes, edges) -> tuple[frozenset, frozenset]:
@@ -265,7 +266,7 @@ def path_reduction(edges, selected) -> set:
 
 
 def contraction(edges, selected) -> set:
-    """§3.2 step 5 word for word: contract each unselected node that has an edge."""
+    """docs/provenance.md §3.2 step 5 word for word: contract each unselected node that has an edge."""
     edges = set(edges)
     while True:
         hidden = [n for e in sorted(edges) for n in e if n not in selected]

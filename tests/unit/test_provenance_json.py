@@ -1,4 +1,4 @@
-"""Provenance system JSON: the two schemas (provenance.md §1) and the safe loader."""
+"""Provenance system JSON: the two schemas (docs/provenance.md §1) and the safe loader."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Naming reference nodes when journals reuse node IDs (provenance.md §3.2 step 6, issue 15).
+"""Naming reference nodes when journals reuse node IDs (docs/provenance.md §3.2 step 6, issue 15).
 
 By default a probe's nodes are named by its own world rows (node file ⋈ world on WorldFileID), the
 last in node-file order. ``--mediscore-compat`` names them from one table over every probe's world
@@ -142,7 +142,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _sims(nodes: tuple[int, int, int], links: tuple[int, int, int]) -> dict[str, float]:
-    """SimNLO, SimNO, SimLO, NodeRecall (§3.5) from (correct, reference, system) counts."""
+    """SimNLO, SimNO, SimLO, NodeRecall (docs/provenance.md §3.5) from (correct, reference, system) counts."""
     (nc, n, n_sys), (lc, lr, l_sys) = nodes, links
     return {"SimNLO": 2 * (nc + lc) / (n + n_sys + lr + l_sys), "SimNO": 2 * nc / (n + n_sys),
             "SimLO": 2 * lc / (lr + l_sys), "NodeRecall": nc / n}

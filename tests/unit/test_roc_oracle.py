@@ -1,11 +1,11 @@
-"""ROC curve and ROC metrics against independent oracles (spec detection.md §6.1-§6.5, §6.8).
+"""ROC curve and ROC metrics against independent oracles (docs/detection.md §6.1-§6.5, §6.8).
 
 * scikit-learn (modern) is the oracle for the ROC points and the AUC. Modern sklearn always
   prepends the origin; ours (0.19 semantics) prepends it only when the first point has false
   alarms, so sklearn's first point is removed when our curve does not start at the origin.
 * partial AUC, EER and CDR@FAR are checked against plain loops over the ROC points, written
-  straight from the spec text.
-* The U-DET unit examples and the §6.8 degenerate cases are checked with exact values and types.
+  straight from docs/detection.md §6.
+* The U-DET unit examples and the docs/detection.md §6.8 degenerate cases are checked with exact values and types.
 
 Tolerances: 1e-12 absolute wherever two different summation orders meet (numpy pairwise sums vs
 sequential Python sums, sklearn's trapezoid vs ours); exact otherwise (types always exact).
@@ -102,10 +102,10 @@ def test_drop_collinear_matches_second_difference_rule():
     assert list(drop_collinear(fps[:2], tps[:2])) == [0, 1]
 
 
-# --- oracles written from the spec text ---------------------------------------------------------
+# --- oracles written from docs/detection.md §6 ---------------------------------------------------
 
 def oracle_partial_auc(fpr, tpr, stop):
-    """§6.3: trapezoids over the leading segments whose right endpoint FPR <= stop; int 0 if none."""
+    """docs/detection.md §6.3: trapezoids over the leading segments whose right endpoint FPR <= stop; int 0 if none."""
     total = 0
     for i in range(len(fpr) - 1):
         if not (fpr[i + 1] <= stop):  # NaN never qualifies
@@ -115,7 +115,7 @@ def oracle_partial_auc(fpr, tpr, stop):
 
 
 def oracle_eer(fpr, tpr):
-    """§6.4: first argmin of |FPR - FNR|; NaN if the gaps are NaN."""
+    """docs/detection.md §6.4: first argmin of |FPR - FNR|; NaN if the gaps are NaN."""
     gaps = [abs(f - (1 - t)) for f, t in zip(fpr, tpr)]
     if not gaps or all(math.isnan(g) for g in gaps):
         return math.nan
@@ -127,7 +127,7 @@ def oracle_eer(fpr, tpr):
 
 
 def oracle_cdr(fpr, tpr, stop):
-    """§6.5: interpolated TPR at FPR=stop over the points (already in stable FPR order)."""
+    """docs/detection.md §6.5: interpolated TPR at FPR=stop over the points (already in stable FPR order)."""
     if any(math.isnan(v) for v in list(fpr) + list(tpr)):
         return math.nan
     pts = list(zip(fpr, tpr))
@@ -189,7 +189,7 @@ def test_loops_on_degenerate_curves():
         assert same(eer(roc), float(oracle_eer(fpr, tpr)))
 
 
-# --- U-DET unit examples (spec §6.3-§6.5) ---------------------------------------------------------
+# --- U-DET unit examples (docs/detection.md §6.3-§6.5) ---------------------------------------------------------
 
 def test_unit_example_four_scores():
     roc = roc_curve([0.0345, 0.0209, 0.0165, 0.0149], [1, 0, 1, 0])  # Y, N, Y, N
@@ -218,7 +218,7 @@ def test_unit_example_seven_tied_scores():
     assert eer(roc) == pytest.approx(7 / 12, abs=TOL)
 
 
-# --- degenerate inputs (spec §6.8) ---------------------------------------------------------------
+# --- degenerate inputs (docs/detection.md §6.8) ---------------------------------------------------------------
 
 def test_all_scores_equal():
     roc = roc_curve([0.4] * 7, [1, 0, 1, 0, 1, 0, 0])

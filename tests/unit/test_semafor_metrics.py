@@ -71,7 +71,7 @@ def same_op(a: OperatingPoint, b: OperatingPoint) -> bool:
     return all(same(u, v) for u, v in zip(astuple(a), astuple(b)))
 
 
-# ---------------------------------------------------------------- p(D) at FAR (plan §1.3)
+# ---------------------------------------------------------------- p(D) at FAR (docs/metrics.md §1.3)
 
 
 @given(trials(), st.floats(0.0, 1.0))
@@ -121,7 +121,7 @@ def test_pd_at_far_missing_class_and_bad_arguments():
         pd_at_far(roc, 1.5)
 
 
-# ---------------------------------------------------------------- dynamic EER threshold (plan §1.4)
+# ---------------------------------------------------------------- dynamic EER threshold (docs/metrics.md §1.4)
 
 
 @given(trials())
@@ -180,7 +180,7 @@ def test_confusion_at_missing_class_gives_nan_rate_only_where_undefined():
     assert math.isnan(op.pd) and op.far == 2 / 3 and math.isnan(op.bacc)
 
 
-# ---------------------------------------------------------------- partial AUC (plan §1.5)
+# ---------------------------------------------------------------- partial AUC (docs/metrics.md §1.5)
 
 
 def sklearn_clipped_area(s, y, far_max):

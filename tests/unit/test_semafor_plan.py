@@ -1,5 +1,5 @@
-"""The SemaFor plan's detection metrics (seed 004; spec semafor_and_paper.md §1) against independent
-implementations written from the plan, issue 15.
+"""The SemaFor plan's detection metrics (the SemaFor evaluation-3 design document, docs/metrics.md §1) against
+independent implementations written from the plan, issue 15.
 
 References, none of which calls mfscore's metric code:
 - pD@FAR: scikit-learn's ``roc_curve`` (every threshold), read as MediScore's CDR@FAR (first vertex
@@ -65,7 +65,7 @@ def sk_pd_interpolated(s, y, far):
 
 
 def sk_pd_step(s, y, far):
-    """The conservative reading (plan §1.3 (a)): the largest pD over thresholds with FAR <= far."""
+    """The conservative reading (docs/metrics.md §1.3 (a)): the largest pD over thresholds with FAR <= far."""
     fpr, tpr, _ = sk_roc_curve(y, s, drop_intermediate=False)
     return float(tpr[fpr <= far].max())
 
@@ -119,7 +119,7 @@ def reference_metrics(s, y, threshold=None, fars=FARS):
 
 
 def quantile_positions(level, m):
-    """Spec detection.md §6.6: lb = round((1 − level)/2, 3), ub = round(1 − lb, 3), positions int(·m)."""
+    """docs/detection.md §6.6: lb = round((1 − level)/2, 3), ub = round(1 − lb, 3), positions int(·m)."""
     lb = Decimal(1 - level) / 2
     lb = lb.quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)
     ub = (1 - lb).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP)

@@ -452,7 +452,7 @@ def test_the_valid_verdict_carries_passed_validation(tmp_path, capsys):
 
 # --- whole lines ---------------------------------------------------------------------------------------------------
 # Where MediScore's unit tests assert a whole line, not just a substring of it, mfscore prints that line
-# exactly (docs/validation.md, "What is checked", step 4): an index key missing from the system output.
+# exactly (docs/validation.md, "What is checked, in order", step 4): an index key missing from the system output.
 
 
 def missing_key(key: str) -> str:

@@ -2,7 +2,7 @@
 
 Each layout is written with h5py directly and the expected frames are assembled here, independently
 of the reader and of the fixture generator: group ``s`` with n frames holds frames s+1 .. s+n
-(0-indexed group names, video.md §B.2); frames no block covers are ``None``.
+(0-indexed group names, docs/video.md §B.2); frames no block covers are ``None``.
 
 The reader has two paths: deflate-only chunks of whole frames are fetched raw and inflated by zlib on a
 thread (read-ahead), everything else (contiguous, shuffle+gzip, lzf, chunks of part of a frame) is read

@@ -1,5 +1,5 @@
 """``VideoRecord`` (mfscore/video/video_record.py): its JSON form, the temporal step function, the
-minimum row of an unusable reference, and ``--mediscore-compat``'s one-frame system shift (video.md §B.9)."""
+minimum row of an unusable reference, and ``--mediscore-compat``'s one-frame system shift (docs/video.md §B.9)."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def test_missing_reference_is_unreadable(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# --mediscore-compat: MediScore's system intervals are one frame late (video.md §B.9)
+# --mediscore-compat: MediScore's system intervals are one frame late (docs/video.md §B.9)
 
 
 def test_mediscore_compat_shifts_the_system_by_one_frame(tmp_path):
