@@ -22,6 +22,17 @@ class MfscoreError(Exception):
         return where + self.message
 
 
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C, saying what became of the work in one sentence (``mfscore: interrupted; <sentence>``, exit 130)."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+    def sentence(self) -> str:
+        return self.message
+
+
 class InputFileError(MfscoreError):
     """A file is missing, unreadable or malformed (bad columns, bad values, duplicate keys)."""
 

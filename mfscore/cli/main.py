@@ -10,24 +10,29 @@ options and declares
 
 and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``.
 The cluster commands (serve, submit, local-cluster, report) come from the ``mfscore.commands`` entry
-point of the ``cluster`` extra, so this module never imports them. Nothing heavy is imported before the
-arguments are read.
+point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
+them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
+read. A Ctrl-C ends a command with one line and exit status 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 import time
 import traceback
 
 from mfscore import __version__, tasks
 from mfscore.cli import validate, validate_provenance
-from mfscore.errors import MfscoreError
+from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
 VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
+# The cluster commands and the extras they need: named without them installed, a command says what to install.
+CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "local-cluster": "cluster,local"}
+INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
 
 
 def task_command(name: str):
@@ -52,20 +57,39 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
         for entry in entry_points(group=COMMANDS_ENTRY_POINT):
             entry.load()(subparsers)
+        if not set(CLUSTER_COMMANDS) <= set(subparsers.choices):
+            parser.epilog = ("The distributed mode (serve, submit, report, local-cluster) is not installed: "
+                             "pip install 'mfscore[cluster]'.")
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def command_names() -> tuple[str, ...]:
     """Every sub-command: the tasks' (in registry order), the validators', and the cluster's when installed."""
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return tuple(subparsers.choices)
+    return tuple(_subparsers(build_parser()).choices)
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first argument that is not an option: ``mfscore`` itself has only options)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def _built_in(argv: list[str], commands) -> bool:
     """Whether ``argv`` asks for a built-in command or the version (so the cluster commands need not be loaded)."""
-    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    first = _command(argv)
     return first in commands or (first is None and "--version" in argv)
+
+
+def missing_cluster_command(argv: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """The sentence for a cluster command named while the extra it needs is not installed, or None."""
+    command = _command(argv)
+    if command not in CLUSTER_COMMANDS or command in _subparsers(parser).choices:
+        return None
+    return (f"'mfscore {command}' is part of the distributed mode, which this installation lacks: "
+            f"pip install 'mfscore[{CLUSTER_COMMANDS[command]}]'")
 
 
 def run_task(args) -> int:
@@ -81,8 +105,25 @@ def run_task(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``mfscore`` command: its exit status (argparse exits 2 itself on a usage error)."""
+    program = argv is None  # the process's own command line, not a caller's list (a test, the demo)
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as interrupt:
+        what = interrupt.sentence() if isinstance(interrupt, Interrupted) else "no report was written"
+        print(f"mfscore: interrupted; {what}", file=sys.stderr)
+        if program:  # a second Ctrl-C (while threads finish the jobs they hold) ends the process at once
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        return INTERRUPTED
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(argv)
+    missing = missing_cluster_command(argv, parser)
+    if missing is not None:
+        print(f"mfscore: error: {missing}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     command = run_task if getattr(args, "task_options", None) else getattr(args, "run", None)
     if command is None:
@@ -93,9 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     except MfscoreError as exc:
         print(f"mfscore: error: {exc.sentence()}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("mfscore: interrupted; no report was written", file=sys.stderr)
-        return 130
     except Exception as exc:  # a bug, not bad input: still one sentence, traceback with -v
         if getattr(args, "verbose", False):
             traceback.print_exc()

@@ -9,6 +9,9 @@ test) ``draw`` calls the drawing function in this process, and so does ``finish`
 sent to a worker that died: the worker saves time, it is never needed.
 
 Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child.
+The worker runs in a process group of its own, so a Ctrl-C at the terminal interrupts the command
+alone, which stops the worker (``abandon``): an interrupted run prints one line, not the worker's
+traceback.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ def start() -> None:
     """Start the worker unless one runs or this process has imported matplotlib already."""
     global _worker
     if _worker is None and "matplotlib" not in sys.modules:
+        group = {"process_group": 0} if os.name == "posix" else {}  # out of reach of the terminal's Ctrl-C
         _worker = subprocess.Popen([sys.executable, "-m", "mfscore.reports.figure_process"],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, **group)
 
 
 def draw(target: str, *args, **kwargs) -> None:
@@ -59,8 +63,12 @@ def finish() -> None:
         worker.stdin.close()
     except OSError:
         pass
-    answered = bool(worker.stdout.peek(1))
-    failure = pickle.load(worker.stdout) if answered else None
+    try:
+        answered = bool(worker.stdout.peek(1))
+        failure = pickle.load(worker.stdout) if answered else None
+    except BaseException:  # interrupted while the worker draws: stop it, as abandon does
+        _stop(worker)
+        raise
     worker.stdout.close()
     worker.wait()
     if failure is not None:
@@ -76,10 +84,17 @@ def abandon() -> None:
     worker, _worker = _worker, None
     _sent.clear()
     if worker is not None:
-        worker.kill()
-        worker.wait()
-        worker.stdin.close()
-        worker.stdout.close()
+        _stop(worker)
+
+
+def _stop(worker: subprocess.Popen) -> None:
+    worker.kill()
+    worker.wait()
+    for pipe in (worker.stdin, worker.stdout):
+        try:
+            pipe.close()
+        except OSError:
+            pass
 
 
 def import_drawing() -> None:
@@ -113,8 +128,11 @@ def serve(jobs: BinaryIO, answer: BinaryIO) -> None:
         pickle.dumps(failure)
     except Exception:  # noqa: BLE001  (an exception that cannot travel is sent as its text)
         failure = RuntimeError(f"drawing a figure failed: {failure}")
-    pickle.dump(failure, answer)
-    answer.flush()
+    try:
+        pickle.dump(failure, answer)
+        answer.flush()
+    except BrokenPipeError:  # the command is gone (killed): nobody waits for the answer
+        pass
 
 
 def _main() -> None:

@@ -4,12 +4,18 @@ Jobs stream through ``imap`` in order, so memory holds a few inputs per worker a
 records, whatever the number of jobs. Threads serve work that releases the GIL (OpenCV decode,
 zlib, numpy) without the start-up of processes; forked processes serve Python-bound work (JSON)
 without importing everything again.
+
+A Ctrl-C interrupts the command, not its workers: worker processes ignore SIGINT (they are born with it
+blocked, then ignore it), and the command stops them; threads still scoring a job when it is interrupted
+finish it, the jobs not started are dropped. So an interrupted run prints one line, no worker's traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -41,6 +47,40 @@ def _progress(results: Iterator[R], total: int, interactive: bool, label: str) -
             yield result
 
 
+def _ignore_interrupts() -> None:
+    """A worker process's first step: a Ctrl-C is the command's to handle (it stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """SIGINT blocked while workers are started, so that none is born able to take it; one that arrives
+    meanwhile is delivered to this process once they are."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _thread_map(function: Callable[[J], R], jobs: list[J], count: int, interactive: bool, label: str) -> list[R]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(count)
+    try:
+        results = list(_progress(pool.map(function, jobs), len(jobs), interactive, label))
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # interrupted: drop the jobs not started, wait for none
+        raise
+    pool.shutdown()
+    return results
+
+
 def pool_map(function: Callable[[J], R], jobs: list[J], processes: int, *, interactive: bool,
              workers: str = PROCESSES, label: str = "scoring") -> list[R]:
     """``function`` over ``jobs`` in ``processes`` workers (capped by CPUs and jobs), in job order.
@@ -55,11 +95,11 @@ def pool_map(function: Callable[[J], R], jobs: list[J], processes: int, *, inter
     if count == 1:
         return list(_progress(map(function, jobs), len(jobs), interactive, label))
     if workers == THREADS:
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(count) as pool:
-            return list(_progress(pool.map(function, jobs), len(jobs), interactive, label))
+        return _thread_map(function, jobs, count, interactive, label)
     fork = workers == FORKED and sys.platform.startswith("linux")
     context = multiprocessing.get_context("fork" if fork else "spawn" if os.name == "nt" else "forkserver")
     chunk = max(1, len(jobs) // (count * 8)) if fork else 1
-    with context.Pool(count) as pool:
+    with _interrupts_held():
+        pool = context.Pool(count, initializer=_ignore_interrupts)
+    with pool:  # leaving it terminates the workers
         return list(_progress(pool.imap(function, jobs, chunksize=chunk), len(jobs), interactive, label))

@@ -7,6 +7,10 @@ JSON) is streamed to it (``upload``: it stores them under ``runs/<id>/inputs/<ro
 per input directory the task names, ``ref``, ``sys``, ...; the client holds no object-store key), the
 run is submitted, a progress bar follows ``WatchRun``, and the reports, checked against the digests the
 aggregator recorded, land where the embedded command would have written them.
+
+Interrupted (Ctrl-C), it says in one line what became of the run and how to reach it: created but not
+submitted (the aggregator deletes it after a day), going on on the cluster, or done but not fetched; with
+the ``mfscore report`` commands that show it and fetch its files.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 
-from mfscore.errors import MfscoreError
+from mfscore.errors import Interrupted, MfscoreError
 
 
 def add_parser(subparsers) -> None:
@@ -53,7 +58,7 @@ def run(args) -> int:
     from mfscore.cli.main import build_parser
     from mfscore.codec import encode
     from mfscore.services.commands.cluster_config import resolve
-    from mfscore.services.commands.upload import upload_run
+    from mfscore.services.commands.upload import create_run, upload_files
     from mfscore.services.common.run_layout import input_prefix
     from mfscore.services.wire import runs_pb2
     from mfscore.tasks.base import relocated
@@ -64,15 +69,30 @@ def run(args) -> int:
     files, tables = run_inputs(task, task_run.options)
     inputs = task.inputs(task_run.options)
     config = resolve(args.cluster)
+    run_id = create_run(config)
+    reach = Reaching(run_id, task_run.out_root, args.cluster)
     try:
-        run_id = upload_run(config, files, interactive=sys.stderr.isatty())
+        upload_files(config, run_id, files, interactive=sys.stderr.isatty())
     except MfscoreError as error:
         raise MfscoreError(localize(error.sentence(), inputs.roots)) from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"run {run_id} was created but not submitted, so nothing will be scored; the cluster "
+                          f"deletes it and the inputs sent so far after a day ('{reach.listing}' lists it as "
+                          "created)") from None
     options = relocated(task_run.options, inputs, {name: name for name in inputs.roots})
     spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
                             output_name=os.path.basename(task_run.out_root), run_id=run_id,
                             submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation)
-    return follow_run(config, spec, task_run.out_root, inputs.roots)
+    return follow_run(config, spec, task_run.out_root, inputs.roots, reach)
+
+
+class Reaching:
+    """The commands that show a run and fetch its files later (what an interrupted ``submit`` tells)."""
+
+    def __init__(self, run_id: str, out_root: str, cluster: str | None):
+        option = ["--cluster", cluster] if cluster else []
+        self.listing = shlex.join(["mfscore", "report", "--list", *option])
+        self.fetching = shlex.join(["mfscore", "report", run_id, "-o", os.path.dirname(out_root) or ".", *option])
 
 
 def localize(text: str, roots: dict[str, str]) -> str:
@@ -81,22 +101,38 @@ def localize(text: str, roots: dict[str, str]) -> str:
     return re.sub(rf"(?<![\w/.-])({names})/", lambda m: roots[m.group(1)].rstrip("/") + "/", text)
 
 
-def follow_run(config, spec, out_root: str, roots: dict[str, str]) -> int:
+def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reaching | None = None) -> int:
     """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command.
     An aggregator that goes away meanwhile (a restart) is waited for, and the run submitted again (the same run
-    id returns the same run): see ``report.watch``."""
+    id returns the same run): see ``report.watch``. Interrupted, it raises ``Interrupted`` saying where the run
+    is and how to fetch it (``reach``)."""
     import grpc
 
     from mfscore.services.commands.report import Reconnecting, calling, fetch_and_write, watch
     from mfscore.services.wire import runs_pb2
 
+    reach = reach or Reaching(spec.run_id, out_root, None)
     reconnecting = Reconnecting(config.aggregator_address, spec.run_id)
+    submitted = False
+
+    def submit(stub) -> None:
+        nonlocal submitted
+        stub.SubmitRun(spec, timeout=60)
+        submitted = True
+
     try:
-        final = watch(config, spec.run_id, interactive=sys.stderr.isatty(), reconnecting=reconnecting,
-                      before=lambda stub: stub.SubmitRun(spec, timeout=60))
+        final = watch(config, spec.run_id, interactive=sys.stderr.isatty(), reconnecting=reconnecting, before=submit)
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {config.aggregator_address} did not take the run: "
                            f"{error.details() or error.code().name}") from None
+    except KeyboardInterrupt:
+        if not submitted:
+            raise Interrupted(f"run {spec.run_id} may not have been submitted: '{reach.listing}' shows whether the "
+                              f"cluster took it; if it did, '{reach.fetching}' writes its files once it is done, and "
+                              "if not, the cluster deletes it after a day") from None
+        raise Interrupted(f"run {spec.run_id} goes on on the cluster (mfscore cannot cancel a run yet): "
+                          f"'{reach.listing}' shows its state, and '{reach.fetching}' writes its files once it is "
+                          "done") from None
     for line in final.notes:
         print(localize(line, roots), file=sys.stderr)
     if final.state != runs_pb2.RUN_STATE_DONE:
@@ -108,6 +144,9 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str]) -> int:
     try:
         return calling(config, lambda stub: fetch_and_write(stub, spec.run_id, out_root,
                                                             lambda line: localize(line, roots)), reconnecting)
+    except KeyboardInterrupt:
+        raise Interrupted(f"run {spec.run_id} is done but its files were not written: '{reach.fetching}' writes "
+                          "them") from None
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {config.aggregator_address} did not send the files of run "
                            f"{spec.run_id}: {error.details() or error.code().name}") from None
