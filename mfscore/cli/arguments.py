@@ -89,3 +89,10 @@ def add_noscore_zone_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dks", type=kernel_size["--dks"], default=11, help="dilation kernel size of the boundary no-score zone (default 11)")
     p.add_argument("--ntdks", type=kernel_size["--ntdks"], default=15, help="dilation kernel size of the distraction no-score zone (default 15)")
     p.add_argument("-k", "--kernel", choices=KERNEL_SHAPES, default="box", help="kernel shape (default box)")
+
+
+def add_strict_argument(p: argparse.ArgumentParser) -> None:
+    """``--strict``: the exit status of the mask and video mask scorers when a mask could not be used."""
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when any mask could not be used (default: 0 once the reports are written; each "
+                        "unusable mask is one ERROR line, and the last line counts them)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, threshold_or_off
+from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, add_strict_argument, threshold_or_off
 from mfscore.cli.documentation import see
 from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_PIXELS
@@ -62,6 +62,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-job-bytes", type=int, default=DEFAULT_MAX_JOB_BYTES,
                    help="leave unscored a trial whose masks would need more memory than this to score, judged from "
                         f"their headers (default {DEFAULT_MAX_JOB_BYTES:,})")
+    add_strict_argument(p)
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
     p.add_argument("-html", action="store_true", help="accepted; mfscore writes no HTML report yet")
     for flag in ("--speedup", "--cache_flush", "--debug_off"):
@@ -97,5 +98,6 @@ def options(args) -> TaskRun:
                            extras_pixels=args.extras_pixels)
     return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
                            system=str(Path(args.sysDir) / args.inSys), scoring=scoring, report=report,
-                           index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ())),
+                           index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ()),
+                           strict=args.strict),
                    out_root=args.outRoot, processes=args.processors, verbose=bool(args.verbose))

@@ -2,7 +2,8 @@
 
 A probe whose masks cannot be used is reported on stderr (one sentence naming the probe and the
 file), scored as MediScore scores it (docs/video.md §B.2, §B.5: an unusable system mask as all white,
-an unusable reference with the minimum scores), the run goes on, writes every table, and exits 1 so the
+an unusable reference with the minimum scores), the run goes on, writes every table, and counts the
+unusable masks at the end of stderr (exit 1 with --strict) so the
 problem is not missed.
 A problem with the run as a whole (a missing table or column, a mask path leaving its directory)
 exits 1 with one sentence and writes nothing.
@@ -14,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, integer, threshold_or_off
+from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, add_strict_argument, integer, threshold_or_off
 from mfscore.cli.documentation import see
 from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
@@ -59,6 +60,7 @@ def add_arguments(p) -> None:
                         "(default), or 1, MediScore's (its ReadMe and mask generator)")
     p.add_argument("--max-elements", type=int, default=DEFAULT_MAX_VIDEO_ELEMENTS,
                    help=f"refuse masks declaring more pixels than this (default {DEFAULT_MAX_VIDEO_ELEMENTS:,})")
+    add_strict_argument(p)
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
     p.add_argument("-l", "--log", help="accepted; per-video threshold tables go beside the outputs")
     p.add_argument("--scoreDir", help="accepted, unused (as in MediScore)")
@@ -98,5 +100,5 @@ def options(args) -> TaskRun:
                            query=tuple(args.query or ()), query_partition=args.queryPartition,
                            query_manipulation=tuple(args.queryManipulation or ()),
                            sbin=None if args.sbin == -10 else args.sbin, precision=args.precision,
-                           command_line=" ".join(sys.argv), flags=flags),
+                           strict=args.strict, command_line=" ".join(sys.argv), flags=flags),
                    args.outRoot, processes=args.processors, verbose=bool(args.verbose))

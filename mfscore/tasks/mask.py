@@ -38,6 +38,7 @@ from mfscore.tasks.base import (
     Task,
 )
 from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
+from mfscore.tasks.unusable_masks import MASKSCORER, conclusion
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Options(ReferenceLayout):
     index_filter: bool = field(default=False, metadata=option("-xF/--indexFilter"))
     manipulation_queries: tuple[str, ...] = field(default=(), metadata=option(  # one scored run per query
         "-qm/--queryManipulation", valid_queries()))
+    strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
 
     def __post_init__(self):
         validate(self)
@@ -124,10 +126,17 @@ class Mask(Task):
         options: Options = plan.options
         state: State = plan.state
         lines = []
+        unusable: dict[str, None] = {}  # each unusable mask's message, once whatever the queries
+        failed_trials = set()
         for q, query_plan in enumerate(state.plans):
             records = [_record(outcomes[JobKey(q, role, position)]) for position, role in enumerate(query_plan.roles)]
             result = assemble_plan(query_plan, records, options.scoring)
-            lines += [f"mfscore: ERROR: {message}; the trial is left unscored" for message in result.messages]
+            for position, record in enumerate(records):
+                if record.status == UNREADABLE:
+                    failed_trials.add(_trial(query_plan, position))
+                    if record.message not in unusable:
+                        unusable[record.message] = None
+                        lines.append(f"mfscore: ERROR: {record.message}; the trial is left unscored")
             if not result.matched:
                 lines.append(f"mfscore: the query {query_plan.query!r} yielded no journal data "
                              f"over which computation may take place")
@@ -135,7 +144,18 @@ class Mask(Task):
             subdir = f"index_{q}" if len(state.plans) > 1 else ""
             for note in write_query_outputs(result, state.table, stage, options.report, subdir):
                 lines.append(f"mfscore: {note}" + (f" (query {query_plan.query!r})" if query_plan.query else ""))
-        return Lines(stdout=[f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr=lines)
+        closing, status = conclusion(len(unusable), len(failed_trials), "their trials are left unscored",
+                                     strict=options.strict, mediscore_compat=options.scoring.mediscore_compat,
+                                     rule=MASKSCORER)
+        return Lines(stdout=[f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr=lines + closing,
+                     status=status)
+
+
+def _trial(query_plan, position: int) -> tuple:
+    """The trial (its probe, and donor for splice) of the query's job at ``position`` (jobs are in trial order,
+    one per role)."""
+    row = query_plan.trials.iloc[position // len(set(query_plan.roles))]
+    return tuple(str(row[column]) for column in ("ProbeFileID", "DonorFileID") if column in row.index)
 
 
 def _record(outcome) -> MaskRecord:

@@ -2,7 +2,8 @@
 
 A job streams the probe's reference and system HDF5 masks into a ``VideoRecord`` (the ``video``
 pool). A probe whose masks cannot be used comes back as a ``Problem`` that counts as its record
-(scored as docs/video.md §B.5 says), so the report writes every table and the run exits 1.
+(scored as docs/video.md §B.5 says), so the report writes every table
+(the exit status: mfscore.tasks.unusable_masks).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from mfscore.tasks.base import (
     Task,
 )
 from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
+from mfscore.tasks.unusable_masks import VIDEO_SCORER, conclusion
 from mfscore.video.spatial_trials import (
     VideoOptions,
     VideoTrials,
@@ -70,6 +72,7 @@ class Options(ReferenceLayout):
         "--sbin", Check(lambda value: None if value is None or -1 <= value <= 255
                         else "the actual threshold is in [-1, 255]", bad=(256, -2))))
     precision: int = field(default=16, metadata=option("--precision"))
+    strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
     command_line: str = ""                    # _parameters.json's "command"
     flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
 
@@ -135,7 +138,7 @@ class VideoSpatial(Task):
         options: Options = plan.options
         state: State = plan.state
         stderr = []
-        failed = 0
+        unusable: dict[tuple[str, str], None] = {}  # (probe, message) of each unusable mask, once whatever the queries
         for q, (text, selection) in enumerate(zip(state.queries, state.selections)):
             subdir = f"index_{q}" if len(state.queries) > 1 else ""
             if selection is None:
@@ -145,17 +148,20 @@ class VideoSpatial(Task):
             for job in (job for job in plan.jobs if job.key.query == q):
                 outcome = outcomes[job.key]
                 if isinstance(outcome, Problem):
-                    failed += 1
-                    stderr.append(f"mfscore: error: probe {job.work.probe_id}: {outcome.message}")
+                    if (job.work.probe_id, outcome.message) not in unusable:
+                        unusable[job.work.probe_id, outcome.message] = None
+                        stderr.append(f"mfscore: ERROR: probe {job.work.probe_id}: {outcome.message}")
                     outcome = outcome.counts_as or VideoRecord(job.work.probe_id, UNREADABLE, error=outcome.message)
                 records.append(outcome)
             _write_query(stage, subdir, state.trials, selection.trials, records, state.journal, options)
             write_table(journal_results(state.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
                         stage.path("_journalResults.csv", subdir))
             stage.path("_parameters.json", subdir).write_text(_parameters(options, text))
-        if failed:
-            stderr.append(f"mfscore: {failed} probe(s) had unusable masks (see the errors above); exit status 1")
-        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr, status=1 if failed else 0)
+        closing, status = conclusion(len(unusable), len({probe for probe, _ in unusable}),
+                                     "an unusable system mask is scored as all white, an unusable reference with "
+                                     "the minimum scores", strict=options.strict,
+                                     mediscore_compat=options.scoring.mediscore_compat, rule=VIDEO_SCORER)
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr + closing, status=status)
 
 
 def _journal(options: Options) -> pd.DataFrame:
