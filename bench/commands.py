@@ -79,7 +79,7 @@ def _masks(root: Path, n: int) -> tuple[list[str], list[str]]:
 
 def _provenance(root: Path, n: int) -> list[str]:
     from mfscore.sample_data.provenance import generate_provenance_dataset
-    return generate_provenance_dataset(root / "provenance", n).options("system.csv")
+    return generate_provenance_dataset(root / "provenance", n, cycles=True).options("system.csv")  # -c: cycles
 
 
 def _temporal(root: Path, n: int) -> list[str]:

@@ -2,7 +2,8 @@
 
 Runs embedded (no servers): the same ``mfscore`` commands a user types, printed before they run,
 then the report tables and where the plots are; then one mask run again on a local cluster, whose
-files must be byte-identical to the embedded run's, and what another caller of that cluster sees.
+files must be byte-identical to the embedded run's, and what another caller of that cluster sees. The
+cluster is taken down before the last lines, which say where the reports are.
 """
 
 from __future__ import annotations
@@ -96,8 +97,7 @@ def main(argv: list[str] | None = None) -> int:
           "-s", str(provenance.root / "system" / "system.csv")])
     _run(["provenance-filtering", *provenance.options("system.csv"), "--nodetype", "all",
           "-o", str(reports / "provenance_filtering")])
-    _run(["provenance-graph", *provenance.options("system.csv"), "-c", "-d",
-          "-o", str(reports / "provenance_graph_direct")])
+    _run(["provenance-graph", *provenance.options("system.csv"), "-o", str(reports / "provenance_graph")])
 
     temporal = sample_temporal_dataset(out / "video-temporal-data")
     print(f"\nGenerated frame-interval (temporal) system output for a few videos in {out / 'video-temporal-data'}/")
@@ -118,15 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     for plot in sorted(reports.rglob("*.png")):
         pdf = plot.with_suffix(".pdf")
         print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
+    cluster_reports = None if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports)
+    if cluster_reports is not None:
+        print(f"\nThe cluster's reports are under {cluster_reports}/")
     print(f"\nAll reports are under {reports}/")
-    if not args.no_cluster:
-        _cluster_demo(out, mask_io, temporal_io, reports)
     return 0
 
 
-def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> None:
+def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> Path:
     """The selective mask run and the video temporal run again, through a local cluster: every service a
-    process, the same files."""
+    process, the same files; the cluster is down when it returns where their reports are."""
     cluster = out / "cluster" / "cluster.json"
     print("\nThe distributed mode: the same runs on a local cluster (NATS JetStream, an S3 server, every service "
           "a process)")
@@ -149,6 +150,7 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
         _another_caller(cluster)
     finally:
         _run(["local-cluster", "down", "--cluster", str(cluster)])
+    return distributed
 
 
 def _another_caller(cluster: Path) -> None:

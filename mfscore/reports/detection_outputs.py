@@ -13,7 +13,7 @@ from mfscore.detection.trials import ScoredTable
 from mfscore.formats.journal import join_journal
 from mfscore.formats.tables import write_table
 from mfscore.options import one_of, option, validate, within
-from mfscore.reports.detection_report import format_value, metric_cells, write_report
+from mfscore.reports.detection_report import CI_COLUMNS, format_value, metric_cells, write_report
 from mfscore.reports.staged_outputs import StagedOutputs
 
 
@@ -38,8 +38,10 @@ def write_reports(results: list[SubsetResult], stage: StagedOutputs, options: De
 
     if options.query_mode is None:
         write_report([cells(results[0])], stage.path("_all_report.csv"))
-    elif options.query_mode == "qp":
-        write_report([{**r.subset.factors, **cells(r)} for r in results], stage.path("_qp_query_report.csv"))
+    elif options.query_mode == "qp":  # mfscore's own table (MediScore's -qp crashes): no interval columns without --ci
+        dropped = () if options.ci else CI_COLUMNS
+        write_report([{**r.subset.factors, **{k: v for k, v in cells(r).items() if k not in dropped}} for r in results],
+                     stage.path("_qp_query_report.csv"))
     else:
         for i, r in enumerate(results):
             write_report([{"QUERY": r.subset.label, **cells(r)}], stage.path(f"_{options.query_mode}_query_{i}_report.csv"))

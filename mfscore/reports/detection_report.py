@@ -21,6 +21,7 @@ METRIC_COLUMNS = [
     "AUC_CI_LOWER", "AUC_CI_UPPER", "AUC_CI_LOWER@FAR", "AUC_CI_UPPER@FAR",
     "CDR_CI_LOWER@FAR", "CDR_CI_UPPER@FAR",
 ]
+CI_COLUMNS = METRIC_COLUMNS[METRIC_COLUMNS.index("CI_LEVEL"):]  # the interval columns: MediScore's 0 without --ci
 
 
 def format_value(value, digits: int = 6) -> str:

@@ -2,7 +2,10 @@
 
 Probes share journals of 20–40 nodes (four probes per journal); each system JSON ranks 300 world
 files (about two thirds of the reference files among them, scored higher) and has ~300 random
-links. Used by ``make demo`` and ``bench/provenance.py``.
+links, directed from a lower node id to a higher one so that the graph has no cycle (a provenance
+graph is a DAG, and ``mfscore provenance-graph`` refuses a cyclic one without ``-c``); with
+``cycles=True`` they point either way, so most graphs have cycles (what ``-c`` is for). Used by
+``make demo``, the task examples and ``bench/provenance.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ def _journal(rng, n_nodes: int) -> dict:
     return {"directed": True, "nodes": nodes, "links": links}
 
 
-def _system(rng, probe: str, reference_files: list[str]) -> dict:
+def _system(rng, probe: str, reference_files: list[str], cycles: bool) -> dict:
     found = [f for f in reference_files if rng.random() < 2 / 3]
     files = found + [f"world/{probe}_distractor{k}.jpg" for k in range(SYSTEM_NODES - len(found))]
     scores = np.round(rng.random(SYSTEM_NODES), 2)
@@ -50,13 +53,17 @@ def _system(rng, probe: str, reference_files: list[str]) -> dict:
     nodes = [{"id": str(k), "file": files[i], "fileid": Path(files[i]).stem, "nodeConfidenceScore": float(scores[i])}
              for k, i in enumerate(order)]
     ends = rng.integers(0, SYSTEM_NODES, size=(SYSTEM_LINKS, 2))
+    if not cycles:
+        ends.sort(axis=1)  # from the lower id to the higher: a DAG
     links = [{"source": int(s), "target": int(t), "relationshipConfidenceScore": round(float(rng.random()), 3)}
              for s, t in ends if s != t]
     return {"directed": True, "nodes": nodes, "links": links}
 
 
-def generate_provenance_dataset(root: Path, n_probes: int = 1000, *, seed: int = 11) -> ProvenanceDataset:
-    """Write a provenance dataset of ``n_probes`` probes (a multiple of 4) under ``root``."""
+def generate_provenance_dataset(root: Path, n_probes: int = 1000, *, seed: int = 11,
+                                cycles: bool = False) -> ProvenanceDataset:
+    """Write a provenance dataset of ``n_probes`` probes (a multiple of 4) under ``root``; ``cycles``: system
+    links point either way (most graphs then have a cycle), else from lower to higher node ids (none has)."""
     rng = np.random.default_rng(seed)
     (root / "journals").mkdir(parents=True)
     (root / "system" / "json").mkdir(parents=True)
@@ -84,7 +91,7 @@ def generate_provenance_dataset(root: Path, n_probes: int = 1000, *, seed: int =
                 world.append({"TaskID": "provenancefiltering", "WorldFileID": world_id, "WorldFileName": name,
                               "WorldWidth": 640, "WorldHeight": 480})
                 files.append(name)
-            (root / "system" / "json" / f"{probe}.json").write_text(json.dumps(_system(rng, probe, files)))
+            (root / "system" / "json" / f"{probe}.json").write_text(json.dumps(_system(rng, probe, files, cycles)))
             system.append({"ProvenanceProbeFileID": probe, "ConfidenceScore": 1.0,
                            "ProvenanceOutputFileName": f"json/{probe}.json", "IsOptOut": "Processed"})
     write_table(pd.DataFrame(index), root / "index.csv")

@@ -227,3 +227,23 @@ def test_query_partition_report_has_one_row_per_partition(env, capsys):
     assert list(report["Collection"]) == ["'A'", "'B'"]
     # A & width>=300: P5 (target) only -> 1/8; B & width>=300: P3, P4, P6 -> 3/8
     assert list(report["TRR"]) == ["0.13", "0.38"]
+
+
+def test_query_partition_report_has_interval_columns_only_with_ci(env, capsys):
+    """mfscore's own -qp table (MediScore's crashes) has no interval columns of zeros when none were computed."""
+    collections = {1: "A", 2: "A", 3: "B", 4: "B", 5: "A", 6: "B", 7: "C", 8: "C"}
+    write(env["in"] / "ref.csv", [REFERENCE[0] + "|Collection"]
+          + [line + f"|{collections[i]}" for i, line in enumerate(REFERENCE[1:], start=1)])
+    assert run(env, "--noPlot", "-qp", "Collection==['A','B']") == 0
+    plain = list(read_report(env["out"] / "run_qp_query_report.csv").columns)
+    assert plain == ["Collection", "TRR", "SYS_RESPONSE", "AUC", "EER", "FAR_STOP", "AUC@FAR", "CDR@FAR"]
+    assert run(env, "--noPlot", "-qp", "Collection==['A','B']", "--ci") == 0
+    capsys.readouterr()
+    with_ci = list(read_report(env["out"] / "run_qp_query_report.csv").columns)
+    assert with_ci[:len(plain)] == plain and with_ci[len(plain):] == [
+        "CI_LEVEL", "AUC_CI_LOWER", "AUC_CI_UPPER", "AUC_CI_LOWER@FAR", "AUC_CI_UPPER@FAR",
+        "CDR_CI_LOWER@FAR", "CDR_CI_UPPER@FAR"]
+    # the other reports keep MediScore's columns, zeros included (its checkfiles have them)
+    assert run(env, "--noPlot") == 0
+    capsys.readouterr()
+    assert "CI_LEVEL" in read_report(env["out"] / "run_all_report.csv").columns

@@ -31,8 +31,9 @@ MISSING, NOT_JSON, NO_NODES = "P00011", "P00022", "P00030"
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    """24 probes; one system JSON is missing, one is not JSON, one fails the schema."""
-    data = generate_provenance_dataset(tmp_path_factory.mktemp("provenance") / "data", 24)
+    """24 probes whose system graphs have cycles (the graph variants pass -c); one system JSON is missing, one is
+    not JSON, one fails the schema."""
+    data = generate_provenance_dataset(tmp_path_factory.mktemp("provenance") / "data", 24, cycles=True)
     json_dir = data.root / "system" / "json"
     (json_dir / f"{MISSING}.json").unlink()
     (json_dir / f"{NOT_JSON}.json").write_text('{"nodes": [')
