@@ -40,7 +40,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from mfscore.cli.main import main
-from mfscore.reports.staged_outputs import files_under
+from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster
 from mfscore.services.wire import runs_pb2, services_pb2_grpc

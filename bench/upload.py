@@ -44,7 +44,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mfscore.reports.staged_outputs import files_under
+from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.masks import MaskDataset, generate_mask_dataset
 from mfscore.services.commands import local_cluster
 from mfscore.services.commands.cluster_config import ClusterConfig, resolve

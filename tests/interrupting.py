@@ -59,7 +59,7 @@ PATCHES = {
 
 PRELUDE = """
 import os, sys, time
-FIGURE_WORKER = "mfscore.reports.figure_process" in sys.orig_argv  # holds nothing: left as it is
+FIGURE_WORKER = "mfscore.run.figure_process" in sys.orig_argv  # holds nothing: left as it is
 HOLD = float(os.environ["MFSCORE_TEST_HOLD"])
 def _reached():
     open(os.environ["MFSCORE_TEST_MARKER"], "a").close()

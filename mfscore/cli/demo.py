@@ -22,7 +22,7 @@ import numpy as np
 
 from mfscore.cli.main import main as mfscore_main
 from mfscore.documentation import doc_path
-from mfscore.reports.staged_outputs import files_under
+from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.provenance import generate_provenance_dataset

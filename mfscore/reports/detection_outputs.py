@@ -14,7 +14,7 @@ from mfscore.formats.journal import join_journal
 from mfscore.formats.tables import write_table
 from mfscore.options import one_of, option, validate, within
 from mfscore.reports.detection_report import CI_COLUMNS, format_value, metric_cells, write_report
-from mfscore.reports.staged_outputs import StagedOutputs
+from mfscore.reports.stage import Stage
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class PlotOptions:
         validate(self)
 
 
-def write_reports(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions) -> None:
+def write_reports(results: list[SubsetResult], stage: Stage, options: DetectionOptions) -> None:
     def cells(r: SubsetResult) -> dict:
         return metric_cells(r.metrics, trr=r.trr, opt_out=options.opt_out, far_stop=options.far_stop,
                             ci_level=options.ci_level)
@@ -47,7 +47,7 @@ def write_reports(results: list[SubsetResult], stage: StagedOutputs, options: De
             write_report([{"QUERY": r.subset.label, **cells(r)}], stage.path(f"_{options.query_mode}_query_{i}_report.csv"))
 
 
-def write_semafor_report(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions) -> None:
+def write_semafor_report(results: list[SubsetResult], stage: Stage, options: DetectionOptions) -> None:
     """Metrics of the SemaFor plan, one row per subset, in a file of their own (docs/detection.md)."""
     write_report([semafor_row(r, options) for r in results], stage.path("_semafor_report.csv"))
 
@@ -65,7 +65,7 @@ def semafor_row(r: SubsetResult, options: DetectionOptions) -> dict:
     return row
 
 
-def write_metadata(table: ScoredTable, journal, results: list[SubsetResult], stage: StagedOutputs,
+def write_metadata(table: ScoredTable, journal, results: list[SubsetResult], stage: Stage,
                    options: DetectionOptions, *, out_meta: bool, out_sub_meta: bool) -> None:
     if out_meta and options.query_mode is None:
         write_table(join_journal(table.trials, journal), stage.path("_allmeta.csv"))
@@ -80,7 +80,7 @@ def write_metadata(table: ScoredTable, journal, results: list[SubsetResult], sta
                     stage.path("_subset_meta.csv"))
 
 
-def write_roc_dumps(results: list[SubsetResult], stage: StagedOutputs) -> None:
+def write_roc_dumps(results: list[SubsetResult], stage: Stage) -> None:
     """``--dump``: the ROC points of each subset as a table (MediScore pickles them instead)."""
     for i, r in enumerate(results):
         roc = r.metrics.roc

@@ -1,6 +1,6 @@
 """The figures of a detection run: MediScore's ROC/DET plots and the SemaFor ROC (docs/detection.md §10).
 
-Kept apart from the tables; this module builds what the figures show, and ``figure_process`` has
+Kept apart from the tables; this module builds what the figures show, and the figure worker (``mfscore.run.figure_process``) has
 ``plots`` draw it (in its worker when one runs), so a run imports matplotlib only where it draws.
 """
 
@@ -10,10 +10,9 @@ import numpy as np
 
 from mfscore.detection.dprime import dprime
 from mfscore.detection.scorer import DetectionOptions, SubsetResult
-from mfscore.reports import figure_process
 from mfscore.reports.detection_outputs import PlotOptions
 from mfscore.reports.figure_data import Curve, OperatingMark, SemaforPanel
-from mfscore.reports.staged_outputs import StagedOutputs
+from mfscore.reports.stage import Stage
 
 
 def _mode_prefix(options: DetectionOptions) -> str:
@@ -42,12 +41,12 @@ def _no_curve(n_target: int, n_nontarget: int) -> str:
     return f"no curve (no {' and no '.join(missing)})" if missing else ""
 
 
-def write_semafor_plot(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions,
+def write_semafor_plot(results: list[SubsetResult], stage: Stage, options: DetectionOptions,
                        plot: PlotOptions) -> None:
     """``<out>_semafor_ROC.pdf`` and ``.png``: every subset in one figure, one panel each."""
     stem = stage.path("_semafor_ROC.pdf").with_suffix("")
     stage.path("_semafor_ROC.png")
-    figure_process.draw("mfscore.reports.plots:plot_semafor_roc", semafor_panels(results, options.semafor_fars), stem,
+    stage.draw("mfscore.reports.plots:plot_semafor_roc", semafor_panels(results, options.semafor_fars), stem,
                         title=f"{plot.title}: SemaFor operating points")
 
 
@@ -61,7 +60,7 @@ def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> Cur
                  trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
 
 
-def write_plots(results: list[SubsetResult], stage: StagedOutputs, options: DetectionOptions, plot: PlotOptions) -> None:
+def write_plots(results: list[SubsetResult], stage: Stage, options: DetectionOptions, plot: PlotOptions) -> None:
     """MediScore's ROC or DET figure: all subsets in one, or one each with ``--multiFigs``."""
     kind = plot.kind.upper()
     curves = [_curve(r, options, plot) for r in results]
@@ -73,8 +72,8 @@ def write_plots(results: list[SubsetResult], stage: StagedOutputs, options: Dete
         _plot(stage, f"{_mode_prefix(options)}_{kind}", curves, common)
 
 
-def _plot(stage: StagedOutputs, suffix: str, curves: list, common: dict) -> None:
+def _plot(stage: Stage, suffix: str, curves: list, common: dict) -> None:
     """One figure, written by ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
     stem = stage.path(suffix + ".pdf").with_suffix("")
     stage.path(suffix + ".png")
-    figure_process.draw("mfscore.reports.plots:plot_curves", curves, stem, **common)
+    stage.draw("mfscore.reports.plots:plot_curves", curves, stem, **common)

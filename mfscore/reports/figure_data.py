@@ -1,5 +1,5 @@
 """What a detection figure shows, as plain data: built where the run scores, drawn by ``plots`` (maybe in
-``figure_process``'s worker, so building it must not import matplotlib)."""
+the figure worker, ``mfscore.run.figure_process``, so building it must not import matplotlib)."""
 
 from __future__ import annotations
 

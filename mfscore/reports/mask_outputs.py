@@ -23,10 +23,9 @@ from mfscore.masks.extra_metrics import (
 from mfscore.masks.scorer import QueryRun
 from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
 from mfscore.options import at_least, one_of, option, valid_queries, validate
-from mfscore.reports import figure_process
 from mfscore.reports.mask_extra_report import extra_table
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
-from mfscore.reports.staged_outputs import StagedOutputs
+from mfscore.reports.stage import Stage
 
 FULL = "Full"
 
@@ -92,7 +91,7 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
     return [("_mask_score.csv", Averaged({"Query": run.query or FULL}, scored))]
 
 
-def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, options: ReportOptions,
+def write_query_outputs(run: QueryRun, table: TrialTable, stage: Stage, options: ReportOptions,
                         subdir: str = "") -> list[str]:
     """Write one query's files; returns notes for the user (e.g. nothing to average). The extras come first:
     their heat map is drawn (by a figure worker, if one runs) while the other tables are written."""
@@ -124,7 +123,7 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: StagedOutputs, 
     return notes
 
 
-def write_extras(run: QueryRun, stage: StagedOutputs, options: ReportOptions, subdir: str = "") -> None:
+def write_extras(run: QueryRun, stage: Stage, options: ReportOptions, subdir: str = "") -> None:
     """mfscore's metrics beyond MediScore, in files of their own (docs/metrics.md §1.7, §2).
 
     ``_mask_extra.csv``: IoU/F1 (best and actual threshold), soft MCC/IoU/F1 per mask;
@@ -157,5 +156,5 @@ def write_extras(run: QueryRun, stage: StagedOutputs, options: ReportOptions, su
         name = f"_mask_extra_mcc_by_size{suffix}"
         write_table(histogram, stage.path(f"{name}.csv", subdir))
         title = "Soft MCC by reference mask size" + (f" ({role})" if suffix else "")
-        figure_process.draw("mfscore.reports.mask_extra_report:mcc_histogram_plot", histogram,
+        stage.draw("mfscore.reports.mask_extra_report:mcc_histogram_plot", histogram,
                             stage.path(f"{name}.png", subdir), title)

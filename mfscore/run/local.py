@@ -8,8 +8,8 @@ from functools import partial
 
 from mfscore import tasks
 from mfscore.records import complete, fold
-from mfscore.reports import figure_process
-from mfscore.reports.staged_outputs import StagedOutputs
+from mfscore.run import figure_process
+from mfscore.run.staged_outputs import StagedOutputs
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.pool import FORKED, PROCESSES, THREADS, pool_map
 from mfscore.tasks.base import OUTPUT_DIRECTORY, PLANNER, Lines, Plan, Task

@@ -40,7 +40,6 @@ from mfscore.provenance.trials import (
     load_journal,
     trial_table,
 )
-from mfscore.reports import figure_process
 from mfscore.reports.provenance_graph_report import (
     TABLES,
     figure_name,
@@ -229,8 +228,8 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         if options.plot_scored or options.html_report:  # first: a figure worker draws while the tables are written
             for record in walked.records:
                 figures.append(figure_name(record.probe))
-                figure_process.draw("mfscore.reports.provenance_graph_report:write_figure", record,
-                                    stage.path(figures[-1], subdir="figures"))
+                stage.draw("mfscore.reports.provenance_graph_report:write_figure", record,
+                           stage.path(figures[-1], subdir="figures"))
         tables = report_tables(walked.records, options.direct)
         for name, label in TABLES:
             if verbose:

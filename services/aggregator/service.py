@@ -22,7 +22,7 @@ import os
 from nats.js.api import DeliverPolicy
 
 from mfscore import tasks
-from mfscore.reports import figure_process
+from mfscore.run import figure_process
 from mfscore.services.aggregator.api import AggregatorApi
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.runner import ClusterRunner

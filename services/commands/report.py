@@ -9,7 +9,7 @@ import sys
 import time
 
 from mfscore.errors import MfscoreError
-from mfscore.reports.staged_outputs import staged_outputs
+from mfscore.run.staged_outputs import staged_outputs
 
 RECONNECT_SECONDS = 600.0      # how long an aggregator that went away (a restart, say) is waited for
 RECONNECT_DELAYS = (0.5, 5.0)  # the first and the longest pause between attempts

@@ -23,7 +23,7 @@ from mfscore.limits import (
     MAX_SCHEMA_PROBLEMS,
     MAX_TABLE_COLUMNS,
 )
-from mfscore.reports.staged_outputs import STAGE_PREFIX
+from mfscore.run.staged_outputs import STAGE_PREFIX
 
 
 def test_a_json_of_more_arrays_than_the_limit_is_refused_before_it_is_parsed(tmp_path):

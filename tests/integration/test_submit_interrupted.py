@@ -20,7 +20,7 @@ import pytest
 from interrupting import interrupt
 
 from mfscore.cli.main import main
-from mfscore.reports.staged_outputs import files_under
+from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.examples import example_arguments
 
 pytestmark = [pytest.mark.integration,

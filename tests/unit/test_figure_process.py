@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mfscore.reports import figure_process
+from mfscore.run import figure_process
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.scorer import MaskOptions
 from mfscore.records import RecordConflictError, complete, decode_outcome, encode_outcome, fold
 from mfscore.reports.mask_outputs import ReportOptions
-from mfscore.reports.staged_outputs import files_under, staged_outputs
+from mfscore.run.staged_outputs import files_under, staged_outputs
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.tasks.mask import TASK, Options
 

@@ -18,6 +18,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from mfscore.run import figure_process
+
 STAGE_PREFIX = ".mfscore-staging-"
 _HOST = socket.gethostname().replace(os.sep, "_")
 _UNNAMED_STALE_SECONDS = 24 * 3600  # a stage named before processes were named in it
@@ -56,7 +58,7 @@ def _alive(pid: int) -> bool:
 
 
 class StagedOutputs:
-    """Output paths ``<out_root><suffix>`` that land only on ``commit``."""
+    """The ``Stage`` (``mfscore.reports.stage``) of a run: output paths ``<out_root><suffix>`` that land only on ``commit``."""
 
     def __init__(self, out_root: str):
         text = str(out_root)
@@ -77,6 +79,10 @@ class StagedOutputs:
 
     def final_path(self, suffix: str, subdir: str = "") -> Path:
         return self.directory / subdir / (self.prefix + suffix)
+
+    def draw(self, target: str, *args, **kwargs) -> None:
+        """A figure among the outputs: drawn by the figure worker when one runs, else here (``figure_process``)."""
+        figure_process.draw(target, *args, **kwargs)
 
     def commit(self) -> list[Path]:
         landed = []

@@ -34,7 +34,7 @@ def start() -> None:
     global _worker
     if _worker is None and "matplotlib" not in sys.modules:
         group = {"process_group": 0} if os.name == "posix" else {}  # out of reach of the terminal's Ctrl-C
-        _worker = subprocess.Popen([sys.executable, "-m", "mfscore.reports.figure_process"],
+        _worker = subprocess.Popen([sys.executable, "-m", "mfscore.run.figure_process"],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, **group)
 
 
