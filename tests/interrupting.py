@@ -71,7 +71,7 @@ class Interrupted:
     status: int
     stdout: str
     stderr: str
-    descendants: list[int]   # the command's processes when it was interrupted (its workers)
+    descendants: list[tuple[int, str]]  # the command's processes when it was interrupted: (pid, start time)
     seconds: float           # from the signal to its end
 
 
@@ -106,8 +106,8 @@ def interrupt(argv: list[str], patch: str, tmp_path: Path, *, hold: float = 60.0
             process.wait()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Linux: /proc/<pid>/task/<tid>/children)."""
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """Every process below ``pid`` (Linux: /proc/<pid>/task/<tid>/children), with its start time."""
     found, queue = [], [pid]
     while queue:
         parent = queue.pop()
@@ -116,15 +116,21 @@ def _descendants(pid: int) -> list[int]:
                 children = [int(c) for c in (task / "children").read_text().split()]
             except OSError:
                 continue
-            found += children
+            found += [(child, _stat(child)[1]) for child in children]
             queue += children
     return found
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not)."""
+def _stat(pid: int) -> tuple[str, str]:
+    """(state, start time) of ``pid``, or ("", "") when there is no such process."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return False
-    return state != "Z"
+        return "", ""
+    return fields[0], fields[19]
+
+
+def alive(process: tuple[int, str]) -> bool:
+    """Whether the process (pid, start time) still runs: not gone, not a zombie, its pid not reused since."""
+    state, started = _stat(process[0])
+    return state not in ("", "Z") and started == process[1]

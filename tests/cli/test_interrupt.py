@@ -33,9 +33,10 @@ def test_ctrl_c_is_one_line(task, extra, tmp_path):
     assert result.stderr == ONE_LINE, result.stderr
     assert result.status == 130 and result.stdout == ""
     deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in result.descendants) and time.monotonic() < deadline:
+    while any(alive(process) for process in result.descendants) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in result.descendants if alive(pid)], "a process of the command outlived it"
+    left = [process for process in result.descendants if alive(process)]
+    assert not left, f"processes of the command outlived it: {left}"
     assert not (tmp_path / "out").exists() or everything_under(tmp_path / "out") == []
 
 
