@@ -85,7 +85,8 @@ def interrupt(argv: list[str], patch: str, tmp_path: Path, *, hold: float = 60.0
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
            "MFSCORE_TEST_MARKER": str(marker), "MFSCORE_TEST_HOLD": str(hold)}
     process = subprocess.Popen([sys.executable, "-m", "mfscore", *argv], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, process_group=0)
+                               stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, process_group=0,
+                               preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.monotonic() + timeout
         while not marker.exists():
@@ -104,6 +105,13 @@ def interrupt(argv: list[str], patch: str, tmp_path: Path, *, hold: float = 60.0
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _as_from_a_terminal() -> None:
+    """SIGINT's default disposition, as a shell gives a command it starts in the foreground: a suite started in the
+    background (``make test &``) has SIGINT ignored, which its children would inherit, and Python then never raises
+    KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _descendants(pid: int) -> list[tuple[int, str]]:

@@ -19,10 +19,11 @@ def run_both(capsys, cluster_file: Path, task: str, arguments: list[str], out_op
     return (embedded, first.out, first.err), (cluster, second.out, second.err)
 
 
-def assert_same_outputs(embedded_dir: Path, cluster_dir: Path, embedded_run, cluster_run) -> dict[str, bytes]:
-    """Same exit status, same files byte for byte, same stdout but for the directory name, same stderr."""
+def assert_same_outputs(embedded_dir: Path, cluster_dir: Path, embedded_run, cluster_run, *,
+                        status: int = 0) -> dict[str, bytes]:
+    """Exit ``status`` both, same files byte for byte, same stdout but for the directory name, same stderr."""
     (status_a, out_a, err_a), (status_b, out_b, err_b) = embedded_run, cluster_run
-    assert status_b == status_a == 0, err_b
+    assert status_b == status_a == status, err_b
     a, b = tree(embedded_dir), tree(cluster_dir)
     assert sorted(a) == sorted(b)
     different = [name for name in a if a[name] != b[name]]
