@@ -19,7 +19,7 @@ from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
 from mfscore.services.common.jetstream import RESULTS_STREAM, purge_run_jobs, result_subject
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
-from mfscore.services.common.run_layout import input_prefix, run_prefix, work_dir
+from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, work_dir
 from mfscore.services.common.settings import Settings
 
 SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
@@ -108,8 +108,8 @@ class Retention:
     async def _sweep_storage(self, now: float) -> None:
         """Delete the objects under ``runs/`` that no run claims once nothing was written under them for
         ORPHAN_UPLOAD_SECONDS, and the bucket's old deletion markers."""
-        for folder in await asyncio.to_thread(self.store.folders, "runs/"):
-            run_id = folder[len("runs/"):].rstrip("/")
+        for folder in await asyncio.to_thread(self.store.folders, RUNS):
+            run_id = folder[len(RUNS):].rstrip("/")
             if run_id in self.book.runs or run_id in self._cleaning:
                 continue
             deleted = await asyncio.to_thread(self.store.delete_prefix, folder,

@@ -29,6 +29,7 @@ from mfscore import tasks
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL
 from mfscore.services.common.object_store import ObjectStoreUnavailable
+from mfscore.services.common.run_layout import RUN_ID
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2
 
@@ -65,7 +66,6 @@ STREAMS = (
     ),
 )
 
-_TOKEN = re.compile(r"[^\s.*>]+")
 
 
 def _jobs_of(kind: str) -> str:
@@ -75,8 +75,9 @@ def _jobs_of(kind: str) -> str:
 
 
 def _run_token(run_id: str) -> str:
-    if not _TOKEN.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r} is not a single NATS subject token")
+    """A run id as one NATS subject token: the aggregator's ids (run_layout.RUN_ID) are, and nothing else is taken."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id[:80]!r} is not a single NATS subject token of an mfscore run")
     return run_id
 
 
@@ -416,7 +417,7 @@ class JobWorker:
             job = jobs_pb2.Job.FromString(msg.data)
         except DecodeError as exc:
             return await self._dead(msg, None, f"the message is not an mfscore.v1.Job ({exc})")
-        if not _TOKEN.fullmatch(job.run_id):
+        if not RUN_ID.fullmatch(job.run_id):
             return await self._dead(msg, None, f"the job's run id {job.run_id!r} is not a single NATS subject token")
         if job.task not in tasks.names():
             return await self._dead(msg, job, f"the job's task {job.task!r} is not one of {', '.join(tasks.names())}")

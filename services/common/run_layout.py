@@ -18,6 +18,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_NAME_BYTES = 1024
 MAX_PART_BYTES = 255
 MAX_OUTPUT_NAME = 200
+RUNS = "runs/"  # every run's objects are under it; the aggregator owns the prefix
 
 
 class BadName(MfscoreError):
@@ -49,7 +50,7 @@ def check_output_name(name: str) -> str:
 
 
 def run_prefix(run_id: str) -> str:
-    return f"runs/{check_run_id(run_id)}/"
+    return f"{RUNS}{check_run_id(run_id)}/"
 
 
 def input_prefix(run_id: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -31,13 +30,13 @@ from mfscore.services.common.object_store import (
     ObjectTooLarge,
     confined,
 )
+from mfscore.services.common.run_layout import BadName, input_prefix
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
 
 log = logging.getLogger("mfscore.services")
 MAX_BLOB_BYTES = 4 << 30   # the core checks each file's own limits (pixels, elements, JSON bytes) when it reads it
 JOBS_IN_FLIGHT = 2
-_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # the aggregator's run ids
 
 
 @dataclass(frozen=True)
@@ -72,11 +71,12 @@ class JobRefused(MfscoreError):
 def check_inputs(message: jobs_pb2.Job) -> None:
     """Refuse a job whose files are not under ``runs/<its run id>/inputs/``, the one place the aggregator plans
     from, so no job can make a scorer read another run's objects or any other key of the bucket."""
-    if not _RUN_ID.fullmatch(message.run_id):
-        raise JobRefused(f"the job's run id {message.run_id[:80]!r} is not 1-64 letters, digits, '-' or '_'")
-    if message.input_prefix != f"runs/{message.run_id}/inputs/":
-        raise JobRefused(f"the job's input prefix {message.input_prefix[:200]!r} is not its run's upload "
-                         f"(runs/{message.run_id}/inputs/)")
+    try:
+        own = input_prefix(message.run_id)
+    except BadName:
+        raise JobRefused(f"the job's run id {message.run_id[:80]!r} is not 1-64 letters, digits, '-' or '_'") from None
+    if message.input_prefix != own:
+        raise JobRefused(f"the job's input prefix {message.input_prefix[:200]!r} is not its run's upload ({own})")
 
 
 class JobScorer:
