@@ -3,24 +3,29 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
 
 .PHONY: setup demo test test-faults conformance bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml package-lock.json
+$(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
-	@command -v npm >/dev/null || { echo "mfscore's tests need npm on PATH (they lint proto/ with buf from npm)"; exit 1; }
-	npm ci --no-audit --no-fund --loglevel=error
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local]'
 	touch $(STAMP)
 
+# The tests' tools from npm: buf, which lints the wire contract (tests/unit/test_proto_lint.py).
+$(NODE_STAMP): package-lock.json
+	@command -v npm >/dev/null || { echo "mfscore's tests need npm on PATH (they lint proto/ with buf from npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 demo: setup
 	$(BIN)/python -m mfscore.cli.demo --out demo-output
 
-test: setup
+test: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q
 
 # The slow fault injections (outages of tens of seconds); 'make test' runs a short one of each kind.
@@ -41,4 +46,4 @@ bench: setup
 	$(BIN)/python bench/cluster.py
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) node_modules demo-output .pytest_cache
