@@ -73,8 +73,9 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
             stored = await uploads.receive(_chained(first, request_iterator), run_id, put,
                                            max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
         except MfscoreError as error:
-            code = grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable) else \
-                grpc.StatusCode.INVALID_ARGUMENT
+            code = (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
+                    else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)  # the store, not the file
+                    else grpc.StatusCode.INVALID_ARGUMENT)
             await context.abort(code, f"run {run_id}: {error.sentence()}")
         finally:
             entry.uploading -= 1
