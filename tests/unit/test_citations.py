@@ -31,7 +31,8 @@ THIS = Path(__file__).resolve()
 
 ROOTS = ("mfscore", "services", "tests", "bench", "docs", "deploy", "proto", ".ci")
 TOP_FILES = ("README.md", "pyproject.toml", "Makefile", "buf.yaml", "package.json")
-SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", "node_modules", ".git", ".venv"}
+SKIP_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", "node_modules", ".git", ".venv",
+             ".data"}  # bench/.data: generated benchmark data, ignored by git
 CONFORMANCE_DATA = REPO / "tests" / "conformance" / "data"
 MAX_BYTES = 2 << 20
 
