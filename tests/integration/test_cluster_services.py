@@ -8,7 +8,6 @@ import dataclasses
 import os
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 import grpc
