@@ -31,7 +31,6 @@ Ratios are medians of the per-round ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -112,8 +111,7 @@ def whole_command(argv: list[str]) -> float:
 
 def service_store(config: ClusterConfig) -> ObjectStore:
     """The bucket with the service's S3 key, which the local cluster keeps out of the cluster file."""
-    secrets = json.loads((Path(config.state_dir) / "secrets" / "s3-service.json").read_text())
-    return ObjectStore(config.settings(s3_access_key=secrets["access_key"], s3_secret_key=secrets["secret_key"]))
+    return ObjectStore(local_cluster.service_s3_settings(config))
 
 
 def put_files(store: ObjectStore, files: list[tuple[str, str]]) -> tuple[float, str]:

@@ -132,7 +132,7 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
                                work_dir=str(state_dir / "work" / label))
-    s3_service = json.loads((_secrets(state_dir) / "s3-service.json").read_text())  # the cluster file has no S3 key
+    s3_service = _service_s3(state_dir)
     env = dict(os.environ)
     env.update({"MFSCORE_NATS_URL": settings.nats_url, "MFSCORE_S3_ENDPOINT": settings.s3_endpoint,
                 "MFSCORE_S3_ACCESS_KEY": s3_service["access_key"], "MFSCORE_S3_SECRET_KEY": s3_service["secret_key"],
@@ -251,6 +251,18 @@ def _nats_password(state_dir: Path, role: str) -> str:
     except OSError as exc:
         raise OptionError(f"the local cluster's NATS password of {role!r} cannot be read ({exc.strerror}); restart "
                           "the cluster with 'mfscore local-cluster down' and 'up'") from None
+
+
+def _service_s3(state_dir: Path) -> dict[str, str]:
+    """The services' S3 key (``access_key``, ``secret_key``): no cluster file holds it."""
+    return json.loads((_secrets(state_dir) / "s3-service.json").read_text())
+
+
+def service_s3_settings(config: ClusterConfig, **overrides):
+    """Settings reaching the local cluster's object store with the services' key, for tests and benchmarks on this
+    machine (what an attacker would need, and no client holds)."""
+    s3 = _service_s3(Path(config.state_dir))
+    return config.settings(s3_access_key=s3["access_key"], s3_secret_key=s3["secret_key"], **overrides)
 
 
 def nats_settings(config: ClusterConfig, role: str = "observer"):

@@ -49,9 +49,9 @@ def _requests(run_id: str, files: list[tuple[str, str]], sent):
 def batches(files: list[tuple[str, str]], count: int) -> list[list[tuple[str, str]]]:
     """``files`` spread over at most ``count`` batches of about equal bytes (largest first, each to the lightest)."""
     loads = [[0, []] for _ in range(max(1, min(count, len(files))))]
-    for path, key in sorted(files, key=lambda f: -os.path.getsize(f[0])):
+    for size, path, key in sorted(((os.path.getsize(path), path, key) for path, key in files), reverse=True):
         lightest = min(loads, key=lambda load: load[0])
-        lightest[0] += os.path.getsize(path)
+        lightest[0] += size
         lightest[1].append((path, key))
     return [load[1] for load in loads if load[1]]
 

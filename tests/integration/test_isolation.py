@@ -77,17 +77,16 @@ def alice_done(clients, mask_data, tmp_path_factory) -> tuple[str, Path]:
 
 def service_store(config: ClusterConfig) -> ObjectStore:
     """The object store with the services' key: what an attacker would need, and no client holds."""
-    s3 = json.loads((Path(config.state_dir) / "secrets" / "s3-service.json").read_text())
-    return ObjectStore(config.settings(s3_access_key=s3["access_key"], s3_secret_key=s3["secret_key"]))
+    return ObjectStore(commands.service_s3_settings(config))
 
 
 def plant_raw(config: ClusterConfig, key: str, content: bytes) -> None:
     """Store ``key`` as it is, with the services' key; boto3, as minio refuses keys with '..' parts."""
     import boto3
 
-    s3 = json.loads((Path(config.state_dir) / "secrets" / "s3-service.json").read_text())
+    s3 = commands.service_s3_settings(config)
     client = boto3.client("s3", endpoint_url=config.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id=s3["access_key"], aws_secret_access_key=s3["secret_key"])
+                          aws_access_key_id=s3.s3_access_key, aws_secret_access_key=s3.s3_secret_key)
     client.put_object(Bucket=config.bucket, Key=key, Body=content)
     assert key in {o["Key"] for o in client.list_objects_v2(Bucket=config.bucket, Prefix=key)["Contents"]}
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import re
 import signal
@@ -94,9 +93,8 @@ def restart_nats(path: Path, config: ClusterConfig) -> None:
 
 def service_settings(config: ClusterConfig):
     """What the aggregator runs with: NATS as ``aggregator``, S3 with the services' key."""
-    s3 = json.loads((Path(config.state_dir) / "secrets" / "s3-service.json").read_text())
-    return dataclasses.replace(commands.nats_settings(config, "aggregator"), s3_access_key=s3["access_key"],
-                               s3_secret_key=s3["secret_key"])
+    nats = commands.nats_settings(config, "aggregator")
+    return commands.service_s3_settings(config, nats_user=nats.nats_user, nats_password=nats.nats_password)
 
 
 def mask_arguments(data) -> list[str]:
