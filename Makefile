@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup demo test test-faults conformance bench clean
+.PHONY: setup demo test test-faults conformance bench docs clean
 
 setup: $(STAMP)
 
@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local]'
+	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local,docs]'
 	touch $(STAMP)
 
 # The tests' tools from npm: buf, which lints the wire contract (tests/unit/test_proto_lint.py).
@@ -45,5 +45,12 @@ bench: setup
 	$(BIN)/python bench/video.py
 	$(BIN)/python bench/cluster.py
 
+# The API reference: mfscore.api from its docstrings (sources docs/api/), HTML in build/apidocs. Offline (Sphinx,
+# its builtin theme, no intersphinx); every warning fails it, and -E rereads every docstring each time.
+DOCS_OUT := build/apidocs
+docs: setup
+	$(BIN)/python -m sphinx -W --keep-going -E -q -b html docs/api $(DOCS_OUT)
+	@echo "API reference: $(abspath $(DOCS_OUT))/index.html"
+
 clean:
-	rm -rf $(VENV) node_modules demo-output .pytest_cache
+	rm -rf $(VENV) node_modules demo-output .pytest_cache $(DOCS_OUT)
