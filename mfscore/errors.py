@@ -41,8 +41,9 @@ class QueryError(MfscoreError):
     """A query string does not parse, uses a construct outside the whitelist, or names an unknown column."""
 
 
-class OptionError(MfscoreError):
-    """An option's value refused where the options are made, or a combination of options that cannot be honoured.
+class OptionError(MfscoreError, ValueError):
+    """An option's value refused where the options are made, or a combination of options that cannot be honoured
+    (a ``ValueError`` too, as Python callers of ``mfscore.api`` expect of a bad argument).
 
     A refused value names its option: ``option`` is its field name in the options type (``far_stop``), ``flag``
     its command-line flag (``--farStop``), ``reason`` why it was refused without either (``mfscore.options``).

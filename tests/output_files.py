@@ -6,9 +6,21 @@ import os
 from pathlib import Path
 
 
+def beside_reports(prefix: str = "run") -> list[str]:
+    """The files every task writes beside its reports: its results and the run's provenance (docs/results.md)."""
+    return [f"{prefix}_results.json", f"{prefix}_run.json"] if prefix else ["results.json", "run.json"]
+
+
+def is_provenance(name: str) -> bool:
+    """Whether ``name`` is a run's provenance file, which records times and so differs between runs."""
+    return "/" not in name and (name == "run.json" or name.endswith("_run.json"))
+
+
 def tree(directory: Path) -> dict[str, bytes]:
-    """Every file under ``directory`` (relative name -> bytes); staging leftovers would show up here too."""
-    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+    """Every file under ``directory`` (relative name -> bytes) but the run's provenance, whose times differ from
+    run to run; staging leftovers would show up here too."""
+    return {name: p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file() and not is_provenance(name := p.relative_to(directory).as_posix())}
 
 
 def everything_under(path: Path) -> list[str]:

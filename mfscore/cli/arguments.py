@@ -96,3 +96,12 @@ def add_strict_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any mask could not be used (default: 0 once the reports are written; each "
                         "unusable mask is one ERROR line, and the last line counts them)")
+
+
+def add_results_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags every scorer has for how its results are shown (docs/results.md)."""
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true",
+                       help="print the results and the run's provenance as JSON on stdout (every other line goes "
+                            "to stderr)")
+    shown.add_argument("--quiet", action="store_true", help="no summary table and no progress bar")

@@ -26,6 +26,7 @@ import traceback
 
 from mfscore import __version__, tasks
 from mfscore.cli import validate, validate_provenance
+from mfscore.cli.arguments import add_results_arguments
 from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
@@ -49,6 +50,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         command = task_command(name)
         p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
         command.add_arguments(p)
+        add_results_arguments(p)
         p.set_defaults(task_name=name, task_options=command.options)
     for module in VALIDATORS:
         module.add_parser(subparsers)
@@ -98,10 +100,16 @@ def run_task(args) -> int:
 
     started = time.perf_counter()
     run = args.task_options(args)
-    status = run_local(tasks.get(args.task_name), run.options, run.out_root, processes=run.processes)
+    lines = run_local(tasks.get(args.task_name), run.options, run.out_root, processes=run.processes,
+                      out=sys.stderr if args.json else sys.stdout, progress=not args.quiet)
     if run.verbose:
         print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)
-    return status
+    from mfscore.reports.summary_table import show_results
+
+    show_results(lines.results, lines.record.to_dict() if lines.record is not None else None,
+                 json_output=args.json, quiet=args.quiet)
+    return lines.status
+
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,14 @@
-"""The local runner (the embedded CLI): plan, score in a process pool with progress, fold, report into staged outputs."""
+"""The local runner (the embedded CLI): plan, score in a process pool with progress, fold, report into staged outputs,
+with the results model and the run's provenance beside the reports."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
+from collections.abc import Callable
 from functools import partial
+from typing import TextIO
 
 from mfscore import tasks
 from mfscore.records import complete, fold
@@ -12,6 +16,7 @@ from mfscore.run import figure_process
 from mfscore.run.staged_outputs import StagedOutputs
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.pool import FORKED, PROCESSES, THREADS, pool_map
+from mfscore.run_record import RunRecord, run_record
 from mfscore.tasks.base import OUTPUT_DIRECTORY, PLANNER, Lines, Plan, Task
 
 
@@ -37,12 +42,32 @@ def score_plan(task: Task, plan: Plan, processes: int | None = None, *, interact
     return fold(zip((job.key for job in plan.jobs), outcomes))
 
 
-def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str) -> Lines:
-    """Write the report under ``out_root`` all or nothing; the files land only when the report has no error."""
+RESULTS_FILE = "results.json"  # <prefix>_results.json: the results model, the same bytes on every runner
+RUN_FILE = "run.json"          # <prefix>_run.json: the run's provenance (its times differ from run to run)
+
+
+def beside_reports(file: str, prefix: str) -> str:
+    """The suffix that names ``file`` beside reports of ``prefix`` (``_results.json``; ``results.json`` when the
+    reports have no prefix, as the provenance and video-temporal scorers' directories)."""
+    return f"_{file}" if prefix else file
+
+
+def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str, *,
+                record: Callable[[], RunRecord] | None = None) -> Lines:
+    """Write the report under ``out_root`` all or nothing; the files land only when the report has no error.
+
+    Beside the task's files go its results (``RESULTS_FILE``) and, given ``record``, the run's provenance
+    (``RUN_FILE``, also returned as ``Lines.record``).
+    """
     stage = StagedOutputs(out_root)
     try:
         lines = task.report(plan, complete(outcomes, (job.key for job in plan.jobs)), stage)
         figure_process.finish()
+        if lines.error is None and lines.results is not None:
+            stage.path(beside_reports(RESULTS_FILE, stage.prefix)).write_bytes(lines.results.to_json())
+        if lines.error is None and record is not None:
+            lines.record = record()
+            stage.path(beside_reports(RUN_FILE, stage.prefix)).write_bytes(lines.record.to_json())
     except BaseException:
         stage.abort()
         raise
@@ -59,27 +84,34 @@ def placed(lines: list[str], out_root: str) -> list[str]:
     return [line.replace(OUTPUT_DIRECTORY, directory) for line in lines]
 
 
-def emit(stdout: list[str], stderr: list[str]) -> None:
+def emit(stdout: list[str], stderr: list[str], out: TextIO | None = None) -> None:
+    """Print a step's lines: ``stderr`` to standard error, ``stdout`` to ``out`` (standard output by default)."""
     for line in stderr:
         print(line, file=sys.stderr)
     for line in stdout:
-        print(line)
+        print(line, file=out or sys.stdout)
 
 
-def run_local(task: Task, options, out_root: str, *, processes: int | None = None) -> int:
-    """Run ``task`` on local files; returns the exit status (a fatal problem raises after its lines are printed)."""
+def run_local(task: Task, options, out_root: str, *, processes: int | None = None, out: TextIO | None = None,
+              progress: bool = True) -> Lines:
+    """Run ``task`` on local files; its report's lines, with the exit status, the results and the run's provenance
+    (a fatal problem raises after its lines are printed). What the steps print for standard output goes to ``out``;
+    ``progress`` False shows no progress bar."""
+    started = time.time()
     keep_freed_memory()
     if task.draws(options):
         figure_process.start()
     try:
         plan = task.plan(options)
-        emit(plan.stdout, plan.stderr)
-        outcomes = score_plan(task, plan, processes, interactive=sys.stderr.isatty())
-        lines = report_into(task, plan, outcomes, out_root)
+        emit(plan.stdout, plan.stderr, out)
+        outcomes = score_plan(task, plan, processes, interactive=progress and sys.stderr.isatty())
+        inputs = task.inputs(options)
+        lines = report_into(task, plan, outcomes, out_root, record=lambda: run_record(
+            task, plan, inputs, runner="embedded", started=started, finished=time.time()))
     except BaseException:
         figure_process.abandon()
         raise
-    emit(placed(lines.stdout, out_root), lines.stderr)
+    emit(placed(lines.stdout, out_root), lines.stderr, out)
     if lines.error is not None:
         raise lines.error
-    return lines.status
+    return lines

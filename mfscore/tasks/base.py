@@ -5,7 +5,8 @@ A task is four pure steps over typed values::
     plan(options)                 -> Plan: jobs keyed (query, role, ordinal), and what the report needs
     score(work)                   -> a record, or a Problem (one sentence naming the file)
     fold(outcomes)                -> one outcome per key (``mfscore.records.fold``, the same for every task)
-    report(plan, outcomes, stage) -> Lines: the files (written into ``stage``), stdout, stderr, exit status
+    report(plan, outcomes, stage) -> Lines: the files (written into ``stage``), the results model
+                                     (``mfscore.results``), stdout, stderr, exit status
 
 The embedded CLI (``mfscore.run.local``) and the cluster (``services/``) are two runners of these
 steps; neither knows anything about a particular task.
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.records import JobKey, Problem  # noqa: F401  (the protocol's values, re-exported)
+from mfscore.results import Results
 
 OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the directory the runner wrote the files into
 PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
@@ -50,12 +52,18 @@ class Plan:
 
 @dataclass
 class Lines:
-    """What a report says besides its files; ``error`` stops the run after the lines are printed (nothing is written)."""
+    """What a report says besides its files; ``error`` stops the run after the lines are printed (nothing is written).
+
+    ``results`` is the results model (``mfscore.results``) the task's report returns; the runner writes it beside
+    the reports and adds the run's provenance as ``record`` (``mfscore.run_record.RunRecord``).
+    """
 
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     status: int = 0
     error: MfscoreError | None = None
+    results: Results | None = None
+    record: Any = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,9 @@ class Task(ABC):
     they are planned (shipping them would cost more). ``options_type`` checks its own values
     (``mfscore.options``); ``mfscore.tasks.decode_options`` makes them from the wire.
     ``threads`` says ``score`` spends its time where the GIL is released (OpenCV decode, zlib, numpy),
-    so the local runner scores its jobs on threads of one process by default.
+    so the local runner scores its jobs on threads of one process by default. ``primary_metric`` and
+    ``metric_names`` are regular expressions of the names its results (``mfscore.results``) may give its primary
+    metric and its metrics: the published schema of its results reads them (``mfscore.results_schema``).
     """
 
     name: ClassVar[str]
@@ -94,6 +104,8 @@ class Task(ABC):
     record_type: ClassVar[type]
     resource: ClassVar[str]
     threads: ClassVar[bool] = False
+    primary_metric: ClassVar[str]
+    metric_names: ClassVar[str]
 
     @abstractmethod
     def inputs(self, options) -> Inputs:

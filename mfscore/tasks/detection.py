@@ -29,6 +29,7 @@ from mfscore.formats.journal import read_journal
 from mfscore.options import one_of, option, validate
 from mfscore.records import RecordConflictError
 from mfscore.reports import detection_outputs as outputs
+from mfscore.results import ALL, HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
     PLANNER,
@@ -39,10 +40,12 @@ from mfscore.tasks.base import (
     Plan,
     Submission,
     Task,
+    key_of,
 )
 from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 
 BATCH = 1000  # trials per job
+MAX_CURVE_POINTS = 1001  # ROC points a curve of the results keeps (a 10^6-trial ROC has about as many)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class Detection(Task):
     work_type = Trials
     record_type = Trials
     resource = PLANNER
+    primary_metric = r"AUC|pD@FAR[0-9.e+-]+"
+    metric_names = r"AUC|EER|AUC@FAR|CDR@FAR|TRR|pD@FAR[0-9.e+-]+|bACC@EER|Cllr|minCllr"
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
@@ -152,19 +157,69 @@ class Detection(Task):
             outputs.write_roc_dumps(results, stage)
         stderr = [f"mfscore: warning: query {r.subset.label!r} selects no trial; its metrics are empty"
                   for r in results if r.metrics.n_trials == 0]
-        stdout = summary(results, options.scoring) + [f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"]
-        return Lines(stdout, stderr)
+        system = key_of(options.system, self.inputs(options).roots, what=f"the system output {options.system}")
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr,
+                     results=detection_results(results, options.scoring, Records(system, tuple(table.sys_ref_keys),
+                                                                                 where="inputs")))
 
 
-def summary(results: list[SubsetResult], options: DetectionOptions) -> list[str]:
-    """One line per subset for stdout."""
-    lines = []
+def metric_specs(options: DetectionOptions) -> tuple[MetricSpec, ...]:
+    """The headline metrics of a detection run (docs/detection.md §6; the SemaFor plan's with ``--semafor``)."""
+    far = format(options.far_stop, "g")
+    specs = [MetricSpec("AUC", HIGHER, "area under the ROC curve (MFC2019 plan §2.1): 1 separates every target "
+                                       "from every non-target, 0.5 is chance"),
+             MetricSpec("EER", LOWER, "equal error rate: where the false-alarm and miss rates of the ROC meet"),
+             MetricSpec("AUC@FAR", HIGHER, f"area under the ROC curve up to a false-alarm rate of {far}"),
+             MetricSpec("CDR@FAR", HIGHER, f"correct detection rate at a false-alarm rate of {far}"),
+             MetricSpec("TRR", NEITHER, "trial response rate: the share of the trials the system scored")]
+    if options.semafor:
+        specs += [MetricSpec(f"pD@FAR{format(f, 'g')}", HIGHER, f"probability of detection at a false-alarm rate "
+                                                                 f"of {format(f, 'g')} (SemaFor plan)")
+                  for f in options.semafor_fars]
+        specs += [MetricSpec("bACC@EER", HIGHER, "balanced accuracy at the EER threshold (SemaFor plan)"),
+                  MetricSpec("Cllr", LOWER, "log-likelihood-ratio cost of the scores read as LLRs: 0 is perfect, "
+                                            "1 is an uninformative system"),
+                  MetricSpec("minCllr", LOWER, "Cllr after the best monotone recalibration: the discrimination "
+                                               "part of Cllr")]
+    return tuple(specs)
+
+
+def primary_metric(options: DetectionOptions) -> str:
+    """AUC (MFC2019 plan §2.1); with ``--semafor``, pD at a false-alarm rate of 0.08, or the first ``--far``."""
+    if not options.semafor:
+        return "AUC"
+    far = 0.08 if 0.08 in options.semafor_fars else options.semafor_fars[0]
+    return f"pD@FAR{format(far, 'g')}"
+
+
+def detection_results(results: list[SubsetResult], options: DetectionOptions, records: Records) -> Results:
+    """The results model of a detection run: a row and an ROC curve per subset."""
+    specs = metric_specs(options)
+    names = {spec.name for spec in specs}
+    rows, curves = [], []
     for r in results:
         m = r.metrics
-        name = r.subset.label or "all trials"
-        lines.append(f"{name}: {m.n_target} targets, {m.n_nontarget} non-targets, AUC {float(m.auc):.4f}, "
-                     f"EER {m.eer:.4f}, CDR@FAR{options.far_stop:g} {m.cdr:.4f}, TRR {r.trr:g}")
-    return lines
+        query = r.subset.label or ALL
+        values = {"AUC": m.auc, "EER": m.eer, "AUC@FAR": m.partial_auc, "CDR@FAR": m.cdr, "TRR": r.trr}
+        values |= {name: value for name, value in r.semafor.items() if name in names}
+        intervals = {}
+        if m.intervals is not None:
+            intervals = {"AUC": m.intervals.auc, "AUC@FAR": m.intervals.partial_auc, "CDR@FAR": m.intervals.cdr}
+        intervals |= {name: interval for name, interval in r.semafor_ci.items() if name in names}
+        rows.append(Row(query, {name: number(v) for name, v in values.items()},
+                        {"targets": m.n_target, "nontargets": m.n_nontarget},
+                        {name: (number(i.lower), number(i.upper)) for name, i in intervals.items()}))
+        if m.roc is not None:
+            keep = thinned(len(m.roc.fpr))
+            curves.append(Curve(query, tuple(m.roc.fpr[keep].tolist()), tuple(m.roc.tpr[keep].tolist())))
+    return Results("detection", primary_metric(options), specs, tuple(rows), tuple(curves), records)
+
+
+def thinned(n: int, most: int = MAX_CURVE_POINTS) -> np.ndarray:
+    """Indexes of at most ``most`` of ``n`` curve points, evenly spaced, the first and last kept."""
+    if n <= most:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, most).round().astype(np.int64))
 
 
 TASK = Detection()

@@ -4,11 +4,17 @@ and the watching and writing ``submit`` shares."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 
+from mfscore.cli.arguments import add_results_arguments
 from mfscore.errors import MfscoreError
+from mfscore.reports.summary_table import show_results
+from mfscore.results import Results
+from mfscore.run.local import RESULTS_FILE, RUN_FILE
 from mfscore.run.staged_outputs import staged_outputs
 
 RECONNECT_SECONDS = 600.0      # how long an aggregator that went away (a restart, say) is waited for
@@ -23,6 +29,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--list", action="store_true", help="list the runs this caller may see, oldest first")
     p.add_argument("-o", "--out-dir", default=".", help="directory to write the files into (default .)")
     p.add_argument("--cluster", help="cluster file written by 'mfscore local-cluster up'")
+    add_results_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -136,10 +143,19 @@ def _progress(run_id: str, interactive: bool):
         yield show
 
 
-def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line) -> int:
-    """Write the run's files into ``out_root``'s directory, print what the embedded command prints on stdout
-    (``localize`` names the local files), and return its exit status. Every file is checked against the digest the
-    aggregator sent first; on any mismatch, or a stream that breaks off, nothing is written."""
+@dataclass(frozen=True)
+class Fetched:
+    """A fetched run: the embedded command's exit status, its results and its provenance (None if it has none)."""
+
+    status: int
+    results: Results | None
+    run: dict | None
+
+
+def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line, *, out=None) -> Fetched:
+    """Write the run's files into ``out_root``'s directory and print what the embedded command prints on stdout
+    (to ``out``, standard output by default; ``localize`` names the local files). Every file is checked against the
+    digest the aggregator sent first; on any mismatch, or a stream that breaks off, nothing is written."""
     from mfscore.run.local import placed
     from mfscore.services.wire import runs_pb2
 
@@ -148,15 +164,27 @@ def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line
     if first is None or first.WhichOneof("part") != "manifest":
         raise MfscoreError(f"the cluster sent the report of run {run_id} without its manifest; nothing was written")
     manifest = first.manifest
-    with staged_outputs(os.path.join(os.path.dirname(out_root), "")) as stage:
+    directory = os.path.join(os.path.dirname(out_root), "")
+    with staged_outputs(directory) as stage:
         for declared in manifest.files:
             _receive_file(replies, declared, _report_path(stage, declared.name), run_id)
         if next(replies, None) is not None:
             raise MfscoreError(f"the cluster sent more of the report of run {run_id} than its manifest declares; "
                                "nothing was written")
     for line in placed(list(manifest.stdout), out_root):
-        print(localize(line))
-    return manifest.exit_status
+        print(localize(line), file=out or sys.stdout)
+    names = [declared.name for declared in manifest.files]
+    return Fetched(manifest.exit_status, _read(directory, names, RESULTS_FILE, Results.from_json),
+                   _read(directory, names, RUN_FILE, json.loads))
+
+
+def _read(directory: str, names: list[str], file: str, parse):
+    """The run's top-level file ``<prefix>_<file>`` (or ``<file>``) as ``parse`` reads it; None if it has none."""
+    name = next((name for name in names if "/" not in name and (name == file or name.endswith("_" + file))), None)
+    if name is None:
+        return None
+    with open(os.path.join(directory, name), "rb") as f:
+        return parse(f.read())
 
 
 def _report_path(stage, name: str):
@@ -210,8 +238,11 @@ def run(args) -> int:
     try:
         if args.list:
             return calling(config, print_runs, Reconnecting(config.aggregator_address, "(listing)"))
-        return calling(config, lambda stub: fetch_and_write(stub, args.run_id, os.path.join(args.out_dir, "")),
-                       Reconnecting(config.aggregator_address, args.run_id))
+        fetched = calling(config, lambda stub: fetch_and_write(stub, args.run_id, os.path.join(args.out_dir, ""),
+                                                               out=sys.stderr if args.json else None),
+                          Reconnecting(config.aggregator_address, args.run_id))
     except grpc.RpcError as error:
         print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
         return 1
+    show_results(fetched.results, fetched.run, json_output=args.json, quiet=args.quiet)
+    return fetched.status

@@ -57,6 +57,7 @@ def run(args) -> int:
     from mfscore import tasks
     from mfscore.cli.main import build_parser
     from mfscore.codec import encode
+    from mfscore.reports.summary_table import show_results
     from mfscore.services.commands.cluster_config import resolve
     from mfscore.services.commands.upload import create_run, upload_files
     from mfscore.services.common.run_layout import input_prefix
@@ -72,7 +73,7 @@ def run(args) -> int:
     run_id = create_run(config)
     reach = Reaching(run_id, task_run.out_root, args.cluster)
     try:
-        upload_files(config, run_id, files, interactive=sys.stderr.isatty())
+        upload_files(config, run_id, files, interactive=not embedded.quiet and sys.stderr.isatty())
     except MfscoreError as error:
         raise MfscoreError(localize(error.sentence(), inputs.roots)) from None
     except KeyboardInterrupt:
@@ -83,7 +84,10 @@ def run(args) -> int:
     spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
                             output_name=os.path.basename(task_run.out_root), run_id=run_id,
                             submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation)
-    return follow_run(config, spec, task_run.out_root, inputs.roots, reach)
+    fetched = follow_run(config, spec, task_run.out_root, inputs.roots, reach,
+                         out=sys.stderr if embedded.json else None, progress=not embedded.quiet)
+    show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
+    return fetched.status
 
 
 class Reaching:
@@ -101,8 +105,10 @@ def localize(text: str, roots: dict[str, str]) -> str:
     return re.sub(rf"(?<![\w/.-])({names})/", lambda m: roots[m.group(1)].rstrip("/") + "/", text)
 
 
-def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reaching | None = None) -> int:
-    """Submit, watch, and write the reports under ``out_root``'s directory; exit status as the embedded command.
+def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reaching | None = None, *, out=None,
+               progress: bool = True):
+    """Submit, watch (with a progress bar unless not ``progress``), and write the reports under ``out_root``'s
+    directory (what the command prints for stdout goes to ``out``); the fetched run (``report.Fetched``: exit status as the embedded command, results, provenance).
     An aggregator that goes away meanwhile (a restart) is waited for, and the run submitted again (the same run
     id returns the same run): see ``report.watch``. Interrupted, it raises ``Interrupted`` saying where the run
     is and how to fetch it (``reach``)."""
@@ -121,7 +127,8 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
         submitted = True
 
     try:
-        final = watch(config, spec.run_id, interactive=sys.stderr.isatty(), reconnecting=reconnecting, before=submit)
+        final = watch(config, spec.run_id, interactive=progress and sys.stderr.isatty(), reconnecting=reconnecting,
+                      before=submit)
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {config.aggregator_address} did not take the run: "
                            f"{error.details() or error.code().name}") from None
@@ -143,7 +150,8 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
         raise MfscoreError(f"run {spec.run_id} {state}: {localize(final.message, roots)}")
     try:
         return calling(config, lambda stub: fetch_and_write(stub, spec.run_id, out_root,
-                                                            lambda line: localize(line, roots)), reconnecting)
+                                                            lambda line: localize(line, roots), out=out),
+                       reconnecting)
     except KeyboardInterrupt:
         raise Interrupted(f"run {spec.run_id} is done but its files were not written: '{reach.fetching}' writes "
                           "them") from None

@@ -9,11 +9,12 @@ check what a run does write. No numeric tolerance is involved except where state
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from output_files import everything_under
+from output_files import beside_reports, everything_under
 from sklearn.metrics import roc_auc_score
 
 from mfscore.cli.main import main
@@ -162,7 +163,8 @@ def test_happy_path_writes_report_and_plots_only(env, capsys):
     assert run(env) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
-    assert everything_under(env["out"]) == ["run_all_ROC.pdf", "run_all_ROC.png", "run_all_report.csv"]
+    assert everything_under(env["out"]) == sorted(["run_all_ROC.pdf", "run_all_ROC.png", "run_all_report.csv",
+                                                   *beside_reports()])
     assert everything_under(env["cwd"]) == []
     text = (env["out"] / "run_all_report.csv").read_text().splitlines()
     assert text[0] == REPORT_HEADER and len(text) == 2
@@ -172,7 +174,15 @@ def test_happy_path_writes_report_and_plots_only(env, capsys):
     # AUC is written rounded to 6 decimals: compare within half a unit of the 6th decimal
     assert abs(float(row["AUC"]) - roc_auc_score(labels, scores)) <= 5e-7
     assert (row["TRR"], row["SYS_RESPONSE"], row["FAR_STOP"], row["CI_LEVEL"]) == ("1.0", "all", "0.1", "0.9")
-    assert "4 targets, 4 non-targets" in captured.out
+    assert counted(env, captured) == (4, 4)
+
+
+def counted(env, captured) -> tuple[int, int]:
+    """(targets, non-targets) of the whole run, as its results file says; the summary table printed says the same."""
+    counts = json.loads((env["out"] / "run_results.json").read_text())["rows"][0]["counts"]
+    row = captured.out.splitlines()[-1].split()
+    assert row[:3] == ["all", str(counts["targets"]), str(counts["nontargets"])], captured.out
+    return counts["targets"], counts["nontargets"]
 
 
 def test_blank_score_drops_the_trial_with_a_warning(env, capsys):
@@ -182,9 +192,9 @@ def test_blank_score_drops_the_trial_with_a_warning(env, capsys):
     warnings = captured.err.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("mfscore: warning: ")
     assert "no system score" in warnings[0] and "P2" in warnings[0]
-    assert "4 targets, 3 non-targets" in captured.out
+    assert counted(env, captured) == (4, 3)
     assert read_report(env["out"] / "run_all_report.csv").iloc[0]["TRR"] == "1.0"  # dropped before TRR
-    assert everything_under(env["out"]) == ["run_all_report.csv"]
+    assert everything_under(env["out"]) == sorted(["run_all_report.csv", *beside_reports()])
 
 
 def test_index_line_repeated_verbatim_is_scored_twice(env, capsys):
@@ -194,13 +204,13 @@ def test_index_line_repeated_verbatim_is_scored_twice(env, capsys):
     warnings = captured.err.splitlines()
     assert len(warnings) == 1 and warnings[0].startswith("mfscore: warning: ")
     assert str(env["in"] / "index.csv") in warnings[0] and "line 10" in warnings[0]
-    assert "5 targets, 4 non-targets" in captured.out
+    assert counted(env, captured) == (5, 4)
 
 
 def test_semafor_report(env, capsys):
     assert run(env, "--noPlot", "--semafor") == 0
     capsys.readouterr()
-    assert everything_under(env["out"]) == ["run_all_report.csv", "run_semafor_report.csv"]
+    assert everything_under(env["out"]) == sorted(["run_all_report.csv", "run_semafor_report.csv", *beside_reports()])
     columns = read_report(env["out"] / "run_semafor_report.csv").columns
     for name in ("pD@FAR0.08", "bACC@EER", "Cllr", "minCllr"):
         assert name in columns
@@ -221,7 +231,7 @@ def test_query_partition_report_has_one_row_per_partition(env, capsys):
           + [line + f"|{collections[i]}" for i, line in enumerate(REFERENCE[1:], start=1)])
     assert run(env, "--noPlot", "-qp", "Collection==['A','B'] & 300<=ProbeWidth") == 0
     capsys.readouterr()
-    assert everything_under(env["out"]) == ["run_qp_query_report.csv"]
+    assert everything_under(env["out"]) == sorted(["run_qp_query_report.csv", *beside_reports()])
     report = read_report(env["out"] / "run_qp_query_report.csv")
     assert len(report) == 2
     assert list(report["Collection"]) == ["'A'", "'B'"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from output_files import assert_failed_cleanly, everything_under
+from output_files import assert_failed_cleanly, beside_reports, everything_under
 
 from mfscore.cli.main import main
 
@@ -110,7 +110,8 @@ def test_valid_run_writes_the_three_tables(env, capsys):
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert captured.err == ""
-    assert sorted(everything_under(env["out"])) == ["node_mapping.csv", "scores.csv", "trial_scores.csv"]
+    assert sorted(everything_under(env["out"])) == sorted(["node_mapping.csv", "scores.csv", "trial_scores.csv",
+                                                           *beside_reports("")])
     table = trial_scores(env)
     assert table["ProvenanceProbeFileID"].tolist() == [p for p in PROBES for _ in range(3)]
     assert table["NodeType"].tolist() == ["All", "donor", "base"] * 3

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from output_files import assert_failed_cleanly, everything_under
+from output_files import assert_failed_cleanly, beside_reports, everything_under
 
 from mfscore.cli.main import main
 
@@ -83,7 +83,8 @@ def test_valid_run(env, capsys):
     assert run(env, "-q", "*", "Operation == 'PasteFrames'") == 0
     captured = capsys.readouterr()
     assert captured.out.rstrip().endswith("Done.")
-    assert sorted(p.name for p in env["out"].iterdir()) == ["query_table_join.csv", "scores.csv", "scores_probes.csv"]
+    assert sorted(p.name for p in env["out"].iterdir()) == sorted(["query_table_join.csv", "scores.csv",
+                                                                   "scores_probes.csv", *beside_reports("")])
     probes = read(env["out"] / "scores_probes.csv")
     assert probes.columns.tolist() == ["query", "ProbeFileID", "MCC"]
     assert probes[["query", "ProbeFileID"]].values.tolist() == [["0", "P1"], ["0", "P2"], ["0", "P3"],
@@ -145,8 +146,8 @@ def test_existing_files_in_the_output_directory_are_kept(env, capsys):
     status = run(env)
     captured = capsys.readouterr()
     assert status == 1 and "Traceback" not in captured.err
-    assert sorted(everything_under(env["out"])) == ["notes.txt", "query_table_join.csv", "scores.csv",
-                                                    "scores_probes.csv"]
+    assert sorted(everything_under(env["out"])) == sorted(["notes.txt", "query_table_join.csv", "scores.csv",
+                                                           "scores_probes.csv", *beside_reports("")])
 
 
 # --------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from output_files import beside_reports
 from sklearn.metrics import roc_auc_score
 from sklearn.metrics import roc_curve as sk_roc_curve
 
@@ -483,7 +484,7 @@ def test_cli_query_partition_reports_buckets_at_the_competition_threshold(genera
     assert len(report) == 6
     assert sorted(p.name for p in (root / "qp").iterdir()) == sorted([
         "run_qp_query_report.csv", "run_qp_query_ROC.pdf", "run_qp_query_ROC.png",
-        "run_semafor_report.csv", "run_semafor_ROC.pdf", "run_semafor_ROC.png"])
+        "run_semafor_report.csv", "run_semafor_ROC.pdf", "run_semafor_ROC.png", *beside_reports()])
     assert (root / "qp" / "run_semafor_ROC.png").read_bytes().startswith(PNG_SIGNATURE)
     for col in ("CI_LEVEL", "bACC@EER_CI_LOWER", "bACC@EER_CI_UPPER", "pD@FAR0.1_CI_LOWER", "pAUC@0.1_CI_UPPER",
                 "BUCKET_THRESHOLD_EER", "BUCKET_bACC@EER", "BUCKET_EER"):
