@@ -65,13 +65,16 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         spool_dir = work_dir(self.settings.work_dir, run_id, "uploading")
         os.makedirs(spool_dir, exist_ok=True)
 
-        async def put(name, data, size):
-            await asyncio.to_thread(self.store.put_stream, input_prefix(run_id) + name, data, size)
+        stored = runs_pb2.UploadInputsResponse()
+
+        async def put(declared, data):
+            await asyncio.to_thread(self.store.put_stream, input_prefix(run_id) + declared.name, data, declared.size)
+            stored.files.append(declared)
 
         entry.uploading += 1
         try:
-            stored = await uploads.receive(_chained(first, request_iterator), run_id, put,
-                                           max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
+            await uploads.receive(_chained(first, request_iterator), run_id, put,
+                                  max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
         except MfscoreError as error:
             code = (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
                     else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)  # the store, not the file
@@ -79,7 +82,9 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
             await context.abort(code, f"run {run_id}: {error.sentence()}")
         finally:
             entry.uploading -= 1
-        return runs_pb2.UploadInputsResponse(files=stored)
+            if stored.files:  # what was stored, even by a stream refused later on
+                await asyncio.to_thread(self.store.put_bytes, uploads.record_key(run_id), stored.SerializeToString())
+        return stored
 
     async def SubmitRun(self, request, context):
         try:

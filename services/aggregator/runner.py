@@ -19,7 +19,8 @@ from google.protobuf.message import DecodeError
 from mfscore.errors import MfscoreError
 from mfscore.records import fold
 from mfscore.run.local import report_into, score_plan
-from mfscore.services.aggregator import reports
+from mfscore.run_record import ABSENT, run_record
+from mfscore.services.aggregator import reports, uploads
 from mfscore.services.aggregator.retry import one_line, retrying, s3_or_validator_unavailable
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State, now, seal_report
 from mfscore.services.common import metrics
@@ -168,7 +169,9 @@ class ClusterRunner:
         run_id = entry.spec.run_id
         started = time.perf_counter()
         try:
-            failure = await asyncio.to_thread(self._write_report, entry)
+            digests = await self._outlasting(f"run {run_id}: reading the digests of its uploads",
+                                             lambda: asyncio.to_thread(uploads.uploaded_digests, self.store, run_id))
+            failure = await asyncio.to_thread(self._write_report, entry, digests)
             if failure is not None:
                 await self.book.end(entry, failure)
                 return
@@ -188,18 +191,22 @@ class ClusterRunner:
             log.exception("run %s: reporting failed", run_id)
             await self.book.end(entry, f"internal error while reporting: {type(error).__name__}: {error}")
 
-    def _write_report(self, entry: RunEntry) -> str | None:
-        """Report into a scratch directory, with what the command says beside it; the sentence of a report's error,
-        if any."""
+    def _write_report(self, entry: RunEntry, digests: dict[str, str]) -> str | None:
+        """Report into a scratch directory, with what the command says beside it and the run's provenance (the job
+        files' SHA-256s are ``digests``, from the uploads); the sentence of a report's error, if any."""
         run_id = entry.spec.run_id
         input_dir, out_dir = self._dir(run_id, "inputs"), self._dir(run_id, "out")
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
-        plan = entry.plan
-        lines = report_into(entry.task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name))
+        plan, task = entry.plan, entry.task
+        record = lambda: run_record(task, plan, task.inputs(plan.options), runner="cluster",  # noqa: E731
+                                    started=entry.status.submitted_at.ToNanoseconds() / 1e9, finished=time.time(),
+                                    file_digest=lambda key, path: digests.get(key, ABSENT))
+        lines = report_into(task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name), record=record)
         entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
         if lines.error is not None:
             return named_by_key(lines.error.sentence(), input_dir)
+        entry.status.provenance_json = lines.record.to_json().decode()
         said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
                 "status": lines.status}
         with open(self._dir(run_id, "said.json"), "w") as f:

@@ -3,26 +3,31 @@
 A client declares a file (name, size, SHA-256) and sends its bytes in chunks; they are spooled (in memory up to
 SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is stored under the run's prefix with
 the aggregator's own key only once its size and digest match. A file that does not match, or breaks a limit, is
-refused with one sentence naming it, and nothing of it is stored.
+refused with one sentence naming it, and nothing of it is stored. What a stream stored is recorded with the digests
+(``record_key``), so the run's provenance knows every job file's SHA-256 without reading it (``uploaded_digests``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import BinaryIO
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common import metrics
-from mfscore.services.common.run_layout import check_file_name
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.run_layout import check_file_name, uploads_prefix
 from mfscore.services.wire import runs_pb2
 
 SPOOL_MEMORY_BYTES = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
-Store = Callable[[str, BinaryIO, int], Awaitable[None]]
+Store = Callable[[runs_pb2.DeclaredFile, BinaryIO], Awaitable[None]]
+MAX_RECORD_BYTES = 64 << 20
 
 
 class UploadRefused(MfscoreError):
@@ -64,15 +69,15 @@ class _Spool:
 
 async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id: str, store: Store, *,
                   max_bytes: int, spool_dir: str) -> list[runs_pb2.DeclaredFile]:
-    """Store every file of the stream (its first message already read, naming ``run_id``) with ``store(name, data,
-    size)`` once it is complete and as declared; the files stored, in order. ``UploadRefused`` stops at the first
+    """Store every file of the stream (its first message already read, naming ``run_id``) with ``store(declared,
+    data)`` once it is complete and as declared; the files stored, in order. ``UploadRefused`` stops at the first
     file that is not."""
     stored: list[runs_pb2.DeclaredFile] = []
     current: _Spool | None = None
 
     async def finish() -> None:
         current.check()
-        await store(current.declared.name, current.data, current.declared.size)
+        await store(current.declared, current.data)
         metrics.UPLOADED_BYTES.inc(current.declared.size)
         stored.append(current.declared)
         current.data.close()
@@ -100,3 +105,18 @@ async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id:
         if current is not None:
             current.data.close()
     return stored
+
+
+def record_key(run_id: str) -> str:
+    """Where one stream's record of stored files goes: names in time order, so a later upload of a file wins."""
+    return f"{uploads_prefix(run_id)}{time.time_ns():020d}-{secrets.token_hex(4)}.pb"
+
+
+def uploaded_digests(store: ObjectStore, run_id: str) -> dict[str, str]:
+    """Every file uploaded into ``run_id`` (its name under the input prefix) -> the SHA-256 checked when it was
+    stored (blocking). The run's provenance names its job files by these, reading none of them again."""
+    digests: dict[str, str] = {}
+    for key in sorted(store.list_keys(uploads_prefix(run_id))):
+        record = runs_pb2.UploadInputsResponse.FromString(store.get_bytes(key, max_bytes=MAX_RECORD_BYTES))
+        digests |= {declared.name: declared.sha256 for declared in record.files}
+    return digests

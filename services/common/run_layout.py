@@ -58,6 +58,12 @@ def input_prefix(run_id: str) -> str:
     return run_prefix(run_id) + "inputs/"
 
 
+def uploads_prefix(run_id: str) -> str:
+    """What the aggregator recorded of a run's uploads: per UploadInputs stream, the files it stored and their
+    SHA-256 (``UploadInputsResponse``), which the run's provenance reads."""
+    return run_prefix(run_id) + "uploads/"
+
+
 def reports_prefix(run_id: str) -> str:
     """The report files the aggregator wrote for a run."""
     return run_prefix(run_id) + "reports/"

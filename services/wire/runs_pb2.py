@@ -25,43 +25,43 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mfscore/v1/runs.proto\x12\nmfscore.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x01\n\x07RunSpec\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0f\n\x07options\x18\x02 \x01(\x0c\x12\x0e\n\x06tables\x18\x03 \x03(\t\x12\x14\n\x0cinput_prefix\x18\x04 \x01(\t\x12\x13\n\x0boutput_name\x18\x05 \x01(\t\x12\x14\n\x0csubmitted_by\x18\x06 \x01(\t\x12\x0e\n\x06run_id\x18\x07 \x01(\t\x12\x17\n\x0fskip_validation\x18\x08 \x01(\x08\"\x18\n\x06RunRef\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\xf2\x02\n\tRunStatus\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12#\n\x05state\x18\x03 \x01(\x0e\x32\x14.mfscore.v1.RunState\x12\x16\n\x0etrials_planned\x18\x04 \x01(\x03\x12\x17\n\x0ftrials_received\x18\x05 \x01(\x03\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\r\n\x05notes\x18\x08 \x03(\t\x12\x30\n\x0csubmitted_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\nvalidation\x18\x0b \x01(\x0b\x32\x1c.mfscore.v1.ValidationReport\x12\x13\n\x0btrials_dead\x18\x0c \x01(\x03\x12\r\n\x05owner\x18\r \x01(\t\x12\x12\n\nowner_role\x18\x0e \x01(\tJ\x04\x08\x06\x10\x07\"6\n\x0fListRunsRequest\x12#\n\x05state\x18\x01 \x01(\x0e\x32\x14.mfscore.v1.RunState\"7\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x15.mfscore.v1.RunStatus\"V\n\x07\x46inding\x12\x10\n\x08severity\x18\x01 \x01(\t\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04\x66ile\x18\x04 \x01(\t\x12\x0c\n\x04line\x18\x05 \x01(\x03\"H\n\x10ValidationReport\x12\r\n\x05valid\x18\x01 \x01(\x08\x12%\n\x08\x66indings\x18\x02 \x03(\x0b\x32\x13.mfscore.v1.Finding\"\x12\n\x10\x43reateRunRequest\"9\n\x11\x43reateRunResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x14\n\x0cinput_prefix\x18\x02 \x01(\t\":\n\x0c\x44\x65\x63laredFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"h\n\x13UploadInputsRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12(\n\x04\x66ile\x18\x02 \x01(\x0b\x32\x18.mfscore.v1.DeclaredFileH\x00\x12\x0f\n\x05\x63hunk\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04part\"?\n\x14UploadInputsResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"$\n\x12\x46\x65tchReportRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"^\n\x0eReportManifest\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\x12\x0e\n\x06stdout\x18\x02 \x03(\t\x12\x13\n\x0b\x65xit_status\x18\x03 \x01(\x05\"^\n\x13\x46\x65tchReportResponse\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.mfscore.v1.ReportManifestH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part*\xc8\x01\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14RUN_STATE_VALIDATING\x10\x01\x12\x16\n\x12RUN_STATE_REJECTED\x10\x02\x12\x15\n\x11RUN_STATE_SCORING\x10\x03\x12\x17\n\x13RUN_STATE_REPORTING\x10\x04\x12\x12\n\x0eRUN_STATE_DONE\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x12\x15\n\x11RUN_STATE_CREATED\x10\x07\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mfscore/v1/runs.proto\x12\nmfscore.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x01\n\x07RunSpec\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0f\n\x07options\x18\x02 \x01(\x0c\x12\x0e\n\x06tables\x18\x03 \x03(\t\x12\x14\n\x0cinput_prefix\x18\x04 \x01(\t\x12\x13\n\x0boutput_name\x18\x05 \x01(\t\x12\x14\n\x0csubmitted_by\x18\x06 \x01(\t\x12\x0e\n\x06run_id\x18\x07 \x01(\t\x12\x17\n\x0fskip_validation\x18\x08 \x01(\x08\"\x18\n\x06RunRef\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"\x8b\x03\n\tRunStatus\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12#\n\x05state\x18\x03 \x01(\x0e\x32\x14.mfscore.v1.RunState\x12\x16\n\x0etrials_planned\x18\x04 \x01(\x03\x12\x17\n\x0ftrials_received\x18\x05 \x01(\x03\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\r\n\x05notes\x18\x08 \x03(\t\x12\x30\n\x0csubmitted_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\nvalidation\x18\x0b \x01(\x0b\x32\x1c.mfscore.v1.ValidationReport\x12\x13\n\x0btrials_dead\x18\x0c \x01(\x03\x12\r\n\x05owner\x18\r \x01(\t\x12\x12\n\nowner_role\x18\x0e \x01(\t\x12\x17\n\x0fprovenance_json\x18\x0f \x01(\tJ\x04\x08\x06\x10\x07\"6\n\x0fListRunsRequest\x12#\n\x05state\x18\x01 \x01(\x0e\x32\x14.mfscore.v1.RunState\"7\n\x10ListRunsResponse\x12#\n\x04runs\x18\x01 \x03(\x0b\x32\x15.mfscore.v1.RunStatus\"V\n\x07\x46inding\x12\x10\n\x08severity\x18\x01 \x01(\t\x12\x0c\n\x04\x63ode\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0c\n\x04\x66ile\x18\x04 \x01(\t\x12\x0c\n\x04line\x18\x05 \x01(\x03\"H\n\x10ValidationReport\x12\r\n\x05valid\x18\x01 \x01(\x08\x12%\n\x08\x66indings\x18\x02 \x03(\x0b\x32\x13.mfscore.v1.Finding\"\x12\n\x10\x43reateRunRequest\"9\n\x11\x43reateRunResponse\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x14\n\x0cinput_prefix\x18\x02 \x01(\t\":\n\x0c\x44\x65\x63laredFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\"h\n\x13UploadInputsRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12(\n\x04\x66ile\x18\x02 \x01(\x0b\x32\x18.mfscore.v1.DeclaredFileH\x00\x12\x0f\n\x05\x63hunk\x18\x03 \x01(\x0cH\x00\x42\x06\n\x04part\"?\n\x14UploadInputsResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"$\n\x12\x46\x65tchReportRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"^\n\x0eReportManifest\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\x12\x0e\n\x06stdout\x18\x02 \x03(\t\x12\x13\n\x0b\x65xit_status\x18\x03 \x01(\x05\"^\n\x13\x46\x65tchReportResponse\x12.\n\x08manifest\x18\x01 \x01(\x0b\x32\x1a.mfscore.v1.ReportManifestH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part*\xc8\x01\n\x08RunState\x12\x19\n\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\x18\n\x14RUN_STATE_VALIDATING\x10\x01\x12\x16\n\x12RUN_STATE_REJECTED\x10\x02\x12\x15\n\x11RUN_STATE_SCORING\x10\x03\x12\x17\n\x13RUN_STATE_REPORTING\x10\x04\x12\x12\n\x0eRUN_STATE_DONE\x10\x05\x12\x14\n\x10RUN_STATE_FAILED\x10\x06\x12\x15\n\x11RUN_STATE_CREATED\x10\x07\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'mfscore.v1.runs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RUNSTATE']._serialized_start=1450
-  _globals['_RUNSTATE']._serialized_end=1650
+  _globals['_RUNSTATE']._serialized_start=1475
+  _globals['_RUNSTATE']._serialized_end=1675
   _globals['_RUNSPEC']._serialized_start=71
   _globals['_RUNSPEC']._serialized_end=233
   _globals['_RUNREF']._serialized_start=235
   _globals['_RUNREF']._serialized_end=259
   _globals['_RUNSTATUS']._serialized_start=262
-  _globals['_RUNSTATUS']._serialized_end=632
-  _globals['_LISTRUNSREQUEST']._serialized_start=634
-  _globals['_LISTRUNSREQUEST']._serialized_end=688
-  _globals['_LISTRUNSRESPONSE']._serialized_start=690
-  _globals['_LISTRUNSRESPONSE']._serialized_end=745
-  _globals['_FINDING']._serialized_start=747
-  _globals['_FINDING']._serialized_end=833
-  _globals['_VALIDATIONREPORT']._serialized_start=835
-  _globals['_VALIDATIONREPORT']._serialized_end=907
-  _globals['_CREATERUNREQUEST']._serialized_start=909
-  _globals['_CREATERUNREQUEST']._serialized_end=927
-  _globals['_CREATERUNRESPONSE']._serialized_start=929
-  _globals['_CREATERUNRESPONSE']._serialized_end=986
-  _globals['_DECLAREDFILE']._serialized_start=988
-  _globals['_DECLAREDFILE']._serialized_end=1046
-  _globals['_UPLOADINPUTSREQUEST']._serialized_start=1048
-  _globals['_UPLOADINPUTSREQUEST']._serialized_end=1152
-  _globals['_UPLOADINPUTSRESPONSE']._serialized_start=1154
-  _globals['_UPLOADINPUTSRESPONSE']._serialized_end=1217
-  _globals['_FETCHREPORTREQUEST']._serialized_start=1219
-  _globals['_FETCHREPORTREQUEST']._serialized_end=1255
-  _globals['_REPORTMANIFEST']._serialized_start=1257
-  _globals['_REPORTMANIFEST']._serialized_end=1351
-  _globals['_FETCHREPORTRESPONSE']._serialized_start=1353
-  _globals['_FETCHREPORTRESPONSE']._serialized_end=1447
+  _globals['_RUNSTATUS']._serialized_end=657
+  _globals['_LISTRUNSREQUEST']._serialized_start=659
+  _globals['_LISTRUNSREQUEST']._serialized_end=713
+  _globals['_LISTRUNSRESPONSE']._serialized_start=715
+  _globals['_LISTRUNSRESPONSE']._serialized_end=770
+  _globals['_FINDING']._serialized_start=772
+  _globals['_FINDING']._serialized_end=858
+  _globals['_VALIDATIONREPORT']._serialized_start=860
+  _globals['_VALIDATIONREPORT']._serialized_end=932
+  _globals['_CREATERUNREQUEST']._serialized_start=934
+  _globals['_CREATERUNREQUEST']._serialized_end=952
+  _globals['_CREATERUNRESPONSE']._serialized_start=954
+  _globals['_CREATERUNRESPONSE']._serialized_end=1011
+  _globals['_DECLAREDFILE']._serialized_start=1013
+  _globals['_DECLAREDFILE']._serialized_end=1071
+  _globals['_UPLOADINPUTSREQUEST']._serialized_start=1073
+  _globals['_UPLOADINPUTSREQUEST']._serialized_end=1177
+  _globals['_UPLOADINPUTSRESPONSE']._serialized_start=1179
+  _globals['_UPLOADINPUTSRESPONSE']._serialized_end=1242
+  _globals['_FETCHREPORTREQUEST']._serialized_start=1244
+  _globals['_FETCHREPORTREQUEST']._serialized_end=1280
+  _globals['_REPORTMANIFEST']._serialized_start=1282
+  _globals['_REPORTMANIFEST']._serialized_end=1376
+  _globals['_FETCHREPORTRESPONSE']._serialized_start=1378
+  _globals['_FETCHREPORTRESPONSE']._serialized_end=1472
 # @@protoc_insertion_point(module_scope)

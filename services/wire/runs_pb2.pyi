@@ -56,7 +56,7 @@ class RunRef(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class RunStatus(_message.Message):
-    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role")
+    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class RunStatus(_message.Message):
     TRIALS_DEAD_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     OWNER_ROLE_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_JSON_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     task: str
     state: RunState
@@ -83,7 +84,8 @@ class RunStatus(_message.Message):
     trials_dead: int
     owner: str
     owner_role: str
-    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ...) -> None: ...
+    provenance_json: str
+    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ..., provenance_json: _Optional[str] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
     __slots__ = ("state",)

@@ -2,17 +2,25 @@
 same files byte for byte and prints the same lines as the embedded command, without this file naming a task.
 
 Both runs write to the same output path (the embedded run's files are moved aside first), so files that
-record their own parameters (video-spatial's ``_parameters.json``) compare too.
+record their own parameters (video-spatial's ``_parameters.json``) compare too. The results file is among them;
+the run's provenance (``_run.json``, whose times differ) records the same options and digests, and the run's
+status on the cluster carries it.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from mfscore import tasks
 from mfscore.cli.main import main
 from mfscore.sample_data.examples import example_arguments
-from output_files import tree
+from mfscore.services.commands.cluster_config import resolve
+from mfscore.services.commands.report import Reconnecting, calling
+from mfscore.services.wire import runs_pb2
+from mfscore.tasks.base import PLANNER
+from output_files import is_provenance, tree
 
 pytestmark = pytest.mark.integration
 
@@ -33,3 +41,21 @@ def test_the_local_and_the_cluster_runner_write_the_same_files(name, local_clust
     assert sorted(cluster) == sorted(embedded) and embedded
     assert [file for file in embedded if embedded[file] != cluster[file]] == []
     assert (cluster_said.out, cluster_said.err) == (embedded_said.out, embedded_said.err)
+
+    embedded_record, cluster_record = provenance(tmp_path / "embedded"), provenance(tmp_path / "out")
+    assert (embedded_record["runner"], cluster_record["runner"]) == ("embedded", "cluster")
+    same = ("mfscore", "task", "options", "tables", "files")
+    assert {k: cluster_record[k] for k in same} == {k: embedded_record[k] for k in same}
+    assert embedded_record["tables"] and all(len(digest) == 64 for digest in embedded_record["tables"].values())
+    if tasks.get(name).resource != PLANNER:
+        assert embedded_record["files"] and all(f["count"] > 0 for f in embedded_record["files"].values())
+    config = resolve(str(cluster_file))
+    runs = calling(config, lambda stub: stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=60).runs,
+                   Reconnecting(config.aggregator_address, "(listing)"))
+    assert json.loads(runs[-1].provenance_json) == cluster_record
+
+
+def provenance(directory) -> dict:
+    """The run's provenance file under ``directory`` (there is one)."""
+    (path,) = [p for p in directory.rglob("*.json") if is_provenance(p.relative_to(directory).as_posix())]
+    return json.loads(path.read_text())

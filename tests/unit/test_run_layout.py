@@ -91,10 +91,11 @@ def received(stream, tmp_path, max_bytes: int = 1 << 20) -> dict[str, bytes]:
     """What ``receive`` stores from the messages ``stream``."""
     stored = {}
 
-    async def store(name, data, size):
+    async def store(declared, data):
         data.seek(0)
-        stored[name] = data.read()
-        assert len(stored[name]) == size
+        stored[declared.name] = data.read()
+        assert len(stored[declared.name]) == declared.size
+        assert hashlib.sha256(stored[declared.name]).hexdigest() == declared.sha256
 
     async def run():
         async def aiter_of(items):
