@@ -28,6 +28,7 @@ from mfscore.reports.mask_report import averaged_columns, averaged_row, format_f
 from mfscore.reports.stage import Stage
 
 FULL = "Full"
+PERIMAGE = "_mask_scores_perimage.csv"
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,23 @@ class ReportOptions:
 
 @dataclass
 class Averaged:
+    """One averaged row's subset: its label columns in the table, its per-image rows, and its query as text
+    (the ``-q`` query, the ``-qp`` partition's conditions joined by ``&``, the ``-qm`` query, or '' for the
+    whole run)."""
+
     label: dict
     rows: pd.DataFrame
+    text: str = ""
+
+
+@dataclass
+class QueryOutputs:
+    """What writing one query's files gives back: notes for the user, and each averaged row written as
+    numbers (before ``--precision``), with its subset and the per-image file's name (``subdir``-relative)."""
+
+    notes: list[str]
+    averaged: list[tuple[Averaged, dict]]
+    perimage: str
 
 
 def _scored_any(frame: pd.DataFrame, task: str) -> pd.Series:
@@ -69,7 +85,8 @@ def select_rows(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: lis
 def partitions(frame: pd.DataFrame, journal: pd.DataFrame, text: str, keys: list[str]) -> list[Averaged]:
     """``-qp``: one subset per combination of the ``==[...]`` factor values (docs/masks.md §8)."""
     return [Averaged({t.name: t.cell for t in terms},
-                     select_rows(frame, journal, " & ".join(f"({t.condition})" for t in terms), keys))
+                     select_rows(frame, journal, " & ".join(f"({t.condition})" for t in terms), keys),
+                     " & ".join(t.condition for t in terms))
             for terms in query.partitions(text)]
 
 
@@ -78,7 +95,7 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
     keys = trial_keys(options.task)
     scored = frame[_scored_any(frame, options.task)]
     if options.queries:
-        subsets = [Averaged({"Query": q}, select_rows(scored, run.journal, q, keys)) for q in options.queries]
+        subsets = [Averaged({"Query": q}, select_rows(scored, run.journal, q, keys), q) for q in options.queries]
         non_empty = [s for s in subsets if len(s.rows)]
         return [(f"_mask_scores_{i}.csv", s) for i, s in enumerate(non_empty)]
     if options.partition:
@@ -88,22 +105,25 @@ def averaged_subsets(frame: pd.DataFrame, run: QueryRun, options: ReportOptions)
         return [("_mask_score.csv", s) for s in non_empty]
     if scored.empty:
         return []
-    return [("_mask_score.csv", Averaged({"Query": run.query or FULL}, scored))]
+    return [("_mask_score.csv", Averaged({"Query": run.query or FULL}, scored, run.query or ""))]
 
 
 def write_query_outputs(run: QueryRun, table: TrialTable, stage: Stage, options: ReportOptions,
-                        subdir: str = "") -> list[str]:
-    """Write one query's files; returns notes for the user (e.g. nothing to average). The extras come first:
-    their heat map is drawn (by a figure worker, if one runs) while the other tables are written."""
+                        subdir: str = "") -> QueryOutputs:
+    """Write one query's files; returns notes for the user (e.g. nothing to average) and the averaged rows
+    written. The extras come first: their heat map is drawn (by a figure worker, if one runs) while the other
+    tables are written."""
     write_extras(run, stage, options, subdir)
     notes = []
     raw = round_metrics(perimage_frame(run, table, options.task), 16)
     averaged = averaged_subsets(raw, run, options)
     by_file: dict[str, list[dict]] = {}
     label_columns: dict[str, list[str]] = {}
+    written = []
     for suffix, subset in averaged:
         row = averaged_row(subset.rows, raw, run, table, task=options.task, opt_out=options.opt_out, label=subset.label)
         by_file.setdefault(suffix, []).append(row)
+        written.append((subset, row))
         label_columns[suffix] = list(subset.label)
     for suffix, rows in by_file.items():
         frame = pd.DataFrame(rows, columns=averaged_columns(options.task, label_columns[suffix]), dtype=object)
@@ -118,9 +138,9 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: Stage, options:
     if options.display_scored_only:
         perimage = perimage[_scored_any(perimage, options.task)]
     perimage = round_metrics(perimage, options.precision, truncate=options.truncate)
-    write_table(format_frame(perimage), stage.path("_mask_scores_perimage.csv", subdir))
+    write_table(format_frame(perimage), stage.path(PERIMAGE, subdir))
     write_table(run.journal, stage.path("_journalResults.csv", subdir))
-    return notes
+    return QueryOutputs(notes, written, f"{subdir}/{stage.prefix}{PERIMAGE}" if subdir else stage.prefix + PERIMAGE)
 
 
 def write_extras(run: QueryRun, stage: Stage, options: ReportOptions, subdir: str = "") -> None:

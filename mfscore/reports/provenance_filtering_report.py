@@ -121,8 +121,11 @@ def _float_text(confidence) -> str:
     return repr(float(confidence))
 
 
-def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> None:
-    """Write the three tables, each where ``path_for(file name)`` says (a staging directory, say)."""
+def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> pd.DataFrame:
+    """Write the three tables, each where ``path_for(file name)`` says (a staging directory, say); returns
+    ``scores.csv`` as its numbers."""
     write_table(trial_scores(records), path_for("trial_scores.csv"))
-    write_table(scores(records), path_for("scores.csv"))
+    means = scores(records)
+    write_table(means, path_for("scores.csv"))
     write_text_table(node_mapping(records), path_for("node_mapping.csv"))
+    return means

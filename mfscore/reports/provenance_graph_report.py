@@ -65,9 +65,14 @@ def trial_scores(records: list[GraphRecord]) -> TextTable:
     return TextTable(TRIAL_COLUMNS, rows)
 
 
-def aggregate_scores(records: list[GraphRecord], direct: bool) -> TextTable:
+def mean_scores(records: list[GraphRecord]) -> dict[str, float]:
+    """``scores.csv``'s means as numbers (``Mean<metric>``): the unrounded trial values' means, NaN skipped."""
     values = pd.DataFrame([_metric_values(r) for r in records], columns=METRICS, dtype="float64")
-    return TextTable(SCORE_COLUMNS, [[str(direct)] + [_value(values[m].mean()) for m in METRICS]])
+    return {f"Mean{m}": float(values[m].mean()) for m in METRICS}
+
+
+def aggregate_scores(records: list[GraphRecord], direct: bool) -> TextTable:
+    return TextTable(SCORE_COLUMNS, [[str(direct)] + [_value(mean) for mean in mean_scores(records).values()]])
 
 
 def _confidence_cells(values: list) -> list[str]:

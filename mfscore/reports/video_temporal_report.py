@@ -63,12 +63,22 @@ def probe_scores(records: Iterable[ProbeRecord], timelines: dict[tuple[int, str]
     return pd.DataFrame(rows, columns=columns)
 
 
-def query_scores(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> pd.DataFrame:
-    """``scores.csv``: per query, the mean of the unrounded MCCs, rounded; NaN (written empty) for no probe."""
-    by_query: dict[int, list[float]] = {q: [] for q in range(len(queries))}
+def _query_mccs(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[list[float]]:
+    """Per query, the unrounded MCCs of its probes in MediScore's order."""
+    by_query: list[list[float]] = [[] for _ in queries]
     for record in _ordered(records):
         by_query[record.query].append(record.mcc)
-    rows = [{"query": q, "MCC": round(_mean(values), DIGITS)} for q, values in by_query.items()]
+    return by_query
+
+
+def query_means(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[float]:
+    """Per query, the mean of the unrounded MCCs of its probes (unrounded); NaN for no probe."""
+    return [_mean(values) for values in _query_mccs(records, queries)]
+
+
+def query_scores(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> pd.DataFrame:
+    """``scores.csv``: per query, the mean of the unrounded MCCs, rounded; NaN (written empty) for no probe."""
+    rows = [{"query": q, "MCC": round(mean, DIGITS)} for q, mean in enumerate(query_means(records, queries))]
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 

@@ -25,7 +25,8 @@ from mfscore.masks.trials import (
     load_trials,
 )
 from mfscore.options import option, valid_queries, validate
-from mfscore.reports.mask_outputs import ReportOptions, write_query_outputs
+from mfscore.reports.mask_outputs import Averaged, ReportOptions, write_query_outputs
+from mfscore.results import HIGHER, LOWER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
     Inputs,
@@ -69,6 +70,24 @@ class State:
     plans: list[QueryPlan]
 
 
+# The averaged table's headline columns (docs/masks.md §6.2–§6.4, §8): mean over the scored masks of each.
+# PixelAverageAUC and MaskAverageAUC are left out: the table copies the whole run's into every -q/-qp row.
+MASK_METRICS = (
+    ("OptimumMCC", HIGHER, "Matthews correlation coefficient of each mask at its best threshold, averaged over the "
+                           "scored masks: 1 is a perfect mask, 0 no better than chance, -1 the inverse"),
+    ("OptimumNMM", HIGHER, "nimble mask metric (TP - FN - FP)/(TP + FN) of each mask at its best-MCC threshold, "
+                           "floored at -1 and averaged: 1 is a perfect mask"),
+    ("OptimumBWL1", LOWER, "binary weighted L1 loss, the share of scored pixels misclassified at each mask's "
+                           "best-MCC threshold, averaged: 0 is a perfect mask"),
+    ("GWL1", LOWER, "grayscale weighted L1 loss, the mean |reference - system|/255 over each mask's scored pixels "
+                    "(no threshold), averaged: 0 is a perfect mask"),
+    ("AUC", HIGHER, "area under each mask's pixel ROC over its thresholds, averaged: 1 separates the manipulated "
+                    "pixels perfectly, 0.5 is chance"),
+    ("EER", LOWER, "equal error rate of each mask's pixel ROC, averaged: 0 is a perfect mask"),
+)
+SIDES = {"p": "probe", "d": "donor"}
+
+
 class Mask(Task):
     name = "mask"
     options_type = Options
@@ -76,6 +95,8 @@ class Mask(Task):
     record_type = MaskRecord
     resource = "mask"
     threads = True
+    primary_metric = "p?OptimumMCC"
+    metric_names = f"[pd]?(?:{'|'.join(name for name, _, _ in MASK_METRICS)})"
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
@@ -128,6 +149,8 @@ class Mask(Task):
         lines = []
         unusable: dict[str, None] = {}  # each unusable mask's message, once whatever the queries
         failed_trials = set()
+        averaged: list[tuple[Averaged, dict]] = []  # every averaged row written, in the order written
+        perimage = []                                # the per-image files written
         for q, query_plan in enumerate(state.plans):
             records = [_record(outcomes[JobKey(q, role, position)]) for position, role in enumerate(query_plan.roles)]
             result = assemble_plan(query_plan, records, options.scoring)
@@ -142,13 +165,47 @@ class Mask(Task):
                              f"over which computation may take place")
                 continue
             subdir = f"index_{q}" if len(state.plans) > 1 else ""
-            for note in write_query_outputs(result, state.table, stage, options.report, subdir):
+            written = write_query_outputs(result, state.table, stage, options.report, subdir)
+            for note in written.notes:
                 lines.append(f"mfscore: {note}" + (f" (query {query_plan.query!r})" if query_plan.query else ""))
+            averaged += written.averaged
+            perimage.append(written.perimage)
         closing, status = conclusion(len(unusable), len(failed_trials), "their trials are left unscored",
                                      strict=options.strict, mediscore_compat=options.scoring.mediscore_compat,
                                      rule=MASKSCORER)
         return Lines(stdout=[f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr=lines + closing,
-                     status=status)
+                     status=status, results=mask_results(options.scoring.task, averaged, perimage))
+
+
+def mask_metrics(task: str) -> tuple[MetricSpec, ...]:
+    """The headline metrics; splice has each twice, for the probe mask (p) and the donor mask (d)."""
+    if task != SPLICE:
+        return tuple(MetricSpec(name, better, text) for name, better, text in MASK_METRICS)
+    return tuple(MetricSpec(f"{prefix}{name}", better, f"{side} mask: {text}"
+                            + ("; a splice run is ranked by the probe mask's" if prefix + name == "pOptimumMCC" else ""))
+                 for name, better, text in MASK_METRICS for prefix, side in SIDES.items())
+
+
+def mask_results(task: str, averaged: list[tuple[Averaged, dict]], perimage: list[str]) -> Results:
+    """A row per averaged row written; primary Optimum MCC, the MFC2019 plan's localization metric
+    (docs/masks.md §6.3), of the probe mask for splice (pOptimumMCC)."""
+    specs = mask_metrics(task)
+    rows = []
+    for subset, row in averaged:  # the row as numbers: means of the 16-digit per-image values, before --precision
+        values = {spec.name: number(row[spec.name]) for spec in specs}
+        if task == SPLICE:
+            counts = {"trials": row["totalTrials"], "opted_out": row["totalOptOut"],
+                      "scoreable_probes": row["ScoreableProbeTrials"], "scoreable_donors": row["ScoreableDonorTrials"],
+                      "scored_probes": int((subset.rows["ProbeScored"] == "Y").sum()),
+                      "scored_donors": int((subset.rows["DonorScored"] == "Y").sum())}
+        else:
+            counts = {"trials": row["totalTrials"], "opted_out": row["totalOptOut"],
+                      "scoreable": row["ScoreableTrials"], "scored": int((subset.rows["Scored"] == "Y").sum())}
+        rows.append(Row(subset.text, values, {k: int(v) for k, v in counts.items()}))
+    # each -qm query has its own per-image table (index_<i>/); the records are the first query's
+    records = Records(perimage[0], ("ProbeFileID", "DonorFileID") if task == SPLICE else ("ProbeFileID",)) \
+        if perimage else None
+    return Results("mask", "pOptimumMCC" if task == SPLICE else "OptimumMCC", specs, tuple(rows), records=records)
 
 
 def _trial(query_plan, position: int) -> tuple:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+
+import pandas as pd
 
 from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.provenance_json import FILTERING
 from mfscore.options import each, one_of, option
 from mfscore.provenance import NODE_TYPE_CHOICES
 from mfscore.provenance.filtering import (
+    ALL as ALL_TYPES,
+    RANKS,
     FilteringRecord,
     node_types,
     reference_nodes,
@@ -33,6 +38,7 @@ from mfscore.provenance.trials import (
     trial_table,
 )
 from mfscore.reports.provenance_filtering_report import write_filtering_report
+from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
 
@@ -68,11 +74,17 @@ def _journal_nodes(inputs: ProvenanceInputs, name: str) -> list[dict]:
     return nodes
 
 
+# recall@300, the MFC2019 plan's primary metric (docs/provenance.md §2.3), or the largest rank if 300 is not one
+PRIMARY = "NodeRecallAt300" if 300 in RANKS else f"NodeRecallAt{max(RANKS)}"
+
+
 class ProvenanceFiltering(provenance.ProvenanceTask):
     name = "provenance-filtering"
     options_type = Options
     work_type = FilteringJob
     record_type = FilteringRecord
+    primary_metric = PRIMARY
+    metric_names = "|".join(f"NodeRecallAt{n}" for n in RANKS)
 
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial; no system JSON is read. With ``-v`` the
@@ -118,14 +130,30 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
         walked = provenance.walk(plan, outcomes)
         if walked.error is not None:
             return Lines(error=walked.error)
-        write_filtering_report(walked.records, stage.path)
+        means = write_filtering_report(walked.records, stage.path)
         stderr = [f"mfscore: ERROR: {problem}; the trial is left out of the tables" for problem in walked.problems]
         if options.html_report:
             stderr.append("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)")
         if options.verbose:
             stderr.append(f"mfscore: scored {len(walked.records)} trial(s), left out {len(walked.problems)}, in "
                           f"{time.time() - plan.state.started:.2f} s")
-        return Lines([f"reports in {OUTPUT_DIRECTORY}/"], stderr)
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/"], stderr,
+                     results=filtering_results(means, walked.records, len(walked.problems), stage.prefix))
+
+
+def filtering_results(means: pd.DataFrame, records: list[FilteringRecord], left_out: int, prefix: str = "") -> Results:
+    """A row per node type of ``scores.csv`` (``All``: the whole run's); primary recall@300, the MFC2019 plan's
+    (docs/provenance.md §2.3), or the largest rank if 300 is not one."""
+    specs = tuple(MetricSpec(f"NodeRecallAt{n}", HIGHER, f"share of each probe's reference nodes found among "
+                                                         f"the system's {n} most confident nodes, averaged over "
+                                                         f"the probes: 1 finds them all")
+                  for n in RANKS)
+    probes = Counter(counts.node_type for record in records for counts in record.counts)
+    rows = tuple(Row(ALL if kind == ALL_TYPES else kind, {spec.name: number(row[spec.name]) for spec in specs},
+                     {"probes": probes[kind], "left_out": left_out})  # the means as scores.csv writes them
+                 for kind, row in zip(means["NodeType"], means.to_dict("records")))
+    return Results("provenance-filtering", PRIMARY, specs, rows,
+                   records=Records(f"{prefix}trial_scores.csv", ("ProvenanceProbeFileID", "NodeType")))
 
 
 TASK = ProvenanceFiltering()

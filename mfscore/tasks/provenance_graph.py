@@ -44,8 +44,10 @@ from mfscore.reports.provenance_graph_report import (
     TABLES,
     figure_name,
     html_report,
+    mean_scores,
     report_tables,
 )
+from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
 
@@ -154,11 +156,24 @@ def _announce(work: GraphJob) -> str:
     return f"Working on ProvenanceProbeFileID: '{work.probe}' in JournalName: '{work.journal_name}'"
 
 
+GRAPH_METRICS = (  # docs/provenance.md "What is scored": N, L the reference's nodes and links, N', L' the system's
+    ("MeanSimNLO", "node and link overlap 2(|N∩N'| + |L∩L'|)/(|N| + |N'| + |L| + |L'|) of each probe's graph with "
+                   "its reference, averaged over the probes: 1 is the reference graph"),
+    ("MeanSimNO", "node overlap 2|N∩N'|/(|N| + |N'|) of each probe's graph with its reference, averaged: 1 has "
+                  "exactly the reference's nodes"),
+    ("MeanSimLO", "link overlap 2|L∩L'|/(|L| + |L'|) of each probe's graph with its reference, averaged: 1 has "
+                  "exactly the reference's links"),
+    ("MeanNodeRecall", "share |N∩N'|/|N| of each probe's reference nodes in its graph, averaged: 1 finds them all"),
+)
+
+
 class ProvenanceGraph(provenance.ProvenanceTask):
     name = "provenance-graph"
     options_type = Options
     work_type = GraphJob
     record_type = GraphTrial
+    primary_metric = "MeanSimNLO"
+    metric_names = "|".join(name for name, _ in GRAPH_METRICS)
 
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial with its reference graph; no system JSON
@@ -237,7 +252,17 @@ class ProvenanceGraph(provenance.ProvenanceTask):
             write_text_table(tables[name], stage.path(name))
         if options.html_report:
             stage.path("report.html").write_text(html_report(tables, dict.fromkeys(figures)), encoding="utf-8")
-        return Lines(stdout, stderr)
+        return Lines(stdout, stderr, results=graph_results(walked.records, len(walked.problems), stage.prefix))
+
+
+def graph_results(records: list[GraphRecord], left_out: int, prefix: str = "") -> Results:
+    """The one row of ``scores.csv`` (unrounded); primary the mean SimNLO (MFC2019 plan §7)."""
+    specs = tuple(MetricSpec(name, HIGHER, text) for name, text in GRAPH_METRICS)
+    means = mean_scores(records)
+    row = Row(ALL, {spec.name: number(means[spec.name]) for spec in specs},
+              {"probes": len(records), "left_out": left_out})
+    return Results("provenance-graph", "MeanSimNLO", specs, (row,),
+                   records=Records(f"{prefix}trial_scores.csv", ("ProvenanceProbeFileID",)))
 
 
 TASK = ProvenanceGraph()

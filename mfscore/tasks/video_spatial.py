@@ -31,12 +31,15 @@ from mfscore.options import Check, option, valid_queries, validate
 from mfscore.reports.mask_outputs import FULL, partitions, select_rows
 from mfscore.reports.video_spatial_report import (
     METRIC_COLUMNS,
+    ST,
     averaged_columns,
     averaged_row,
+    averaged_videos,
     format_table,
     pervideo_frame,
     threshold_table,
 )
+from mfscore.results import ALL, HIGHER, LOWER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
     Inputs,
@@ -90,6 +93,26 @@ class State:
     selections: list[QuerySelection | None]  # None: the -qm query selects no journal operation
 
 
+PERVIDEO = "_pervideo.csv"
+# The averaged table's headline columns (docs/video.md §B.5, §B.6): means over the averaged videos.
+VIDEO_METRICS = (
+    (f"{ST}OptimumMCC", HIGHER, "Matthews correlation coefficient of each video's pixels, summed over its scored "
+                                "frames, at its best threshold, averaged over the videos: 1 is a perfect mask, 0 "
+                                "no better than chance"),
+    (f"{ST}OptimumNMM", HIGHER, "nimble mask metric (TP - FN - FP)/(TP + FN) of each video at its best-MCC "
+                                "threshold, floored at -1 and averaged: 1 is a perfect mask"),
+    (f"{ST}OptimumBWL1", LOWER, "binary weighted L1 loss, the share of each video's scored pixels misclassified at "
+                                "its best-MCC threshold, averaged: 0 is a perfect mask"),
+    (f"{ST}GWL1", LOWER, "grayscale weighted L1 loss, the mean |reference - system|/255 over each video's scored "
+                         "pixels (no threshold), averaged: 0 is a perfect mask"),
+    (f"{ST}AUC", HIGHER, "area under each video's pixel ROC over its thresholds, averaged: 1 separates the "
+                         "manipulated pixels perfectly, 0.5 is chance"),
+    (f"{ST}EER", LOWER, "equal error rate of each video's pixel ROC, averaged: 0 is a perfect mask"),
+    ("TemporalMCC", HIGHER, "Matthews correlation coefficient of the frames each video's mask marks (at its optimum "
+                            "threshold) against the manipulated frames, averaged: 1 is perfect, 0 chance"),
+)
+
+
 class VideoSpatial(Task):
     name = "video-spatial"
     options_type = Options
@@ -97,6 +120,8 @@ class VideoSpatial(Task):
     record_type = VideoRecord
     resource = "video"
     threads = True
+    primary_metric = f"{ST}OptimumMCC|TemporalMCC"  # TemporalMCC under --temporal_scoring_only
+    metric_names = "|".join(name for name, _, _ in VIDEO_METRICS)
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)
@@ -139,6 +164,8 @@ class VideoSpatial(Task):
         state: State = plan.state
         stderr = []
         unusable: dict[tuple[str, str], None] = {}  # (probe, message) of each unusable mask, once whatever the queries
+        averaged: list[tuple[str, dict, int]] = []   # every averaged row written
+        pervideo = []                                # the per-video files written
         for q, (text, selection) in enumerate(zip(state.queries, state.selections)):
             subdir = f"index_{q}" if len(state.queries) > 1 else ""
             if selection is None:
@@ -153,7 +180,9 @@ class VideoSpatial(Task):
                         stderr.append(f"mfscore: ERROR: probe {job.work.probe_id}: {outcome.message}")
                     outcome = outcome.counts_as or VideoRecord(job.work.probe_id, UNREADABLE, error=outcome.message)
                 records.append(outcome)
-            _write_query(stage, subdir, state.trials, selection.trials, records, state.journal, options)
+            averaged += _write_query(stage, subdir, state.trials, selection.trials, records, state.journal, options,
+                                     text)
+            pervideo.append(f"{subdir}/{stage.prefix}{PERVIDEO}" if subdir else stage.prefix + PERVIDEO)
             write_table(journal_results(state.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
                         stage.path("_journalResults.csv", subdir))
             stage.path("_parameters.json", subdir).write_text(_parameters(options, text))
@@ -161,7 +190,8 @@ class VideoSpatial(Task):
                                      "an unusable system mask is scored as all white, an unusable reference with "
                                      "the minimum scores", strict=options.strict,
                                      mediscore_compat=options.scoring.mediscore_compat, rule=VIDEO_SCORER)
-        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr + closing, status=status)
+        return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr + closing, status=status,
+                     results=video_spatial_results(averaged, pervideo, temporal_only=options.scoring.temporal_only))
 
 
 def _journal(options: Options) -> pd.DataFrame:
@@ -177,18 +207,20 @@ def _journal(options: Options) -> pd.DataFrame:
 
 
 def _averaged(pervideo: pd.DataFrame, journal: pd.DataFrame, options: Options,
-              label: str) -> list[tuple[str, pd.DataFrame]]:
+              query: str | None) -> list[tuple[str, str, pd.DataFrame]]:
+    """(the table's Query label, the query as the results name it, the videos) of each averaged row."""
     if options.query:
-        return [(q, select_rows(pervideo, journal, q, ["ProbeFileID"])) for q in options.query]
+        return [(q, q, select_rows(pervideo, journal, q, ["ProbeFileID"])) for q in options.query]
     if options.query_partition:
-        return [(" & ".join(f"{k}=={v}" for k, v in s.label.items()), s.rows)
+        return [(" & ".join(f"{k}=={v}" for k, v in s.label.items()), s.text, s.rows)
                 for s in partitions(pervideo, journal, options.query_partition, ["ProbeFileID"])]
-    return [(label, pervideo)]
+    return [(FULL, query or ALL, pervideo)]  # -qm: the table says Full, as the vidspatial branch's does
 
 
 def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, records: list[VideoRecord],
-                 journal: pd.DataFrame, options: Options) -> None:
-    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables.
+                 journal: pd.DataFrame, options: Options, query: str | None) -> list[tuple[str, dict, int]]:
+    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables; returns each
+    averaged row written (its query, its values before ``--precision``, how many videos it averages).
 
     A video whose reference is blank (no target pixel in any frame) is in none of them (docs/video.md §B.6)."""
     listed = [not r.blank_reference for r in records]
@@ -202,16 +234,35 @@ def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, re
                          mediscore_compat=compat)
              for r in records]
     pervideo = pervideo_frame(trials, rows, cells)
+    subsets = [(label, text, subset) for label, text, subset in _averaged(pervideo, journal, options, query)
+               if len(subset)]
     averaged = [averaged_row(subset, pervideo, trials, label=label, maximum=maximum, actual=sbin,
                              opt_out=options.scoring.opt_out, task=MANIPULATION, mediscore_compat=compat)
-                for label, subset in _averaged(pervideo, journal, options, FULL) if len(subset)]
+                for label, _, subset in subsets]
     numeric = [c for c in averaged_columns() if c not in ("TaskID", "Query", "optOutScoring")]
     write_table(format_table(pd.DataFrame(averaged, columns=averaged_columns()), options.precision, numeric),
                 stage.path("_mask_score.csv", subdir))
-    write_table(format_table(pervideo, options.precision, METRIC_COLUMNS), stage.path("_pervideo.csv", subdir))
+    write_table(format_table(pervideo, options.precision, METRIC_COLUMNS), stage.path(PERVIDEO, subdir))
     for record in records:
         if record.scored:
             write_table(threshold_table(record), stage.path(f"_thresholds/{record.probe_id}.csv", subdir))
+    return [(text, row, len(averaged_videos(subset, mediscore_compat=compat)))
+            for (_, text, subset), row in zip(subsets, averaged)]
+
+
+def video_spatial_results(averaged: list[tuple[str, dict, int]], pervideo: list[str], *,
+                          temporal_only: bool = False) -> Results:
+    """A row per averaged row written; primary the mean spatial-temporal Optimum MCC, the MFC2019 plan's
+    localization metric (docs/video.md §B.5), or TemporalMCC when only time is scored."""
+    specs = tuple(MetricSpec(name, better, text) for name, better, text in VIDEO_METRICS)
+    rows = tuple(Row(query, {spec.name: number(row[spec.name]) for spec in specs},
+                     {"trials": int(row["totalTrials"]), "opted_out": int(row["totalOptOut"]),
+                      "targets": int(row["totalTargets"]), "scored": scored})
+                 for query, row, scored in averaged)
+    # each -qm query has its own per-video table (index_<i>/); the records are the first query's
+    records = Records(pervideo[0], ("ProbeFileID",)) if pervideo else None
+    return Results("video-spatial", "TemporalMCC" if temporal_only else f"{ST}OptimumMCC", specs, rows,
+                   records=records)
 
 
 def _parameters(options: Options, query: str | None) -> str:

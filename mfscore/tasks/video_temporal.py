@@ -8,6 +8,7 @@ The report writes MediScore's three tables and the ``-d``/``-l``/``-R``/``-T`` e
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,12 +16,14 @@ from mfscore.options import file_name, option, validate
 from mfscore.reports.video_temporal_report import (
     empty_queries,
     probe_scores,
+    query_means,
     timeline_name,
     write_html,
     write_records,
     write_scores,
     write_timeline,
 )
+from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
     PLANNER,
@@ -32,6 +35,7 @@ from mfscore.tasks.base import (
     Task,
 )
 from mfscore.video.temporal_scorer import (
+    ALL as EVERY_ROW,
     ProbeIntervals,
     ProbeRecord,
     TemporalInputs,
@@ -88,6 +92,8 @@ class VideoTemporal(Task):
     work_type = ProbeIntervals
     record_type = ProbeRecord
     resource = PLANNER
+    primary_metric = "MCC"
+    metric_names = "MCC"
 
     def inputs(self, options: Options) -> Inputs:
         files = {"index-table": options.index, "journalmask-table": options.journal_mask,
@@ -131,7 +137,20 @@ class VideoTemporal(Task):
             stage.path("log.txt").write_text("\n".join(lines) + "\n")
         stdout = [f"scored {len(records)} probe(s) over {len(queries)} query(ies); reports in {OUTPUT_DIRECTORY}/",
                   "Done."]
-        return Lines(stdout, stderr)
+        return Lines(stdout, stderr, results=video_temporal_results(records, queries, stage.prefix))
+
+
+def video_temporal_results(records: list[ProbeRecord], queries: tuple[str, ...], prefix: str = "") -> Results:
+    """A row per query of ``scores.csv`` (``*`` is the whole run's); primary its MCC, the mean temporal MCC,
+    the MFC2019 plan's temporal localization metric (docs/video.md §A.5)."""
+    spec = MetricSpec("MCC", HIGHER, "Matthews correlation coefficient of the frames each probe's intervals mark "
+                                     "against its manipulated frames (collars and opt-out frames left out), "
+                                     "averaged over the query's probes: 1 is perfect, 0 chance or no reference")
+    probes = Counter(record.query for record in records)
+    rows = tuple(Row(ALL if text.strip() == EVERY_ROW else text, {"MCC": number(mean)}, {"probes": probes[q]})
+                 for q, (text, mean) in enumerate(zip(queries, query_means(records, queries))))  # before round(x, 12)
+    return Results("video-temporal", "MCC", (spec,), rows,
+                   records=Records(f"{prefix}scores_probes.csv", ("query", "ProbeFileID")))
 
 
 def _log_lines(scoring: TemporalOptions, not_scored: dict[str, str], probes: list[ProbeIntervals],
