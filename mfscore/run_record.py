@@ -40,7 +40,7 @@ class RunRecord:
     task: str
     runner: str                 # "embedded" or "cluster"
     options: dict               # as validated, input paths as keys
-    tables: dict[str, str]      # table key -> SHA-256
+    tables: dict[str, str]      # table key -> SHA-256 (``ABSENT``: a table named but not read, as an unused index)
     files: dict[str, FileSet]   # root name -> the files its jobs read
     started: str                # ISO 8601, UTC
     finished: str
@@ -90,8 +90,8 @@ def run_record(task: Task, plan: Plan, inputs: Inputs, *, runner: str, started: 
                file_digest: Callable[[str, str], str] = local_digest) -> RunRecord:
     """The provenance of a run planned as ``plan`` from ``inputs``; ``file_digest(key, path)`` gives a job file's
     SHA-256 (read from the file by default; the cluster knows them from the uploads)."""
-    tables = {key_of(path, inputs.roots, what=f"the table {path}"): file_sha256(path)
-              for path in dict.fromkeys((*inputs.tables, *plan.tables))}
+    tables = {key_of(path, inputs.roots, what=f"the table {path}"): local_digest("", path)
+              for path in dict.fromkeys((*inputs.tables, *plan.tables))}  # a table a run does not read may be absent
     by_root: dict[str, dict[str, str]] = {}
     for job in plan.jobs:
         for path in task.blobs(job.work).values():

@@ -92,7 +92,7 @@ class MaskMetrics:
     ``optimum_nmm``             ``OptimumNMM``               higher  Nimble mask metric at θ*, in [-1, 1]
     ``optimum_mcc``             ``OptimumMCC``               higher  Matthews correlation at θ* (primary metric)
     ``optimum_bwl1``            ``OptimumBWL1``              lower   (FP + FN) / N at θ*
-    ``gwl1``                    ``GWL1``                     lower   mean |ref − sys| / 255, no threshold
+    ``gwl1``                    ``GWL1``                     lower   mean absolute ref − sys / 255, no threshold
     ``auc``                     ``AUC``                      higher  area under the mask's pixel ROC
     ``eer``                     ``EER``                      lower   equal error rate of that ROC
     ``pixel_n``                 ``PixelN``                           scored pixels
@@ -100,7 +100,7 @@ class MaskMetrics:
     ``pixel_bns``               ``PixelBNS``                         pixels of the boundary zone outside the SNS
     ``pixel_sns``               ``PixelSNS``                         pixels of the distraction zone
     ``pixel_pns``               ``PixelPNS``                         pixels of ``no_score``, whatever the zones
-    ``actual_threshold``        ``ActualThreshold`` (averaged)       ``threshold``
+    ``actual_threshold``        ``ActualThreshold``                  ``threshold`` (a column of the averaged table)
     ``actual_nmm``              ``ActualNMM``                higher  NMM at ``threshold``
     ``actual_mcc``              ``ActualMCC``                higher  MCC at ``threshold``
     ``actual_bwl1``             ``ActualBWL1``               lower   BWL1 at ``threshold``

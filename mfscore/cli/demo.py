@@ -121,8 +121,21 @@ def main(argv: list[str] | None = None) -> int:
     cluster_reports = None if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports)
     if cluster_reports is not None:
         print(f"\nThe cluster's reports are under {cluster_reports}/")
-    print(f"\nAll reports are under {reports}/")
+    _headlines(reports)
+    print(f"\nAll reports are under {reports}/; each run's results are in its *results.json, its provenance in "
+          "its *run.json")
     return 0
+
+
+def _headlines(reports: Path) -> None:
+    """Every run's summary table again, read from its results file (docs/results.md)."""
+    from mfscore.reports.summary_table import summary_lines
+    from mfscore.results import Results
+
+    print("\nHeadline results of the embedded runs:")
+    for path in sorted(reports.rglob("*results.json")):
+        print(f"\n{path}")
+        print("\n".join(summary_lines(Results.from_json(path.read_bytes()))))
 
 
 def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> Path:
