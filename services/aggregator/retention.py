@@ -19,7 +19,7 @@ from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
 from mfscore.services.common.jetstream import RESULTS_STREAM, purge_run_jobs, result_subject
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
-from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, work_dir
+from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, uploads_prefix, work_dir
 from mfscore.services.common.settings import Settings
 
 SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
@@ -36,8 +36,8 @@ class Retention:
         self._storage_swept = 0.0
 
     async def clean_up(self, entry: RunEntry) -> None:
-        """Remove what a finished run no longer needs: its queued jobs, its records, its uploaded inputs and its
-        work directory. When NATS or S3 is down the run is left to the next sweep; the run itself is not touched."""
+        """Remove what a finished run no longer needs: its queued jobs, its records, its uploaded inputs (and the
+        record of their digests) and its work directory. When NATS or S3 is down the run is left to the next sweep; the run itself is not touched."""
         run_id = entry.spec.run_id
         if run_id in self._cleaning:
             return
@@ -47,6 +47,7 @@ class Retention:
             await purge_run_jobs(self.js, run_id)
             await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
             await asyncio.to_thread(self.store.delete_prefix, input_prefix(run_id))
+            await asyncio.to_thread(self.store.delete_prefix, uploads_prefix(run_id))
             await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
             entry.cleaned = False

@@ -77,7 +77,7 @@ def scored_probes(tmp: Path) -> list[str]:
 
 
 def test_a_good_evaluation_scores_both_probes_perfectly(tmp_path, capsys):
-    status, out, err = run(evaluation(tmp_path), capsys)
+    status, out, err = run(evaluation(tmp_path), capsys, "--quiet")
     assert (status, out, err) == (0, "", "")
     assert scored_probes(tmp_path) == ["P1", "P2"]
     assert (tmp_path / "out" / "scores.csv").read_text() == \
@@ -124,10 +124,10 @@ def test_a_system_cycle_stops_the_run_and_names_the_json(tmp_path, capsys):
 
 
 def test_a_system_cycle_with_c_is_a_warning_shown_with_v(tmp_path, capsys):
-    status, out, err = run(evaluation(tmp_path, CYCLIC), capsys, "-c")
+    status, out, err = run(evaluation(tmp_path, CYCLIC), capsys, "-c", "--quiet")
     assert (status, out, err) == (0, "", "")
     assert scored_probes(tmp_path) == ["P1", "P2"]
-    status, out, err = run(tmp_path, capsys, "-c", "-v")
+    status, out, err = run(tmp_path, capsys, "-c", "-v", "--quiet")
     assert status == 0 and err == ""
     path = tmp_path / "sys" / "jsons" / "P2.json"
     assert f"Warning, detected cycle(s) for system output file '{path}'" in out.splitlines()
