@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mfscore.run.local import is_provenance
+
 
 def beside_reports(prefix: str = "run") -> list[str]:
     """The files every task writes beside its reports: its results and the run's provenance (docs/results.md)."""
     return [f"{prefix}_results.json", f"{prefix}_run.json"] if prefix else ["results.json", "run.json"]
-
-
-def is_provenance(name: str) -> bool:
-    """Whether ``name`` is a run's provenance file, which records times and so differs between runs."""
-    return "/" not in name and (name == "run.json" or name.endswith("_run.json"))
 
 
 def tree(directory: Path) -> dict[str, bytes]:

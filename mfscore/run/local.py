@@ -52,6 +52,12 @@ def beside_reports(file: str, prefix: str) -> str:
     return f"_{file}" if prefix else file
 
 
+def is_provenance(name: str) -> bool:
+    """Whether ``name`` (relative to the output directory) is a run's provenance file, which records times and so
+    differs from run to run: comparisons of two runs' files leave it out."""
+    return "/" not in name and (name == RUN_FILE or name.endswith("_" + RUN_FILE))
+
+
 def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str, *,
                 record: Callable[[], RunRecord] | None = None) -> Lines:
     """Write the report under ``out_root`` all or nothing; the files land only when the report has no error.

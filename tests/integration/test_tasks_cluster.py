@@ -15,12 +15,13 @@ import pytest
 
 from mfscore import tasks
 from mfscore.cli.main import main
+from mfscore.run.local import is_provenance
 from mfscore.sample_data.examples import example_arguments
 from mfscore.services.commands.cluster_config import resolve
 from mfscore.services.commands.report import Reconnecting, calling
 from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import PLANNER
-from output_files import is_provenance, tree
+from output_files import tree
 
 pytestmark = pytest.mark.integration
 
