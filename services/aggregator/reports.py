@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from mfscore.errors import MfscoreError
+from mfscore.run_record import file_sha256
 from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectTooLarge
 from mfscore.services.common.run_layout import BadName, check_file_name, manifest_key, reports_prefix
 from mfscore.services.wire import runs_pb2
 
 CHUNK_BYTES = 512 << 10
 MAX_MANIFEST_BYTES = 64 << 20
-HASH_BLOCK = 1 << 20
 
 
 class ReportTampered(MfscoreError):
@@ -31,11 +31,7 @@ class ReportTampered(MfscoreError):
 
 def file_digest(path: Path) -> runs_pb2.DeclaredFile:
     """A file's size and SHA-256, read a block at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(HASH_BLOCK):
-            digest.update(block)
-    return runs_pb2.DeclaredFile(size=path.stat().st_size, sha256=digest.hexdigest())
+    return runs_pb2.DeclaredFile(size=path.stat().st_size, sha256=file_sha256(str(path)))
 
 
 def store_report(store: ObjectStore, run_id: str, out_dir: str, stdout: list[str], exit_status: int) -> str:

@@ -11,24 +11,15 @@ it after a day.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from mfscore.errors import MfscoreError
+from mfscore.run_record import file_sha256
 
 UPLOAD_THREADS = 8
 CHUNK_BYTES = 256 << 10
-HASH_BLOCK = 1 << 20
-
-
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _requests(run_id: str, files: list[tuple[str, str]], sent):
@@ -38,7 +29,7 @@ def _requests(run_id: str, files: list[tuple[str, str]], sent):
 
     yield runs_pb2.UploadInputsRequest(run_id=run_id)
     for path, key in files:
-        declared = runs_pb2.DeclaredFile(name=key, size=os.path.getsize(path), sha256=sha256_of(path))
+        declared = runs_pb2.DeclaredFile(name=key, size=os.path.getsize(path), sha256=file_sha256(path))
         yield runs_pb2.UploadInputsRequest(file=declared)
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK_BYTES):
