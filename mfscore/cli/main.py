@@ -111,7 +111,6 @@ def run_task(args) -> int:
     return lines.status
 
 
-
 def main(argv: list[str] | None = None) -> int:
     """The ``mfscore`` command: its exit status (argparse exits 2 itself on a usage error)."""
     program = argv is None  # the process's own command line, not a caller's list (a test, the demo)

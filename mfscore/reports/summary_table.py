@@ -48,7 +48,6 @@ def show_results(results, run: dict | None, *, json_output: bool, quiet: bool) -
         print("\n".join(summary_lines(results)))
 
 
-
 def _query(text: str) -> str:
     if text == ALL:
         return "all"
