@@ -8,7 +8,9 @@ options and declares
     add_arguments(p)      the flags (argparse parses them; the options type checks their values)
     options(args)         a ``TaskRun``: the task's options, where the reports go, how many processes
 
-and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``.
+and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``, and the
+other local commands that are not tasks (``leaderboard``) in ``OTHER_COMMANDS``; each module's ``add_parser`` adds
+its sub-command.
 The cluster commands (serve, submit, local-cluster, report) come from the ``mfscore.commands`` entry
 point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
 them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
@@ -25,12 +27,13 @@ import time
 import traceback
 
 from mfscore import __version__, tasks
-from mfscore.cli import validate, validate_provenance
+from mfscore.cli import leaderboard, validate, validate_provenance
 from mfscore.cli.arguments import add_results_arguments
 from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
 VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
+OTHER_COMMANDS = (leaderboard,)  # the other local commands that are not tasks: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
@@ -52,7 +55,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         command.add_arguments(p)
         add_results_arguments(p)
         p.set_defaults(task_name=name, task_options=command.options)
-    for module in VALIDATORS:
+    for module in VALIDATORS + OTHER_COMMANDS:
         module.add_parser(subparsers)
     if argv is None or not _built_in(argv, subparsers.choices):
         from importlib.metadata import entry_points  # about 50 ms; only for the cluster commands
@@ -70,7 +73,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
 
 
 def command_names() -> tuple[str, ...]:
-    """Every sub-command: the tasks' (in registry order), the validators', and the cluster's when installed."""
+    """Every sub-command: the tasks' (in registry order), the validators', the other local commands', and the
+    cluster's when installed."""
     return tuple(_subparsers(build_parser()).choices)
 
 
