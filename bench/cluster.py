@@ -43,6 +43,7 @@ from mfscore.cli.main import main
 from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster
+from mfscore.services.commands.report import list_runs
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
@@ -192,7 +193,7 @@ def s3_requests(log: str, bucket: str) -> tuple[Counter, Counter]:
 def last_run(path: Path) -> runs_pb2.RunStatus:
     config = local_cluster.ClusterConfig.read(path)
     with config.channel() as channel:
-        return services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest()).runs[-1]
+        return list(list_runs(services_pb2_grpc.AggregatorServiceStub(channel)))[-1]
 
 
 def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes]) -> ClusterRun:

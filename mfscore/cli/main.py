@@ -11,7 +11,7 @@ options and declares
 and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``, and the
 other local commands that are not tasks (``leaderboard``) in ``OTHER_COMMANDS``; each module's ``add_parser`` adds
 its sub-command.
-The cluster commands (serve, submit, local-cluster, report) come from the ``mfscore.commands`` entry
+The cluster commands (serve, submit, local-cluster, report, cancel, delete) come from the ``mfscore.commands`` entry
 point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
 them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
 read. A Ctrl-C ends a command with one line and exit status 130.
@@ -35,7 +35,8 @@ COMMANDS_ENTRY_POINT = "mfscore.commands"
 VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
 OTHER_COMMANDS = (leaderboard,)  # the other local commands that are not tasks: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
-CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "local-cluster": "cluster,local"}
+CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
+                    "delete": "cluster", "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
 
 
@@ -63,8 +64,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         for entry in entry_points(group=COMMANDS_ENTRY_POINT):
             entry.load()(subparsers)
         if not set(CLUSTER_COMMANDS) <= set(subparsers.choices):
-            parser.epilog = ("The distributed mode (serve, submit, report, local-cluster) is not installed: "
-                             "pip install 'mfscore[cluster]'.")
+            parser.epilog = ("The distributed mode (serve, submit, report, cancel, delete, local-cluster) is not "
+                             "installed: pip install 'mfscore[cluster]'.")
     return parser
 
 

@@ -119,6 +119,11 @@ class Task(ABC):
         """The files one job reads besides the tables (masks, HDF5, JSON): name -> path, '' for none."""
         return {}
 
+    def trials(self, work) -> int:
+        """How many trials one job's work holds, for the progress a run reports: one, unless the task batches
+        trials into a job (detection)."""
+        return 1
+
     def with_blobs(self, work, paths: dict[str, str]):
         """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
         return work

@@ -129,6 +129,9 @@ class Detection(Task):
     def score(self, work: Trials) -> Trials:
         return work
 
+    def trials(self, work: Trials) -> int:
+        return len(work.ordinal)  # a job is a batch of up to BATCH rows
+
     def draws(self, options: Options) -> bool:
         return options.plot.enabled
 

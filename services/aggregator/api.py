@@ -1,13 +1,16 @@
-"""The Aggregator's gRPC API (proto/mfscore/v1/services.proto): what a caller may do with its runs.
+"""AggregatorService's gRPC API (proto/mfscore/v1/services.proto): what a caller may do with its runs.
 
 Every run belongs to the principal that created it; another caller's run answers NOT_FOUND to every call, as a run
-that never was (an operator sees every run but uploads into and submits only its own). Every name a caller sends is
-checked whole before it is used (``run_layout``).
+that never was (an operator sees every run and may cancel or delete it, but uploads into and submits only its own).
+Every name a caller sends is checked whole before it is used (``run_layout``). Status codes as AIP-193 says: a
+call on a run in the wrong state is FAILED_PRECONDITION, a bad field INVALID_ARGUMENT naming it, NATS or S3 away
+UNAVAILABLE, a stored report that is not what the aggregator wrote DATA_LOSS.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import uuid
@@ -17,10 +20,22 @@ import nats.errors
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError, OptionError
-from mfscore.services.aggregator import reports, uploads
+from mfscore.results import Results
+from mfscore.services.aggregator import paging, reports, uploads
+from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.runner import ClusterRunner
-from mfscore.services.aggregator.state import TERMINAL, NotRecorded, RunBook, RunEntry, State, may_see, now, report_seal
+from mfscore.services.aggregator.state import (
+    TERMINAL,
+    NotRecorded,
+    RunBook,
+    RunEntry,
+    State,
+    created_ns,
+    may_see,
+    now,
+    report_seal,
+)
 from mfscore.services.common import metrics
 from mfscore.services.common.auth import caller
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError, ObjectStoreUnavailable
@@ -32,23 +47,28 @@ from mfscore.services.common.run_layout import (
     input_prefix,
     work_dir,
 )
+from mfscore.services.common.results_wire import results_message
 from mfscore.services.common.settings import Settings
-from mfscore.services.wire import runs_pb2, services_pb2_grpc
+from mfscore.services.wire import results_pb2, runs_pb2, services_pb2_grpc
 
 MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
+MAX_RESULTS_BYTES = 32 << 20    # a results file GetResults sends in one message (FetchReport streams any size)
+PAGE_BYTES = 3 << 20            # a ListRuns page stops growing past this, so a default client (4 MiB) takes it
 log = logging.getLogger("mfscore.aggregator")
 
 
-class AggregatorApi(services_pb2_grpc.AggregatorServicer):
-    def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner):
-        self.settings, self.store, self.book, self.runner = settings, store, book, runner
+class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
+    def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner,
+                 retention: Retention):
+        self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
 
     async def CreateRun(self, request, context):
         who = caller()
         run_id = uuid.uuid4().hex
+        created = now()
         spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name)
-        status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=now(),
-                                    owner=who.name, owner_role=who.role)
+        status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=created,
+                                    created_at=created, owner=who.name, owner_role=who.role)
         await self._record(RunEntry(spec, status), context, spec, status)
         log.info("run %s: created", run_id)
         return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
@@ -60,8 +80,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         entry = await self._entry(first.run_id, context, owned=True)
         run_id = entry.spec.run_id
         if entry.status.state != State.RUN_STATE_CREATED:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is submitted; its inputs "
-                                                                     "cannot change")
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is {_state(entry)}, not "
+                                                                     "created; its inputs cannot change")
         spool_dir = work_dir(self.settings.work_dir, run_id, "uploading")
         os.makedirs(spool_dir, exist_ok=True)
 
@@ -87,6 +107,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         return stored
 
     async def SubmitRun(self, request, context):
+        request = request.spec
         try:
             check_output_name(request.output_name)
             for table in request.tables:
@@ -95,7 +116,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
         entry = await self._entry(request.run_id, context, owned=True)
         if entry.status.state != State.RUN_STATE_CREATED:
-            return entry.status  # submitted already: the same run (a client resubmits after a reconnection)
+            # submitted already: the same run (a client resubmits after a reconnection)
+            return runs_pb2.SubmitRunResponse(run=entry.status)
         run_id = entry.spec.run_id
         if request.task not in tasks.names():
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
@@ -124,10 +146,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         await self._record(entry, context, spec, status)
         self.runner.start(entry)
         log.info("run %s: %s submitted", run_id, spec.task)
-        return entry.status
+        return runs_pb2.SubmitRunResponse(run=entry.status)
 
     async def GetRun(self, request, context):
-        return (await self._entry(request.run_id, context)).status
+        return runs_pb2.GetRunResponse(run=(await self._entry(request.run_id, context)).status)
 
     async def WatchRun(self, request, context):
         entry = await self._entry(request.run_id, context)
@@ -138,23 +160,105 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
                 seen = entry.version
                 snapshot = runs_pb2.RunStatus()
                 snapshot.CopyFrom(entry.status)
-            yield snapshot
+            yield runs_pb2.WatchRunResponse(run=snapshot)
             if snapshot.state in TERMINAL:
                 return
             await asyncio.sleep(0.1)  # coalesce bursts of records into one update
 
-    async def FetchReport(self, request, context):
+    async def ListRuns(self, request, context):
+        who = caller()
+        try:
+            size = paging.page_size(request.page_size)
+            after = paging.read_page_token(request.page_token, request.state)
+        except ValueError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        except paging.BadPageToken as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        visible = (((created_ns(e.status), run_id), e.status) for run_id, e in list(self.book.runs.items())
+                   if may_see(who, e.status)
+                   and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state))
+        runs, last = paging.page(visible, size, after, budget=PAGE_BYTES, cost=lambda status: status.ByteSize())
+        return runs_pb2.ListRunsResponse(runs=runs, next_page_token=paging.page_token(request.state, last)
+                                         if last is not None else "")
+
+    async def CancelRun(self, request, context):
         entry = await self._entry(request.run_id, context)
         run_id = entry.spec.run_id
-        if entry.status.state != State.RUN_STATE_DONE:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"run {run_id} is {State.Name(entry.status.state)}, not done")
         try:
-            seal = await report_seal(self.book.kv, run_id)
-            if seal is None:
-                await context.abort(grpc.StatusCode.NOT_FOUND, f"no report of run {run_id} was recorded")
+            cancelled = await self.book.cancel(entry, f"cancelled by {caller().name}")
+        except NotRecorded:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {run_id} was "
+                                                             "not cancelled; try again")
+        if not cancelled:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is {_state(entry)}: it has ended, "
+                                                                     "so there is nothing to cancel")
+        return runs_pb2.CancelRunResponse(run=entry.status)
+
+    async def DeleteRun(self, request, context):
+        entry = await self._entry(request.run_id, context)
+        run_id = entry.spec.run_id
+        if entry.status.state not in TERMINAL:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is {_state(entry)}: it has not "
+                                                                     "ended; cancel it first (CancelRun)")
+        if not self.book.connected():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {run_id} was "
+                                                             "not deleted; try again")
+        try:
+            await self.retention.delete(entry, f"as {caller().name} asked")
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"run {run_id} could not be deleted now "
+                                                             f"({one_line(error)}); try again")
+        return runs_pb2.DeleteRunResponse()
+
+    async def FetchReport(self, request, context):
+        entry = await self._done(request.run_id, context)
+        run_id = entry.spec.run_id
+        async with self._reading_report(run_id, context):
+            seal = await self._seal(run_id, context)
             async for message in reports.stream_report(self.store, run_id, seal):
                 yield message
+
+    async def GetResults(self, request, context):
+        entry = await self._done(request.run_id, context)
+        run_id = entry.spec.run_id
+        async with self._reading_report(run_id, context):
+            manifest = await reports.read_manifest(self.store, run_id, await self._seal(run_id, context))
+            declared = reports.results_file(manifest)
+            if declared is None:
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"run {run_id} has no results file")
+            if declared.size > MAX_RESULTS_BYTES:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"the results of run {run_id} are "
+                                    f"{declared.size} bytes, more than one message carries; FetchReport sends "
+                                    f"{declared.name}")
+            content = await reports.read_file(self.store, run_id, declared)
+        try:
+            results = Results.from_json(content)
+        except (ValueError, KeyError, TypeError) as error:
+            await context.abort(grpc.StatusCode.INTERNAL, f"the results of run {run_id} cannot be read: "
+                                                          f"{one_line(error)}")
+        return results_pb2.GetResultsResponse(results=results_message(results, entry.status.provenance_json))
+
+    async def _done(self, run_id: str, context) -> RunEntry:
+        """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""
+        entry = await self._entry(run_id, context)
+        if entry.status.state != State.RUN_STATE_DONE:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"run {entry.spec.run_id} is {_state(entry)}, not done")
+        return entry
+
+    async def _seal(self, run_id: str, context) -> str:
+        """The recorded digest of the run's report manifest; NOT_FOUND when none was recorded."""
+        seal = await report_seal(self.book.kv, run_id)
+        if seal is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no report of run {run_id} was recorded")
+        return seal
+
+    @contextlib.asynccontextmanager
+    async def _reading_report(self, run_id: str, context):
+        """Reading a run's stored report: a file that is not what the aggregator wrote is DATA_LOSS (and counted),
+        NATS or S3 away UNAVAILABLE, another store error INTERNAL."""
+        try:
+            yield
         except reports.ReportTampered as error:
             metrics.REPORTS_TAMPERED.inc()
             log.error("run %s: %s", run_id, error.sentence())
@@ -165,13 +269,6 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         except ObjectStoreError as error:
             await context.abort(grpc.StatusCode.INTERNAL, f"the report of run {run_id} cannot be read: "
                                                           f"{error.sentence()}")
-
-    async def ListRuns(self, request, context):
-        who = caller()
-        runs = [e.status for e in self.book.runs.values()
-                if may_see(who, e.status)
-                and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state)]
-        return runs_pb2.ListRunsResponse(runs=sorted(runs, key=lambda s: s.submitted_at.ToNanoseconds()))
 
     async def _entry(self, run_id: str, context, *, owned: bool = False) -> RunEntry:
         """The caller's run ``run_id`` (``RunBook.visible``); NOT_FOUND otherwise."""
@@ -191,6 +288,11 @@ class AggregatorApi(services_pb2_grpc.AggregatorServicer):
         except NotRecorded:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {spec.run_id} "
                                                              "was not recorded; try again")
+
+
+def _state(entry: RunEntry) -> str:
+    """The run's state as a message names it: "scoring", "done"."""
+    return State.Name(entry.status.state)[len("RUN_STATE_"):].lower()
 
 
 async def _chained(first, rest):

@@ -5,7 +5,7 @@ size and SHA-256, and what the command prints) beside them, and returns the mani
 aggregator records in the run's state (``state.seal_report``). ``stream_report`` serves the manifest first and
 then each file in chunks, checking every byte against it: a file that was changed, replaced or removed in the
 store ends the stream with ``ReportTampered`` (the caller answers DATA_LOSS). Memory stays at a chunk whatever
-the size of the files.
+the size of the files. ``read_file`` reads one file whole the same way (the results, for GetResults).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from mfscore.errors import MfscoreError
+from mfscore.run.local import RESULTS_FILE
 from mfscore.run_record import file_sha256
 from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectTooLarge
 from mfscore.services.common.run_layout import BadName, check_file_name, manifest_key, reports_prefix
@@ -84,6 +85,18 @@ async def stream_file(store: ObjectStore, run_id: str, declared: runs_pb2.Declar
     if size != declared.size or digest.hexdigest() != declared.sha256:
         raise ReportTampered(f"the report file {declared.name} of run {run_id} does not match the digest recorded "
                              "when it was written")
+
+
+def results_file(manifest: runs_pb2.ReportManifest) -> runs_pb2.DeclaredFile | None:
+    """The run's results among its report files: ``<prefix>_results.json`` (``results.json`` for reports without a
+    prefix) in the output directory itself; None if the report has none."""
+    return next((declared for declared in manifest.files if "/" not in declared.name
+                 and (declared.name == RESULTS_FILE or declared.name.endswith("_" + RESULTS_FILE))), None)
+
+
+async def read_file(store: ObjectStore, run_id: str, declared: runs_pb2.DeclaredFile) -> bytes:
+    """One report file's bytes, checked against ``declared`` (``ReportTampered`` otherwise)."""
+    return b"".join([chunk async for chunk in stream_file(store, run_id, declared)])
 
 
 async def stream_report(store: ObjectStore, run_id: str, seal: str) -> AsyncIterator[runs_pb2.FetchReportResponse]:

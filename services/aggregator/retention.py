@@ -91,20 +91,29 @@ class Retention:
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
             log.warning("the sweep stopped, the next one goes on: %s", one_line(error))
 
-    async def _expire(self, entry: RunEntry, why: str) -> None:
-        """Delete a run: its files (inputs, reports), its work directory, then its state in the bucket."""
+    async def delete(self, entry: RunEntry, why: str) -> None:
+        """Delete a run that has ended, now: what its clean-up removes if that is not done yet, then its files
+        (inputs, reports), its work directory and its state in the bucket. What retention does once the retention
+        period is over, and DeleteRun at once. Raises (NATS, S3 unavailable) with the run still there, for another
+        try."""
         run_id = entry.spec.run_id
-        try:
-            await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
-            await state.purge(self.book.kv, run_id)
-        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            log.warning("run %s: %s; deleting it is left to the next sweep: %s", run_id, why, one_line(error))
-            return
+        if entry.status.state in TERMINAL and not entry.cleaned:
+            await self.clean_up(entry)
+        await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
+        await state.purge(self.book.kv, run_id)
         await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
         if self.book.runs.get(run_id) is entry:
             del self.book.runs[run_id]
         self.book.count_states()
         log.info("run %s: deleted, %s", run_id, why)
+
+    async def _expire(self, entry: RunEntry, why: str) -> None:
+        """``delete`` the run, or leave it to the next sweep when NATS or S3 is down."""
+        try:
+            await self.delete(entry, why)
+        except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
+            log.warning("run %s: %s; deleting it is left to the next sweep: %s", entry.spec.run_id, why,
+                        one_line(error))
 
     async def _sweep_storage(self, now: float) -> None:
         """Delete the objects under ``runs/`` that no run claims once nothing was written under them for

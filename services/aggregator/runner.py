@@ -50,7 +50,7 @@ class ClusterRunner:
         again (the same jobs and keys) without publishing, and its records replay from the results stream."""
         validating = entry.status.state == State.RUN_STATE_VALIDATING
         entry.status.state = State.RUN_STATE_VALIDATING if validating else State.RUN_STATE_SCORING
-        entry.status.trials_received = 0
+        entry.status.trials_received = entry.status.jobs_received = 0
         self.book.spawn(self._start(entry, validate=validating and not entry.spec.skip_validation,
                                     publish=validating))
 
@@ -70,7 +70,10 @@ class ClusterRunner:
                 return
             task, plan = await self._outlasting(f"run {run_id}: fetching its tables",
                                                 lambda: asyncio.to_thread(plan_run, self.store, entry.spec, input_dir))
+            if entry.status.state in TERMINAL:  # cancelled while it was planned
+                return
             entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
+            entry.trials = {job.key: task.trials(job.work) for job in plan.jobs}
             if task.resource == PLANNER:  # microseconds per job: scored here (see Task.resource)
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
             elif publish:
@@ -81,7 +84,7 @@ class ClusterRunner:
                                        entry.spec.input_prefix)
                     await self.book.durably(f"run {run_id}: publishing its jobs",
                                             lambda: publish_job(self.js, task.resource, wire))
-            entry.status.trials_planned = len(plan.jobs)
+            entry.status.jobs_planned, entry.status.trials_planned = len(plan.jobs), sum(entry.trials.values())
             if entry.status.state in TERMINAL:
                 return
             await self.book.set_state(entry, State.RUN_STATE_SCORING)
@@ -90,9 +93,10 @@ class ClusterRunner:
                 if entry.status.state in TERMINAL:
                     return
                 await self._fold(entry, record)
-            entry.status.trials_received = len(entry.outcomes)
-            metrics.TRIALS_PLANNED.inc(len(plan.jobs))
-            log.info("run %s: %d jobs planned", run_id, len(plan.jobs))
+            entry.status.jobs_received = len(entry.outcomes)
+            entry.status.trials_received = sum(entry.trials.get(key, 1) for key in entry.outcomes)
+            metrics.TRIALS_PLANNED.inc(entry.status.trials_planned)
+            log.info("run %s: %d jobs planned (%d trials)", run_id, len(plan.jobs), entry.status.trials_planned)
             await self._maybe_report(entry)
         except MfscoreError as error:
             await self.book.end(entry, named_by_key(error.sentence(), input_dir))
@@ -102,8 +106,9 @@ class ClusterRunner:
 
     async def _validate(self, entry: RunEntry) -> bool:
         request = services_pb2.ValidateRequest(run=entry.spec)
-        report = await self._outlasting(f"run {entry.spec.run_id}: validating",
-                                        lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT))
+        reply = await self._outlasting(f"run {entry.spec.run_id}: validating",
+                                       lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT))
+        report = reply.report
         entry.status.validation.CopyFrom(report)
         if report.valid:
             return True
@@ -138,7 +143,7 @@ class ClusterRunner:
     async def _fold(self, entry: RunEntry, record: records_pb2.TrialRecord) -> None:
         key = job_key(record.key)
         if record.error:
-            entry.status.trials_dead += 1
+            entry.status.trials_dead += entry.trials.get(key, 1)
             await self.book.end(entry, f"the job {key} could not be scored: {record.error}")
             return
         if key not in entry.planned or record.task != entry.task.name:
@@ -155,8 +160,10 @@ class ClusterRunner:
         except MfscoreError as error:
             await self.book.end(entry, error.sentence())
             return
-        entry.status.trials_received = len(entry.outcomes)
-        metrics.TRIALS_RECEIVED.inc(len(entry.outcomes) - before)  # a repeated record adds nothing
+        if len(entry.outcomes) > before:  # a repeated record adds nothing
+            entry.status.jobs_received = len(entry.outcomes)
+            entry.status.trials_received += entry.trials.get(key, 1)
+            metrics.TRIALS_RECEIVED.inc(entry.trials.get(key, 1))
         await self.book.changed(entry)
 
     async def _maybe_report(self, entry: RunEntry) -> None:
@@ -174,6 +181,8 @@ class ClusterRunner:
             failure = await asyncio.to_thread(self._write_report, entry, digests)
             if failure is not None:
                 await self.book.end(entry, failure)
+                return
+            if entry.status.state in TERMINAL:  # cancelled while its report was written: nothing is stored
                 return
             seal = await self._outlasting(f"run {run_id}: storing its reports",
                                           lambda: asyncio.to_thread(self._store_report, run_id))

@@ -1,10 +1,10 @@
-"""The Aggregator service: runs from creation to reports, its parts wired together.
+"""The aggregator (AggregatorService): runs from creation to reports, its parts wired together.
 
-- ``api``: the gRPC API a caller uses (CreateRun, UploadInputs, SubmitRun, GetRun, WatchRun, FetchReport,
-  ListRuns), each caller seeing its own runs;
+- ``api``: the gRPC API a caller uses (CreateRun, UploadInputs, SubmitRun, GetRun, WatchRun, ListRuns, CancelRun,
+  DeleteRun, FetchReport, GetResults), each caller seeing its own runs; ``paging``: ListRuns' pages;
 - ``runner``: the cluster runner (validate, plan, publish, fold, report), the local runner's steps;
 - ``state``: the runs in memory and in the JetStream key-value bucket (spec, status, report seal);
-- ``retention``: what a run leaves behind, and for how long;
+- ``retention``: what a run leaves behind, and for how long (and DeleteRun's deletion, the same);
 - ``uploads`` and ``reports``: files in (checked against their declaration) and out (checked against the
   manifest recorded when they were written);
 - ``retry``: the one backoff for NATS, S3 and the validator being away.
@@ -52,7 +52,7 @@ class Aggregator:
         self.runner = ClusterRunner(settings, store, js, self.book, validator)
         self.retention = Retention(settings, store, js, self.book)
         self.book.on_end = self.retention.clean_up
-        self.api = AggregatorApi(settings, store, self.book, self.runner)
+        self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention)
         self.runs, self.kv = self.book.runs, kv
         self.on_result, self.sweep = self.runner.on_result, self.retention.sweep
 
@@ -75,15 +75,16 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
                                  options=MESSAGE_OPTIONS)
     try:
         await ensure_streams(js)
-        aggregator = Aggregator(settings, store, js, await runs_bucket(js), services_pb2_grpc.ValidatorStub(channel),
-                                nc=nc)
+        aggregator = Aggregator(settings, store, js, await runs_bucket(js),
+                                services_pb2_grpc.ValidatorServiceStub(channel), nc=nc)
         await aggregator.restore()
         # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
         # client recreate it, so records flow again within seconds.
         await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
                            deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT)
         server, port = await start_service_server(
-            [(services_pb2_grpc.add_AggregatorServicer_to_server, aggregator.api, "mfscore.v1.Aggregator")], settings)
+            [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api,
+              "mfscore.v1.AggregatorService")], settings)
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
         healthy = follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}")
         background = [asyncio.create_task(healthy), asyncio.create_task(aggregator.retention.sweep_periodically())]

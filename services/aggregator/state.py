@@ -26,7 +26,7 @@ from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import Plan
 
 State = runs_pb2.RunState
-TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED}
+TERMINAL = {State.RUN_STATE_REJECTED, State.RUN_STATE_DONE, State.RUN_STATE_FAILED, State.RUN_STATE_CANCELLED}
 RECORD_SECONDS = 10.0  # how long CreateRun and SubmitRun try to record a run before answering UNAVAILABLE
 log = logging.getLogger("mfscore.aggregator")
 
@@ -68,6 +68,12 @@ def now() -> Timestamp:
     return stamp
 
 
+def created_ns(status: runs_pb2.RunStatus) -> int:
+    """When the run was created, in nanoseconds: what ListRuns orders by (a run recorded before ``created_at``
+    existed has its submission time)."""
+    return (status.created_at if status.HasField("created_at") else status.submitted_at).ToNanoseconds()
+
+
 def owns(who: Caller, status: runs_pb2.RunStatus) -> bool:
     """A run belongs to the principal that created it: its name and its role."""
     return status.owner == who.name and (status.owner_role or "client") == who.role
@@ -88,6 +94,7 @@ class RunEntry:
     task: object | None = None       # the run's Task, once planned
     plan: Plan | None = None
     planned: set = field(default_factory=set)
+    trials: dict = field(default_factory=dict)   # planned key -> how many trials its job holds (Task.trials)
     outcomes: dict = field(default_factory=dict)
     pending: list = field(default_factory=list)  # records that arrived before the run was planned (a replay)
     version: int = 0
@@ -99,6 +106,7 @@ class RunEntry:
     def forget_work(self) -> None:
         """A finished run keeps only its status."""
         self.task, self.plan, self.planned, self.outcomes, self.pending = None, None, set(), {}, []
+        self.trials = {}
 
 
 class RunBook:
@@ -159,7 +167,10 @@ class RunBook:
 
     async def set_state(self, entry: RunEntry, state) -> None:
         """Change the run's state, record it (waiting out a NATS outage) and tell its watchers, whatever happens.
-        A run that ends is cleaned up (``on_end``)."""
+        A run that ends is cleaned up (``on_end``). A run that has ended stays as it ended (a run cancelled while
+        its report was being written does not become DONE)."""
+        if entry.status.state in TERMINAL:
+            return
         entry.status.state = state
         try:
             async with entry.saving:  # each write takes the status as it is when sent: the last to land is the latest
@@ -172,12 +183,44 @@ class RunBook:
             self.spawn(self.on_end(entry))
 
     async def end(self, entry: RunEntry, message: str, state=State.RUN_STATE_FAILED) -> None:
-        """The run failed (or was rejected) with one sentence; it keeps only its status."""
+        """The run failed (or was rejected) with one sentence; it keeps only its status. A run that has ended
+        already (cancelled, say) stays as it ended."""
+        if entry.status.state in TERMINAL:
+            return
         entry.status.message = message
         entry.status.finished_at.CopyFrom(now())
         log.warning("run %s: %s: %s", entry.spec.run_id, State.Name(state), message)
         await self.set_state(entry, state)
         entry.forget_work()
+
+    async def cancel(self, entry: RunEntry, message: str) -> bool:
+        """End a run that has not ended as CANCELLED with ``message``; False (nothing changed) if it has ended. The
+        new state is recorded within RECORD_SECONDS or not at all (``NotRecorded``: the run goes on as it was).
+        Then the run keeps only its status and is cleaned up (``on_end``: its queued jobs purged); records that
+        arrive later are ignored, as for any run that ended."""
+        run_id = entry.spec.run_id
+        try:
+            if not self.connected():
+                raise nats.errors.ConnectionReconnectingError()
+            async with asyncio.timeout(RECORD_SECONDS), entry.saving:  # the runner's state writes wait, then see it
+                if entry.status.state in TERMINAL:
+                    return False
+                status = runs_pb2.RunStatus()
+                status.CopyFrom(entry.status)
+                status.state, status.message = State.RUN_STATE_CANCELLED, message
+                status.finished_at.CopyFrom(now())
+                await self.kv.put(status_key(run_id), status.SerializeToString())
+                entry.status = status
+        except (nats.errors.Error, TimeoutError) as error:
+            log.warning("run %s: not cancelled, NATS is unavailable: %s", run_id, one_line(error))
+            raise NotRecorded(run_id) from None
+        log.info("run %s: cancelled: %s", run_id, message)
+        entry.forget_work()
+        self.count_states()
+        await self.changed(entry)
+        if self.on_end is not None:
+            self.spawn(self.on_end(entry))
+        return True
 
     async def changed(self, entry: RunEntry) -> None:
         async with entry.changed:

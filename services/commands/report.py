@@ -1,5 +1,5 @@
-"""``mfscore report <run>``: fetch a finished run's report files again (``--list``: the runs this caller may see);
-and the watching and writing ``submit`` shares."""
+"""``mfscore report <run>``: fetch a finished run's report files again (``--list``: the runs this caller may see,
+page by page); and the watching, listing and writing ``submit``, ``cancel`` and ``delete`` share."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def add_parser(subparsers) -> None:
                               description="Write a finished run's report files under DIR (default: here), or list "
                                           "the runs you may see (yours; an operator's token sees every run).")
     p.add_argument("run_id", metavar="RUN", nargs="?")
-    p.add_argument("--list", action="store_true", help="list the runs this caller may see, oldest first")
+    p.add_argument("--list", action="store_true",
+                   help="list the runs this caller may see, oldest first, with their trials received of planned")
     p.add_argument("-o", "--out-dir", default=".", help="directory to write the files into (default .)")
     p.add_argument("--cluster", help="cluster file written by 'mfscore local-cluster up'")
     add_results_arguments(p)
@@ -81,7 +82,7 @@ def calling(config, call, reconnecting: Reconnecting):
     while True:
         with config.channel() as channel:
             try:
-                return call(services_pb2_grpc.AggregatorStub(channel))
+                return call(services_pb2_grpc.AggregatorServiceStub(channel))
             except grpc.RpcError as error:
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise
@@ -99,13 +100,15 @@ def watch(config, run_id: str, *, interactive: bool, before=None, reconnecting: 
     does, it reconnects (``calling``), for up to RECONNECT_SECONDS of outage."""
     from mfscore.services.wire import runs_pb2
 
-    ended = {runs_pb2.RUN_STATE_DONE, runs_pb2.RUN_STATE_FAILED, runs_pb2.RUN_STATE_REJECTED}
+    ended = {runs_pb2.RUN_STATE_DONE, runs_pb2.RUN_STATE_FAILED, runs_pb2.RUN_STATE_REJECTED,
+             runs_pb2.RUN_STATE_CANCELLED}
     reconnecting = reconnecting or Reconnecting(config.aggregator_address, run_id)
     with _progress(run_id, interactive) as show:
         def follow(stub):
             if before is not None:
                 before(stub)
-            for status in stub.WatchRun(runs_pb2.RunRef(run_id=run_id)):
+            for reply in stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id)):
+                status = reply.run
                 reconnecting.progressed()
                 show(status)
                 if status.state in ended:
@@ -212,17 +215,32 @@ def _receive_file(replies, declared, path, run_id: str) -> None:
                            "aggregator recorded; nothing was written")
 
 
-def print_runs(stub) -> int:
-    """One line per run the caller may see: id, task, state, trials received of planned, owner, submission time."""
+def list_runs(stub, state: int = 0, *, page_size: int = 0):
+    """Every run the caller may see (in ``state``; 0: any), oldest created first, ListRuns' pages one after
+    another."""
     from mfscore.services.wire import runs_pb2
 
-    runs = stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=60).runs
-    print(f"{'RUN':<34} {'TASK':<20} {'STATE':<10} {'TRIALS':>13}  {'OWNER':<12} SUBMITTED")
+    token = ""
+    while True:
+        page = stub.ListRuns(runs_pb2.ListRunsRequest(state=state, page_size=page_size, page_token=token), timeout=60)
+        yield from page.runs
+        token = page.next_page_token
+        if not token:
+            return
+
+
+def print_runs(stub) -> int:
+    """One line per run the caller may see: id, task, state, trials received of planned, owner, creation time."""
+    from mfscore.services.wire import runs_pb2
+
+    runs = list(list_runs(stub))  # every page first: a reconnection (``calling``) starts the listing again
+    print(f"{'RUN':<34} {'TASK':<20} {'STATE':<10} {'TRIALS':>17}  {'OWNER':<12} CREATED")
     for status in runs:
         state = runs_pb2.RunState.Name(status.state)[len("RUN_STATE_"):].lower()
         trials = f"{status.trials_received}/{status.trials_planned}"
-        submitted = status.submitted_at.ToDatetime().strftime("%Y-%m-%d %H:%M:%S UTC")
-        print(f"{status.run_id:<34} {status.task:<20} {state:<10} {trials:>13}  {status.owner or '-':<12} {submitted}")
+        created = (status.created_at if status.HasField("created_at") else status.submitted_at).ToDatetime()
+        print(f"{status.run_id:<34} {status.task or '-':<20} {state:<10} {trials:>17}  {status.owner or '-':<12} "
+              f"{created.strftime('%Y-%m-%d %H:%M:%S UTC')}")
     print(f"{len(runs)} run(s)")
     return 0
 

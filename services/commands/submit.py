@@ -71,6 +71,7 @@ def run(args) -> int:
     inputs = task.inputs(task_run.options)
     config = resolve(args.cluster)
     run_id = create_run(config)
+    print(f"mfscore: run {run_id} created", file=sys.stderr)  # in full: what report, cancel and delete take
     reach = Reaching(run_id, task_run.out_root, args.cluster)
     try:
         upload_files(config, run_id, files, interactive=not embedded.quiet and sys.stderr.isatty())
@@ -91,12 +92,13 @@ def run(args) -> int:
 
 
 class Reaching:
-    """The commands that show a run and fetch its files later (what an interrupted ``submit`` tells)."""
+    """The commands that show a run, fetch its files later or cancel it (what an interrupted ``submit`` tells)."""
 
     def __init__(self, run_id: str, out_root: str, cluster: str | None):
         option = ["--cluster", cluster] if cluster else []
         self.listing = shlex.join(["mfscore", "report", "--list", *option])
         self.fetching = shlex.join(["mfscore", "report", run_id, "-o", os.path.dirname(out_root) or ".", *option])
+        self.cancelling = shlex.join(["mfscore", "cancel", run_id, *option])
 
 
 def localize(text: str, roots: dict[str, str]) -> str:
@@ -123,7 +125,7 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
 
     def submit(stub) -> None:
         nonlocal submitted
-        stub.SubmitRun(spec, timeout=60)
+        stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=60)
         submitted = True
 
     try:
@@ -137,9 +139,9 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
             raise Interrupted(f"run {spec.run_id} may not have been submitted: '{reach.listing}' shows whether the "
                               f"cluster took it; if it did, '{reach.fetching}' writes its files once it is done, and "
                               "if not, the cluster deletes it after a day") from None
-        raise Interrupted(f"run {spec.run_id} goes on on the cluster (mfscore cannot cancel a run yet): "
-                          f"'{reach.listing}' shows its state, and '{reach.fetching}' writes its files once it is "
-                          "done") from None
+        raise Interrupted(f"run {spec.run_id} goes on on the cluster: '{reach.listing}' shows its state, "
+                          f"'{reach.fetching}' writes its files once it is done, and '{reach.cancelling}' stops "
+                          "it") from None
     for line in final.notes:
         print(localize(line, roots), file=sys.stderr)
     if final.state != runs_pb2.RUN_STATE_DONE:

@@ -32,9 +32,9 @@ ROLES = ("client", "operator", "service")
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
 # Which roles may call each service's methods; reflection is open to any authenticated caller.
 METHOD_ROLES = {
-    "/mfscore.v1.Aggregator/": ("client", "operator"),
-    "/mfscore.v1.Validator/": ("service", "operator"),
-    "/mfscore.v1.Scorer/": ("service", "operator"),
+    "/mfscore.v1.AggregatorService/": ("client", "operator"),
+    "/mfscore.v1.ValidatorService/": ("service", "operator"),
+    "/mfscore.v1.ScorerService/": ("service", "operator"),
     "/grpc.reflection.": ROLES,
 }
 MAX_TOKENS_FILE_BYTES = 1 << 20

@@ -32,7 +32,7 @@ from mfscore.services.common.object_store import (
 )
 from mfscore.services.common.run_layout import BadName, input_prefix
 from mfscore.services.common.settings import Settings
-from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
+from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
 log = logging.getLogger("mfscore.services")
 MAX_BLOB_BYTES = 4 << 30   # the core checks each file's own limits (pixels, elements, JSON bytes) when it reads it
@@ -104,7 +104,7 @@ class JobScorer:
         return record_message(message, outcome, self.name, local_dir=directory)
 
 
-class Scorer(services_pb2_grpc.ScorerServicer):
+class Scorer(services_pb2_grpc.ScorerServiceServicer):
     """``Score``: one job of the pool's resource classes, now."""
 
     def __init__(self, handle: JobScorer, pool: ScorerPool):
@@ -112,15 +112,16 @@ class Scorer(services_pb2_grpc.ScorerServicer):
         self._pool = pool
 
     async def Score(self, request, context):
-        if request.task not in tasks.names() or tasks.get(request.task).resource not in self._pool.resources:
+        job = request.job
+        if job.task not in tasks.names() or tasks.get(job.task).resource not in self._pool.resources:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"the {self._pool.name} pool scores {', '.join(self._pool.resources)} jobs, "
-                                f"not a {request.task or 'task-less'} job")
+                                f"not a {job.task or 'task-less'} job")
         try:
-            check_inputs(request)
+            check_inputs(job)
         except JobRefused as refused:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.sentence())
-        return await self._handle(request)
+        return services_pb2.ScoreResponse(record=await self._handle(job))
 
 
 async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) -> None:
@@ -130,8 +131,8 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     keep_freed_memory()
     metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
-    server, port = await start_service_server([(services_pb2_grpc.add_ScorerServicer_to_server, Scorer(handle, pool),
-                                                "mfscore.v1.Scorer")], settings)
+    server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
+                                                Scorer(handle, pool), "mfscore.v1.ScorerService")], settings)
     nc, js = await connect(settings)
     health = asyncio.create_task(follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}"))
     try:

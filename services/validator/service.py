@@ -23,7 +23,7 @@ from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreUnavailable
 from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.settings import Settings
-from mfscore.services.wire import runs_pb2, services_pb2_grpc
+from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
 from mfscore.validation.submission import validate_submission
 
 log = logging.getLogger("mfscore.validator")
@@ -55,17 +55,18 @@ def validate_run(store: ObjectStore, work_dir: str, spec: runs_pb2.RunSpec) -> r
         return runs_pb2.ValidationReport(valid=validation.report.valid, findings=findings)
 
 
-class Validator(services_pb2_grpc.ValidatorServicer):
+class Validator(services_pb2_grpc.ValidatorServiceServicer):
     def __init__(self, store: ObjectStore, work_dir: str):
         self._store = store
         self._work_dir = work_dir
 
     async def Validate(self, request, context):
         try:
-            return await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run)
+            report = await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run)
         except ObjectStoreUnavailable as error:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the validator cannot read the run's tables now: "
                                                              f"{error.sentence()}")
+        return services_pb2.ValidateResponse(report=report)
 
 
 async def run_validator(settings: Settings, stop: asyncio.Event) -> None:
@@ -74,7 +75,7 @@ async def run_validator(settings: Settings, stop: asyncio.Event) -> None:
     metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
     servicer = Validator(ObjectStore(settings), settings.work_dir)
     server, port = await start_service_server(
-        [(services_pb2_grpc.add_ValidatorServicer_to_server, servicer, "mfscore.v1.Validator")], settings)
+        [(services_pb2_grpc.add_ValidatorServiceServicer_to_server, servicer, "mfscore.v1.ValidatorService")], settings)
     log.info("validator: gRPC on %d, metrics on %d", port, metrics_port)
     await stop.wait()
     await stop_grpc_server(server, grace=5)

@@ -20,6 +20,7 @@ class RunState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUN_STATE_DONE: _ClassVar[RunState]
     RUN_STATE_FAILED: _ClassVar[RunState]
     RUN_STATE_CREATED: _ClassVar[RunState]
+    RUN_STATE_CANCELLED: _ClassVar[RunState]
 RUN_STATE_UNSPECIFIED: RunState
 RUN_STATE_VALIDATING: RunState
 RUN_STATE_REJECTED: RunState
@@ -28,6 +29,7 @@ RUN_STATE_REPORTING: RunState
 RUN_STATE_DONE: RunState
 RUN_STATE_FAILED: RunState
 RUN_STATE_CREATED: RunState
+RUN_STATE_CANCELLED: RunState
 
 class RunSpec(_message.Message):
     __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation")
@@ -49,14 +51,8 @@ class RunSpec(_message.Message):
     skip_validation: bool
     def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ...) -> None: ...
 
-class RunRef(_message.Message):
-    __slots__ = ("run_id",)
-    RUN_ID_FIELD_NUMBER: _ClassVar[int]
-    run_id: str
-    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
-
 class RunStatus(_message.Message):
-    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json")
+    __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json", "jobs_planned", "jobs_received", "created_at")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +67,9 @@ class RunStatus(_message.Message):
     OWNER_FIELD_NUMBER: _ClassVar[int]
     OWNER_ROLE_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_JSON_FIELD_NUMBER: _ClassVar[int]
+    JOBS_PLANNED_FIELD_NUMBER: _ClassVar[int]
+    JOBS_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     task: str
     state: RunState
@@ -85,19 +84,10 @@ class RunStatus(_message.Message):
     owner: str
     owner_role: str
     provenance_json: str
-    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ..., provenance_json: _Optional[str] = ...) -> None: ...
-
-class ListRunsRequest(_message.Message):
-    __slots__ = ("state",)
-    STATE_FIELD_NUMBER: _ClassVar[int]
-    state: RunState
-    def __init__(self, state: _Optional[_Union[RunState, str]] = ...) -> None: ...
-
-class ListRunsResponse(_message.Message):
-    __slots__ = ("runs",)
-    RUNS_FIELD_NUMBER: _ClassVar[int]
-    runs: _containers.RepeatedCompositeFieldContainer[RunStatus]
-    def __init__(self, runs: _Optional[_Iterable[_Union[RunStatus, _Mapping]]] = ...) -> None: ...
+    jobs_planned: int
+    jobs_received: int
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, run_id: _Optional[str] = ..., task: _Optional[str] = ..., state: _Optional[_Union[RunState, str]] = ..., trials_planned: _Optional[int] = ..., trials_received: _Optional[int] = ..., message: _Optional[str] = ..., notes: _Optional[_Iterable[str]] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., validation: _Optional[_Union[ValidationReport, _Mapping]] = ..., trials_dead: _Optional[int] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ..., provenance_json: _Optional[str] = ..., jobs_planned: _Optional[int] = ..., jobs_received: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Finding(_message.Message):
     __slots__ = ("severity", "code", "message", "file", "line")
@@ -158,6 +148,82 @@ class UploadInputsResponse(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[DeclaredFile]
     def __init__(self, files: _Optional[_Iterable[_Union[DeclaredFile, _Mapping]]] = ...) -> None: ...
+
+class SubmitRunRequest(_message.Message):
+    __slots__ = ("spec",)
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    spec: RunSpec
+    def __init__(self, spec: _Optional[_Union[RunSpec, _Mapping]] = ...) -> None: ...
+
+class SubmitRunResponse(_message.Message):
+    __slots__ = ("run",)
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: RunStatus
+    def __init__(self, run: _Optional[_Union[RunStatus, _Mapping]] = ...) -> None: ...
+
+class GetRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class GetRunResponse(_message.Message):
+    __slots__ = ("run",)
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: RunStatus
+    def __init__(self, run: _Optional[_Union[RunStatus, _Mapping]] = ...) -> None: ...
+
+class WatchRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class WatchRunResponse(_message.Message):
+    __slots__ = ("run",)
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: RunStatus
+    def __init__(self, run: _Optional[_Union[RunStatus, _Mapping]] = ...) -> None: ...
+
+class ListRunsRequest(_message.Message):
+    __slots__ = ("state", "page_size", "page_token")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    state: RunState
+    page_size: int
+    page_token: str
+    def __init__(self, state: _Optional[_Union[RunState, str]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRunsResponse(_message.Message):
+    __slots__ = ("runs", "next_page_token")
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runs: _containers.RepeatedCompositeFieldContainer[RunStatus]
+    next_page_token: str
+    def __init__(self, runs: _Optional[_Iterable[_Union[RunStatus, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CancelRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class CancelRunResponse(_message.Message):
+    __slots__ = ("run",)
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    run: RunStatus
+    def __init__(self, run: _Optional[_Union[RunStatus, _Mapping]] = ...) -> None: ...
+
+class DeleteRunRequest(_message.Message):
+    __slots__ = ("run_id",)
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    def __init__(self, run_id: _Optional[str] = ...) -> None: ...
+
+class DeleteRunResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class FetchReportRequest(_message.Message):
     __slots__ = ("run_id",)

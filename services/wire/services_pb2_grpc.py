@@ -3,8 +3,7 @@
 import grpc
 import warnings
 
-from mfscore.services.wire import jobs_pb2 as mfscore_dot_v1_dot_jobs__pb2
-from mfscore.services.wire import records_pb2 as mfscore_dot_v1_dot_records__pb2
+from mfscore.services.wire import results_pb2 as mfscore_dot_v1_dot_results__pb2
 from mfscore.services.wire import runs_pb2 as mfscore_dot_v1_dot_runs__pb2
 from mfscore.services.wire import services_pb2 as mfscore_dot_v1_dot_services__pb2
 
@@ -28,9 +27,9 @@ if _version_not_supported:
     )
 
 
-class ValidatorStub:
-    """The validator: a submission's tables checked against the index before anything is queued.
-    buf:lint:ignore SERVICE_SUFFIX
+class ValidatorServiceStub:
+    """The validator: a submission's tables checked against the index before anything is queued (roles service and
+    operator).
     """
 
     def __init__(self, channel):
@@ -40,44 +39,43 @@ class ValidatorStub:
             channel: A grpc.Channel.
         """
         self.Validate = channel.unary_unary(
-                '/mfscore.v1.Validator/Validate',
+                '/mfscore.v1.ValidatorService/Validate',
                 request_serializer=mfscore_dot_v1_dot_services__pb2.ValidateRequest.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.ValidationReport.FromString,
+                response_deserializer=mfscore_dot_v1_dot_services__pb2.ValidateResponse.FromString,
                 _registered_method=True)
 
 
-class ValidatorServicer:
-    """The validator: a submission's tables checked against the index before anything is queued.
-    buf:lint:ignore SERVICE_SUFFIX
+class ValidatorServiceServicer:
+    """The validator: a submission's tables checked against the index before anything is queued (roles service and
+    operator).
     """
 
     def Validate(self, request, context):
-        """Check a submission before anything is queued.
-        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        """Check a submission; a rejected one never reaches a queue.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_ValidatorServicer_to_server(servicer, server):
+def add_ValidatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Validate': grpc.unary_unary_rpc_method_handler(
                     servicer.Validate,
                     request_deserializer=mfscore_dot_v1_dot_services__pb2.ValidateRequest.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.ValidationReport.SerializeToString,
+                    response_serializer=mfscore_dot_v1_dot_services__pb2.ValidateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'mfscore.v1.Validator', rpc_method_handlers)
+            'mfscore.v1.ValidatorService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('mfscore.v1.Validator', rpc_method_handlers)
+    server.add_registered_method_handlers('mfscore.v1.ValidatorService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Validator:
-    """The validator: a submission's tables checked against the index before anything is queued.
-    buf:lint:ignore SERVICE_SUFFIX
+class ValidatorService:
+    """The validator: a submission's tables checked against the index before anything is queued (roles service and
+    operator).
     """
 
     @staticmethod
@@ -94,9 +92,9 @@ class Validator:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Validator/Validate',
+            '/mfscore.v1.ValidatorService/Validate',
             mfscore_dot_v1_dot_services__pb2.ValidateRequest.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.ValidationReport.FromString,
+            mfscore_dot_v1_dot_services__pb2.ValidateResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -108,10 +106,9 @@ class Validator:
             _registered_method=True)
 
 
-class ScorerStub:
-    """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
-    pools through NATS JetStream).
-    buf:lint:ignore SERVICE_SUFFIX
+class ScorerServiceStub:
+    """Every scorer pool serves it (roles service and operator): score one job now, for other systems; the cluster feeds
+    the pools through NATS JetStream instead.
     """
 
     def __init__(self, channel):
@@ -121,46 +118,43 @@ class ScorerStub:
             channel: A grpc.Channel.
         """
         self.Score = channel.unary_unary(
-                '/mfscore.v1.Scorer/Score',
-                request_serializer=mfscore_dot_v1_dot_jobs__pb2.Job.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_records__pb2.TrialRecord.FromString,
+                '/mfscore.v1.ScorerService/Score',
+                request_serializer=mfscore_dot_v1_dot_services__pb2.ScoreRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_services__pb2.ScoreResponse.FromString,
                 _registered_method=True)
 
 
-class ScorerServicer:
-    """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
-    pools through NATS JetStream).
-    buf:lint:ignore SERVICE_SUFFIX
+class ScorerServiceServicer:
+    """Every scorer pool serves it (roles service and operator): score one job now, for other systems; the cluster feeds
+    the pools through NATS JetStream instead.
     """
 
     def Score(self, request, context):
-        """buf:lint:ignore RPC_REQUEST_STANDARD_NAME
-        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        """Score one job of the pool's resource classes; INVALID_ARGUMENT for a job of another class or outside its run.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_ScorerServicer_to_server(servicer, server):
+def add_ScorerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Score': grpc.unary_unary_rpc_method_handler(
                     servicer.Score,
-                    request_deserializer=mfscore_dot_v1_dot_jobs__pb2.Job.FromString,
-                    response_serializer=mfscore_dot_v1_dot_records__pb2.TrialRecord.SerializeToString,
+                    request_deserializer=mfscore_dot_v1_dot_services__pb2.ScoreRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_services__pb2.ScoreResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'mfscore.v1.Scorer', rpc_method_handlers)
+            'mfscore.v1.ScorerService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('mfscore.v1.Scorer', rpc_method_handlers)
+    server.add_registered_method_handlers('mfscore.v1.ScorerService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Scorer:
-    """Every scorer pool serves it: score one job now (for other systems; the cluster feeds the
-    pools through NATS JetStream).
-    buf:lint:ignore SERVICE_SUFFIX
+class ScorerService:
+    """Every scorer pool serves it (roles service and operator): score one job now, for other systems; the cluster feeds
+    the pools through NATS JetStream instead.
     """
 
     @staticmethod
@@ -177,9 +171,9 @@ class Scorer:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Scorer/Score',
-            mfscore_dot_v1_dot_jobs__pb2.Job.SerializeToString,
-            mfscore_dot_v1_dot_records__pb2.TrialRecord.FromString,
+            '/mfscore.v1.ScorerService/Score',
+            mfscore_dot_v1_dot_services__pb2.ScoreRequest.SerializeToString,
+            mfscore_dot_v1_dot_services__pb2.ScoreResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -191,9 +185,10 @@ class Scorer:
             _registered_method=True)
 
 
-class AggregatorStub:
-    """A run from its creation to its reports: the API of the cluster.
-    buf:lint:ignore SERVICE_SUFFIX
+class AggregatorServiceStub:
+    """The aggregator: a run from its creation to its reports, the API of the cluster (roles client and operator). A
+    caller sees its own runs; another caller's run is NOT_FOUND to every call, as a run that never was (an operator
+    sees every run, but uploads into and submits only its own).
     """
 
     def __init__(self, channel):
@@ -203,45 +198,61 @@ class AggregatorStub:
             channel: A grpc.Channel.
         """
         self.CreateRun = channel.unary_unary(
-                '/mfscore.v1.Aggregator/CreateRun',
+                '/mfscore.v1.AggregatorService/CreateRun',
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
                 _registered_method=True)
         self.UploadInputs = channel.stream_unary(
-                '/mfscore.v1.Aggregator/UploadInputs',
+                '/mfscore.v1.AggregatorService/UploadInputs',
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsResponse.FromString,
                 _registered_method=True)
         self.SubmitRun = channel.unary_unary(
-                '/mfscore.v1.Aggregator/SubmitRun',
-                request_serializer=mfscore_dot_v1_dot_runs__pb2.RunSpec.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
+                '/mfscore.v1.AggregatorService/SubmitRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.SubmitRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.SubmitRunResponse.FromString,
                 _registered_method=True)
         self.GetRun = channel.unary_unary(
-                '/mfscore.v1.Aggregator/GetRun',
-                request_serializer=mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
+                '/mfscore.v1.AggregatorService/GetRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.GetRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.GetRunResponse.FromString,
                 _registered_method=True)
         self.WatchRun = channel.unary_stream(
-                '/mfscore.v1.Aggregator/WatchRun',
-                request_serializer=mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
-                _registered_method=True)
-        self.FetchReport = channel.unary_stream(
-                '/mfscore.v1.Aggregator/FetchReport',
-                request_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
-                response_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
+                '/mfscore.v1.AggregatorService/WatchRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.WatchRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.WatchRunResponse.FromString,
                 _registered_method=True)
         self.ListRuns = channel.unary_unary(
-                '/mfscore.v1.Aggregator/ListRuns',
+                '/mfscore.v1.AggregatorService/ListRuns',
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.ListRunsRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_runs__pb2.ListRunsResponse.FromString,
                 _registered_method=True)
+        self.CancelRun = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/CancelRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.CancelRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.CancelRunResponse.FromString,
+                _registered_method=True)
+        self.DeleteRun = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/DeleteRun',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.DeleteRunRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.DeleteRunResponse.FromString,
+                _registered_method=True)
+        self.FetchReport = channel.unary_stream(
+                '/mfscore.v1.AggregatorService/FetchReport',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
+                _registered_method=True)
+        self.GetResults = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/GetResults',
+                request_serializer=mfscore_dot_v1_dot_results__pb2.GetResultsRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_results__pb2.GetResultsResponse.FromString,
+                _registered_method=True)
 
 
-class AggregatorServicer:
-    """A run from its creation to its reports: the API of the cluster.
-    buf:lint:ignore SERVICE_SUFFIX
+class AggregatorServiceServicer:
+    """The aggregator: a run from its creation to its reports, the API of the cluster (roles client and operator). A
+    caller sees its own runs; another caller's run is NOT_FOUND to every call, as a run that never was (an operator
+    sees every run, but uploads into and submits only its own).
     """
 
     def CreateRun(self, request, context):
@@ -261,9 +272,6 @@ class AggregatorServicer:
 
     def SubmitRun(self, request, context):
         """Validate, plan and queue a created run whose inputs are uploaded; returns at once.
-        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
-        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -271,19 +279,36 @@ class AggregatorServicer:
 
     def GetRun(self, request, context):
         """The run's status now.
-        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
-        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def WatchRun(self, request, context):
-        """One status now, then one per change, until the run is DONE, REJECTED or FAILED.
-        buf:lint:ignore RPC_REQUEST_STANDARD_NAME
-        buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
-        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+        """One status now, then one per change, until the run is DONE, REJECTED, FAILED or CANCELLED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRuns(self, request, context):
+        """A page of the runs the caller may see (its own; an operator's, every run), oldest created first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelRun(self, request, context):
+        """Stop a run that has not ended: it becomes CANCELLED, its queued jobs are dropped and records arriving later are
+        ignored. FAILED_PRECONDITION for a run that has ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteRun(self, request, context):
+        """Remove a run that has ended now: its state, its reports and every object stored for it, as retention does
+        after the retention period. FAILED_PRECONDITION for a run that has not ended (cancel it first).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -297,15 +322,16 @@ class AggregatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ListRuns(self, request, context):
-        """The runs the caller may see (its own; an operator's, every run), oldest first.
+    def GetResults(self, request, context):
+        """A finished run's results as typed messages, read from its sealed <prefix>_results.json (DATA_LOSS if that
+        file no longer matches its recorded digest). FAILED_PRECONDITION for a run that is not DONE.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
 
-def add_AggregatorServicer_to_server(servicer, server):
+def add_AggregatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'CreateRun': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateRun,
@@ -319,40 +345,56 @@ def add_AggregatorServicer_to_server(servicer, server):
             ),
             'SubmitRun': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitRun,
-                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunSpec.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.SerializeToString,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.SubmitRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.SubmitRunResponse.SerializeToString,
             ),
             'GetRun': grpc.unary_unary_rpc_method_handler(
                     servicer.GetRun,
-                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunRef.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.SerializeToString,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.GetRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.GetRunResponse.SerializeToString,
             ),
             'WatchRun': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchRun,
-                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.RunRef.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.RunStatus.SerializeToString,
-            ),
-            'FetchReport': grpc.unary_stream_rpc_method_handler(
-                    servicer.FetchReport,
-                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.FromString,
-                    response_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.SerializeToString,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.WatchRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.WatchRunResponse.SerializeToString,
             ),
             'ListRuns': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRuns,
                     request_deserializer=mfscore_dot_v1_dot_runs__pb2.ListRunsRequest.FromString,
                     response_serializer=mfscore_dot_v1_dot_runs__pb2.ListRunsResponse.SerializeToString,
             ),
+            'CancelRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelRun,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.CancelRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.CancelRunResponse.SerializeToString,
+            ),
+            'DeleteRun': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRun,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.DeleteRunRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.DeleteRunResponse.SerializeToString,
+            ),
+            'FetchReport': grpc.unary_stream_rpc_method_handler(
+                    servicer.FetchReport,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.SerializeToString,
+            ),
+            'GetResults': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetResults,
+                    request_deserializer=mfscore_dot_v1_dot_results__pb2.GetResultsRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_results__pb2.GetResultsResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
-            'mfscore.v1.Aggregator', rpc_method_handlers)
+            'mfscore.v1.AggregatorService', rpc_method_handlers)
     server.add_generic_rpc_handlers((generic_handler,))
-    server.add_registered_method_handlers('mfscore.v1.Aggregator', rpc_method_handlers)
+    server.add_registered_method_handlers('mfscore.v1.AggregatorService', rpc_method_handlers)
 
 
  # This class is part of an EXPERIMENTAL API.
-class Aggregator:
-    """A run from its creation to its reports: the API of the cluster.
-    buf:lint:ignore SERVICE_SUFFIX
+class AggregatorService:
+    """The aggregator: a run from its creation to its reports, the API of the cluster (roles client and operator). A
+    caller sees its own runs; another caller's run is NOT_FOUND to every call, as a run that never was (an operator
+    sees every run, but uploads into and submits only its own).
     """
 
     @staticmethod
@@ -369,7 +411,7 @@ class Aggregator:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Aggregator/CreateRun',
+            '/mfscore.v1.AggregatorService/CreateRun',
             mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
             mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
             options,
@@ -396,7 +438,7 @@ class Aggregator:
         return grpc.experimental.stream_unary(
             request_iterator,
             target,
-            '/mfscore.v1.Aggregator/UploadInputs',
+            '/mfscore.v1.AggregatorService/UploadInputs',
             mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.SerializeToString,
             mfscore_dot_v1_dot_runs__pb2.UploadInputsResponse.FromString,
             options,
@@ -423,9 +465,9 @@ class Aggregator:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Aggregator/SubmitRun',
-            mfscore_dot_v1_dot_runs__pb2.RunSpec.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
+            '/mfscore.v1.AggregatorService/SubmitRun',
+            mfscore_dot_v1_dot_runs__pb2.SubmitRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.SubmitRunResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -450,9 +492,9 @@ class Aggregator:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Aggregator/GetRun',
-            mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
+            '/mfscore.v1.AggregatorService/GetRun',
+            mfscore_dot_v1_dot_runs__pb2.GetRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.GetRunResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -477,36 +519,9 @@ class Aggregator:
         return grpc.experimental.unary_stream(
             request,
             target,
-            '/mfscore.v1.Aggregator/WatchRun',
-            mfscore_dot_v1_dot_runs__pb2.RunRef.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.RunStatus.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def FetchReport(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/mfscore.v1.Aggregator/FetchReport',
-            mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
-            mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
+            '/mfscore.v1.AggregatorService/WatchRun',
+            mfscore_dot_v1_dot_runs__pb2.WatchRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.WatchRunResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -531,9 +546,117 @@ class Aggregator:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/mfscore.v1.Aggregator/ListRuns',
+            '/mfscore.v1.AggregatorService/ListRuns',
             mfscore_dot_v1_dot_runs__pb2.ListRunsRequest.SerializeToString,
             mfscore_dot_v1_dot_runs__pb2.ListRunsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/CancelRun',
+            mfscore_dot_v1_dot_runs__pb2.CancelRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.CancelRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRun(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/DeleteRun',
+            mfscore_dot_v1_dot_runs__pb2.DeleteRunRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.DeleteRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/FetchReport',
+            mfscore_dot_v1_dot_runs__pb2.FetchReportRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.FetchReportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetResults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/GetResults',
+            mfscore_dot_v1_dot_results__pb2.GetResultsRequest.SerializeToString,
+            mfscore_dot_v1_dot_results__pb2.GetResultsResponse.FromString,
             options,
             channel_credentials,
             insecure,

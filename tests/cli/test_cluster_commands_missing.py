@@ -14,7 +14,8 @@ import pytest
 
 from mfscore.cli.main import CLUSTER_COMMANDS, command_names, main
 
-EXTRAS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "local-cluster": "cluster,local"}
+EXTRAS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster", "delete": "cluster",
+          "local-cluster": "cluster,local"}
 
 
 @pytest.fixture(params=["without grpc", "without the entry point"])
@@ -27,7 +28,7 @@ def base_install(request, monkeypatch):
 
 
 @pytest.mark.parametrize("argv", [["submit", "mask", "--refDir", "r"], ["serve", "aggregator"], ["report", "--list"],
-                                  ["local-cluster", "up"], ["submit"]])
+                                  ["local-cluster", "up"], ["submit"], ["cancel", "abc"], ["delete", "abc"]])
 def test_a_cluster_command_says_what_to_install(base_install, argv, capsys):
     status = main(argv)
     captured = capsys.readouterr()
@@ -42,8 +43,8 @@ def test_the_help_says_it_too(base_install, capsys):
         main(["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert exit.value.code == 0
-    assert "The distributed mode (serve, submit, report, local-cluster) is not installed: pip install " \
-           "'mfscore[cluster]'." in out
+    assert "The distributed mode (serve, submit, report, cancel, delete, local-cluster) is not installed: pip " \
+           "install 'mfscore[cluster]'." in out
     assert not set(CLUSTER_COMMANDS) & set(command_names())
 
 

@@ -75,9 +75,9 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         spec = runs_pb2.RunSpec(task=task.name, options=encode(relocated(options, inputs, {n: n for n in inputs.roots})),
                                 tables=tables, input_prefix=prefix, output_name="x", run_id=run_id)
         with config.channel() as channel:
-            stub = services_pb2_grpc.AggregatorStub(channel)
-            stub.SubmitRun(spec, timeout=30)
-            planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
+            stub = services_pb2_grpc.AggregatorServiceStub(channel)
+            stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=30)
+            planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run).state
                                == State.RUN_STATE_SCORING and s, "the run to be planned")
         assert planned.trials_planned > 0 and planned.trials_received == 0
         stop(aggregator, signal.SIGKILL)
@@ -93,8 +93,8 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         commands.wait_healthy(restarted[1])
 
         with config.channel() as channel:
-            stub = services_pb2_grpc.AggregatorStub(channel)
-            done = wait_for(lambda: (s := stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5)).state
+            stub = services_pb2_grpc.AggregatorServiceStub(channel)
+            done = wait_for(lambda: (s := stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run).state
                             in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and s, "the run to finish")
         assert done.state == State.RUN_STATE_DONE, done.message
         assert done.trials_received == planned.trials_planned

@@ -182,14 +182,14 @@ def test_the_validator_runs_the_embedded_checks_and_names_the_files_by_key(datas
     assert "ref/journals/J0000.json" in run.tables and f"sys/json/{NOT_JSON}.json" not in run.tables
     spec = run.spec()
     with config.channel(config.validator_address) as channel:
-        validator = services_pb2_grpc.ValidatorStub(channel)
-        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
+        validator = services_pb2_grpc.ValidatorServiceStub(channel)
+        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60).report
         assert report.valid and not report.findings
         rows = (dataset.root / "system" / "system.csv").read_text().splitlines()
         fewer = tmp_path / "fewer.csv"
         fewer.write_text("\n".join(r for r in rows if "P00012" not in r) + "\n")
         upload_files(config, run.run_id, [(str(fewer), "sys/system.csv")])  # the run is not submitted: replaced
-        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60)
+        report = validator.Validate(services_pb2.ValidateRequest(run=spec), timeout=60).report
         assert not report.valid and [f.code for f in report.findings] == ["run.inputs"]
         sentence = "sys/system.csv: the system output lacks the index probe(s) P00012"
         assert report.findings[0].message == sentence
@@ -217,11 +217,11 @@ def test_provenance_scorer_scores_one_trial_as_the_core_does(task_name, dataset,
              (jobs[f"json/{MISSING}.json"], "does not exist"), (jobs[f"json/{NOT_JSON}.json"], "not valid JSON"),
              (replace(p2, work=replace(p2.work, max_json_bytes=1000)), "more than the limit of 1000")]
     with config.channel(scorer_address(config)) as channel:
-        stub = services_pb2_grpc.ScorerStub(channel)
+        stub = services_pb2_grpc.ScorerServiceStub(channel)
 
         def score(job, **blobs):
             wire = run.wire(job, **blobs)
-            reply = stub.Score(wire, timeout=30)
+            reply = stub.Score(services_pb2.ScoreRequest(job=wire), timeout=30).record
             assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
                 run.run_id, task_name, job.key, "provenance-scorer", "")
             return outcome(task, reply)
@@ -250,4 +250,4 @@ def test_provenance_scorer_scores_one_trial_as_the_core_does(task_name, dataset,
         bad = run.wire(first)
         bad.work = b"{}"  # not the task's work
         with pytest.raises(grpc.RpcError):
-            stub.Score(bad, timeout=30)
+            stub.Score(services_pb2.ScoreRequest(job=bad), timeout=30)

@@ -24,15 +24,16 @@ from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.video import sample_video_dataset
 from mfscore.services.commands.local_cluster import add_caller
+from mfscore.services.commands.report import list_runs
 from mfscore.services.commands.submit import localize
 from mfscore.services.common.messages import job_key, outcome
-from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
+from mfscore.services.wire import results_pb2, runs_pb2, services_pb2, services_pb2_grpc
 from mfscore.tasks.base import key_of
 
 pytestmark = pytest.mark.integration
 
-SERVICE_NAMES = {"validator": "Validator", "aggregator": "Aggregator", "mask-scorer": "Scorer",
-                 "provenance-scorer": "Scorer"}
+SERVICE_NAMES = {"validator": "ValidatorService", "aggregator": "AggregatorService", "mask-scorer": "ScorerService",
+                 "provenance-scorer": "ScorerService"}
 
 
 def address(config, service: str) -> str:
@@ -86,7 +87,7 @@ def uploaded_masks(mask_data, local_cluster):
 def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_cluster):
     _, config = local_cluster
     with config.channel(address(config, "mask-scorer")) as channel:
-        stub = services_pb2_grpc.ScorerStub(channel)
+        stub = services_pb2_grpc.ScorerServiceStub(channel)
         for run in uploaded_masks:
             task = run.task
             scored = [job for job in run.plan.jobs if all(task.blobs(job.work).values())]
@@ -94,7 +95,7 @@ def test_mask_scorer_scores_one_job_as_the_core_does(uploaded_masks, local_clust
             for planned in (scored[0], scored[-1]):
                 message = run.wire(planned)
                 assert message.work != encode(planned.work)  # the keys, not the local paths
-                reply = stub.Score(message, timeout=30)
+                reply = stub.Score(services_pb2.ScoreRequest(job=message), timeout=30).record
                 expected = task.score(planned.work)
                 assert (reply.run_id, reply.task, job_key(reply.key), reply.scorer, reply.error) == (
                     run.run_id, "mask", planned.key, "mask-scorer", "")
@@ -110,7 +111,8 @@ def test_a_missing_object_is_the_cores_does_not_exist_problem(uploaded_masks, lo
     planned = next(job for job in run.plan.jobs if all(task.blobs(job.work).values()))
     absent = os.path.join(run.roots["sys"], "mask", "absent.png")
     with config.channel(address(config, "mask-scorer")) as channel:
-        reply = services_pb2_grpc.ScorerStub(channel).Score(run.wire(planned, system="sys/mask/absent.png"), timeout=30)
+        reply = services_pb2_grpc.ScorerServiceStub(channel).Score(
+            services_pb2.ScoreRequest(job=run.wire(planned, system="sys/mask/absent.png")), timeout=30).record
     got = outcome(task, reply)
     expected = task.score(dataclasses.replace(planned.work, system_path=absent))
     assert isinstance(got, Problem) and isinstance(expected, Problem) and not reply.error
@@ -127,7 +129,7 @@ def test_a_job_naming_no_task_is_refused(uploaded_masks, local_cluster):
     message.task = "no-such-task"
     with config.channel(address(config, "mask-scorer")) as channel:
         with pytest.raises(grpc.RpcError) as error:
-            services_pb2_grpc.ScorerStub(channel).Score(message, timeout=30)
+            services_pb2_grpc.ScorerServiceStub(channel).Score(services_pb2.ScoreRequest(job=message), timeout=30)
     assert "no-such-task" in (error.value.details() or "")
 
 
@@ -139,9 +141,9 @@ def test_the_mask_scorer_pool_scores_a_video_spatial_job_as_the_core_does(tmp_pa
     assert task.resource == "video"
     said = {"scored": 0, "problem": 0}
     with config.channel(address(config, "mask-scorer")) as channel:
-        stub = services_pb2_grpc.ScorerStub(channel)
+        stub = services_pb2_grpc.ScorerServiceStub(channel)
         for planned in run.plan.jobs:
-            reply = stub.Score(run.wire(planned), timeout=60)
+            reply = stub.Score(services_pb2.ScoreRequest(job=run.wire(planned)), timeout=60).record
             assert (reply.task, job_key(reply.key), reply.error) == ("video-spatial", planned.key, "")
             got, expected = outcome(task, reply), task.score(planned.work)
             assert same_outcome(got, expected, run.roots), planned.work.probe_id
@@ -153,16 +155,16 @@ def test_validator_accepts_and_rejects(uploaded_masks, local_cluster):
     _, config = local_cluster
     run = uploaded_masks[0]
     with config.channel(config.validator_address) as channel:
-        validator = services_pb2_grpc.ValidatorStub(channel)
-        report = validator.Validate(services_pb2.ValidateRequest(run=run.spec()), timeout=30)
+        validator = services_pb2_grpc.ValidatorServiceStub(channel)
+        report = validator.Validate(services_pb2.ValidateRequest(run=run.spec()), timeout=30).report
         assert report.valid, [f.message for f in report.findings]
         absent = os.path.join(run.roots["sys"], "absent.csv")
         report = validator.Validate(services_pb2.ValidateRequest(
-            run=run.spec(dataclasses.replace(run.options, system=absent))), timeout=30)
+            run=run.spec(dataclasses.replace(run.options, system=absent))), timeout=30).report
         assert not report.valid and any("absent.csv" in f.message for f in report.findings)
         assert [f.file for f in report.findings if "absent.csv" in f.message] == ["sys/absent.csv"]
         unfetched = run.spec(tables=[])  # no table fetched: each missing one named by its key in the upload
-        report = validator.Validate(services_pb2.ValidateRequest(run=unfetched), timeout=30)
+        report = validator.Validate(services_pb2.ValidateRequest(run=unfetched), timeout=30).report
         assert not report.valid
         assert [(f.code, f.file) for f in report.findings] == [
             ("files.missing_system", key_of(run.options.system, run.roots, what="")),
@@ -172,10 +174,11 @@ def test_validator_accepts_and_rejects(uploaded_masks, local_cluster):
 def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
     _, config = local_cluster
     with config.channel() as channel:
-        stub = services_pb2_grpc.AggregatorStub(channel)
-        for call in (lambda: stub.GetRun(runs_pb2.RunRef(run_id="no-such-run"), timeout=5),
+        stub = services_pb2_grpc.AggregatorServiceStub(channel)
+        for call in (lambda: stub.GetRun(runs_pb2.GetRunRequest(run_id="no-such-run"), timeout=5).run,
                      lambda: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id="no-such-run"), timeout=5)),
-                     lambda: stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id="no-such-run"), timeout=5)):
+                     lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
+                         task="mask", run_id="no-such-run")), timeout=5)):
             with pytest.raises(grpc.RpcError) as error:
                 call()
             assert error.value.code() == grpc.StatusCode.NOT_FOUND
@@ -196,14 +199,15 @@ def test_aggregator_answers_unknown_and_bad_runs(local_cluster):
                 "is not a file name", "is not a task", "more than the limit", "its own prefix",
                 "not a relative path of plain names", "the run's options: ", "(option ref_dir)", "(option precision)")):
             with pytest.raises(grpc.RpcError) as error:
-                stub.SubmitRun(spec, timeout=10)
+                stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=10)
             assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT and said in error.value.details()
         huge = runs_pb2.RunSpec(task="mask", run_id=created[0].run_id, options=b"{" + b" " * (2 << 20) + b"}")
         with pytest.raises(grpc.RpcError) as error:
-            stub.SubmitRun(huge, timeout=10)
+            stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=huge), timeout=10)
         assert error.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # gRPC's own limit, before the servicer
         for c in created:  # nothing recorded: each run is still only created
-            assert stub.GetRun(runs_pb2.RunRef(run_id=c.run_id), timeout=5).state == runs_pb2.RUN_STATE_CREATED
+            status = stub.GetRun(runs_pb2.GetRunRequest(run_id=c.run_id), timeout=5).run
+            assert status.state == runs_pb2.RUN_STATE_CREATED
 
 
 def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster, monkeypatch, capsys):
@@ -212,33 +216,36 @@ def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster,
     bob = dataclasses.replace(config, token=add_caller(config, "bob", "client"))
     time.sleep(1.5)  # the services read the tokens file again within a second
     with alice.channel() as channel:
-        stub = services_pb2_grpc.AggregatorStub(channel)
+        stub = services_pb2_grpc.AggregatorServiceStub(channel)
         run_id = stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=10).run_id
         spec = runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x", input_prefix=f"runs/{run_id}/inputs/",
                                 submitted_by="mallory", options=mask_options())
-        status = stub.SubmitRun(spec, timeout=10)
+        status = stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=10).run
         assert (status.owner, status.owner_role) == ("alice", "client")
-        ref = runs_pb2.RunRef(run_id=run_id)
-        assert stub.GetRun(ref, timeout=5).run_id == run_id
+        ref = runs_pb2.GetRunRequest(run_id=run_id)
+        assert stub.GetRun(ref, timeout=5).run.run_id == run_id
     with bob.channel() as channel:
-        stub = services_pb2_grpc.AggregatorStub(channel)
-        for call in (stub.GetRun, lambda r, timeout: list(stub.WatchRun(r, timeout=timeout)),
+        stub = services_pb2_grpc.AggregatorServiceStub(channel)
+        for call in (stub.GetRun,
+                     lambda r, timeout: list(stub.WatchRun(runs_pb2.WatchRunRequest(run_id=r.run_id), timeout=timeout)),
                      lambda r, timeout: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id=r.run_id),
                                                               timeout=timeout)),
-                     lambda r, timeout: stub.SubmitRun(spec, timeout=timeout),
+                     lambda r, timeout: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=timeout),
+                     lambda r, timeout: stub.CancelRun(runs_pb2.CancelRunRequest(run_id=r.run_id), timeout=timeout),
+                     lambda r, timeout: stub.DeleteRun(runs_pb2.DeleteRunRequest(run_id=r.run_id), timeout=timeout),
+                     lambda r, timeout: stub.GetResults(results_pb2.GetResultsRequest(run_id=r.run_id), timeout=timeout),
                      lambda r, timeout: stub.UploadInputs(iter([runs_pb2.UploadInputsRequest(run_id=r.run_id)]),
                                                           timeout=timeout)):
             with pytest.raises(grpc.RpcError) as error:
                 call(ref, timeout=5)
             assert error.value.code() == grpc.StatusCode.NOT_FOUND
-        assert run_id not in {s.run_id for s in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
+        assert run_id not in {s.run_id for s in list_runs(stub)}
         with pytest.raises(grpc.RpcError) as error:
-            services_pb2_grpc.ValidatorStub(bob.channel(config.validator_address)).Validate(
+            services_pb2_grpc.ValidatorServiceStub(bob.channel(config.validator_address)).Validate(
                 services_pb2.ValidateRequest(run=spec), timeout=5)
         assert error.value.code() == grpc.StatusCode.PERMISSION_DENIED
     with config.channel() as channel:  # the cluster file's token is its operator's
-        listed = {s.run_id: s for s in services_pb2_grpc.AggregatorStub(channel).ListRuns(
-            runs_pb2.ListRunsRequest(), timeout=5).runs}
+        listed = {s.run_id: s for s in list_runs(services_pb2_grpc.AggregatorServiceStub(channel))}
         assert listed[run_id].owner == "alice"
     for who, sees in ((alice, True), (bob, False)):  # 'mfscore report --list' with the caller's MFSCORE_TOKEN
         monkeypatch.setenv("MFSCORE_TOKEN", who.token)
@@ -249,7 +256,7 @@ def test_a_caller_sees_only_its_own_runs_and_an_operator_sees_all(local_cluster,
         assert any(line.split()[0] == run_id and "alice" in line.split() for line in lines[1:]) == sees
     with grpc.insecure_channel(config.aggregator_address) as channel:
         with pytest.raises(grpc.RpcError) as error:
-            services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
+            services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
         assert error.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 

@@ -29,13 +29,14 @@ from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_
 
 pytestmark = pytest.mark.integration
 
-SCORER = services_pb2.DESCRIPTOR.services_by_name["Scorer"].full_name
+SCORER = services_pb2.DESCRIPTOR.services_by_name["ScorerService"].full_name
 SERVICE, CLIENT, STRANGER = new_token(), new_token(), new_token()
 CALLERS = Callers.of_tokens({SERVICE: Caller("aggregator", "service"), CLIENT: Caller("alice", "client")})
-JOB = jobs_pb2.Job(run_id="r1", task="mask", key=jobs_pb2.JobKey(query=0, role="probe", ordinal=1), work=b"{}")
+JOB = services_pb2.ScoreRequest(job=jobs_pb2.Job(run_id="r1", task="mask", key=jobs_pb2.JobKey(query=0, role="probe",
+                                                                                                 ordinal=1), work=b"{}"))
 
 
-class CountingScorer(services_pb2_grpc.ScorerServicer):
+class CountingScorer(services_pb2_grpc.ScorerServiceServicer):
     """Answers every job, counting the calls that reached it and who made them."""
 
     def __init__(self):
@@ -43,11 +44,12 @@ class CountingScorer(services_pb2_grpc.ScorerServicer):
 
     async def Score(self, request, context):
         self.callers.append(auth.caller())
-        return records_pb2.TrialRecord(run_id=request.run_id, key=request.key, scorer="counting")
+        return services_pb2.ScoreResponse(record=records_pb2.TrialRecord(run_id=request.job.run_id, key=request.job.key,
+                                                                          scorer="counting"))
 
 
 async def serving(scorer, **options):
-    return await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, scorer, SCORER)], port=0,
+    return await start_grpc_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server, scorer, SCORER)], port=0,
                                    host="127.0.0.1", callers=CALLERS, **options)
 
 
@@ -67,16 +69,16 @@ def test_every_method_but_health_needs_a_known_token_of_an_allowed_role():
             async with aio_client_channel(address) as anonymous:
                 reply = await health_pb2_grpc.HealthStub(anonymous).Check(health_pb2.HealthCheckRequest())
                 assert reply.status == health_pb2.HealthCheckResponse.SERVING
-                code, details = await code_of(services_pb2_grpc.ScorerStub(anonymous).Score(JOB))
+                code, details = await code_of(services_pb2_grpc.ScorerServiceStub(anonymous).Score(JOB))
                 assert code == grpc.StatusCode.UNAUTHENTICATED and "bearer token" in details
             for token, expected in ((STRANGER, grpc.StatusCode.UNAUTHENTICATED),
                                     (CLIENT, grpc.StatusCode.PERMISSION_DENIED)):
                 async with aio_client_channel(address, token=token) as channel:
-                    code, details = await code_of(services_pb2_grpc.ScorerStub(channel).Score(JOB))
+                    code, details = await code_of(services_pb2_grpc.ScorerServiceStub(channel).Score(JOB))
                     assert code == expected and token not in details
             async with aio_client_channel(address, token=SERVICE) as channel:
-                reply = await services_pb2_grpc.ScorerStub(channel).Score(JOB)
-                assert reply.scorer == "counting"
+                reply = await services_pb2_grpc.ScorerServiceStub(channel).Score(JOB)
+                assert reply.record.scorer == "counting"
         finally:
             await server.stop(None)
 
@@ -108,8 +110,9 @@ def test_a_request_over_the_limit_never_reaches_the_servicer():
         server, port = await serving(scorer)
         try:
             async with aio_client_channel(f"127.0.0.1:{port}", token=SERVICE) as channel:
-                oversized = jobs_pb2.Job(run_id="r1", task="mask", work=b" " * MAX_REQUEST_BYTES)
-                code, _ = await code_of(services_pb2_grpc.ScorerStub(channel).Score(oversized))
+                oversized = services_pb2.ScoreRequest(job=jobs_pb2.Job(run_id="r1", task="mask",
+                                                                       work=b" " * MAX_REQUEST_BYTES))
+                code, _ = await code_of(services_pb2_grpc.ScorerServiceStub(channel).Score(oversized))
                 assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
         finally:
             await server.stop(None)
@@ -133,12 +136,13 @@ def test_tls_when_a_certificate_is_configured(tmp_path):
         address = f"127.0.0.1:{port}"
         try:
             async with aio_client_channel(address, token=SERVICE, tls_ca=str(tmp_path / "ca.pem")) as channel:
-                assert (await services_pb2_grpc.ScorerStub(channel).Score(JOB, timeout=10)).scorer == "counting"
+                assert (await services_pb2_grpc.ScorerServiceStub(channel).Score(JOB, timeout=10)).record.scorer == \
+                    "counting"
             async with aio_client_channel(address, token=SERVICE) as plaintext:
-                code, _ = await code_of(services_pb2_grpc.ScorerStub(plaintext).Score(JOB, timeout=5))
+                code, _ = await code_of(services_pb2_grpc.ScorerServiceStub(plaintext).Score(JOB, timeout=5))
                 assert code == grpc.StatusCode.UNAVAILABLE
             async with aio_client_channel(address, token=SERVICE, tls_ca=str(tmp_path / "other-ca.pem")) as wrong:
-                code, _ = await code_of(services_pb2_grpc.ScorerStub(wrong).Score(JOB, timeout=5))
+                code, _ = await code_of(services_pb2_grpc.ScorerServiceStub(wrong).Score(JOB, timeout=5))
                 assert code == grpc.StatusCode.UNAVAILABLE
         finally:
             await server.stop(None)
@@ -193,15 +197,15 @@ def test_a_call_without_a_token_or_with_an_empty_one_is_refused_before_any_looku
     scorer, callers = CountingScorer(), AnyToken()
 
     async def scenario():
-        server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServicer_to_server, scorer, SCORER)],
+        server, port = await start_grpc_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server, scorer, SCORER)],
                                                port=0, host="127.0.0.1", callers=callers)
         try:
             async with aio_client_channel(f"127.0.0.1:{port}") as anonymous:
-                stub = services_pb2_grpc.ScorerStub(anonymous)
+                stub = services_pb2_grpc.ScorerServiceStub(anonymous)
                 for metadata in ((), (("authorization", "Bearer "),), (("authorization", "Basic x"),)):
                     code, details = await code_of(stub.Score(JOB, metadata=metadata))
                     assert code == grpc.StatusCode.UNAUTHENTICATED and "bearer token" in details
-                assert (await stub.Score(JOB, metadata=(("authorization", f"Bearer {SERVICE}"),))).scorer
+                assert (await stub.Score(JOB, metadata=(("authorization", f"Bearer {SERVICE}"),))).record.scorer
         finally:
             await server.stop(None)
 

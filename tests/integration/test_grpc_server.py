@@ -21,18 +21,19 @@ from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_
 
 pytestmark = pytest.mark.integration
 
-SCORER = services_pb2.DESCRIPTOR.services_by_name["Scorer"].full_name
+SCORER = services_pb2.DESCRIPTOR.services_by_name["ScorerService"].full_name
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-class FixedScorer(services_pb2_grpc.ScorerServicer):
+class FixedScorer(services_pb2_grpc.ScorerServiceServicer):
     """A test double of a servicer: answers every job with the same outcome."""
 
     async def Score(self, request, context):
-        return records_pb2.TrialRecord(
-            run_id=request.run_id, task=request.task, key=request.key, scorer="fixed", outcome=b'{"record":{}}',
-        )
+        job = request.job
+        return services_pb2.ScoreResponse(record=records_pb2.TrialRecord(
+            run_id=job.run_id, task=job.task, key=job.key, scorer="fixed", outcome=b'{"record":{}}',
+        ))
 
 
 TOKEN = new_token()
@@ -51,16 +52,16 @@ def reflected(port: int) -> tuple[list[str], list[str]]:
 def test_servicer_health_and_reflection_are_served_then_drained():
     async def scenario():
         server, port = await start_grpc_server(
-            [(services_pb2_grpc.add_ScorerServicer_to_server, FixedScorer(), SCORER)],
+            [(services_pb2_grpc.add_ScorerServiceServicer_to_server, FixedScorer(), SCORER)],
             port=0, host="127.0.0.1", callers=CALLERS,
         )
         assert port > 0
         try:
             async with aio_client_channel(f"127.0.0.1:{port}", token=TOKEN) as channel:
                 key = jobs_pb2.JobKey(query=0, role="probe", ordinal=1)
-                record = await services_pb2_grpc.ScorerStub(channel).Score(
-                    jobs_pb2.Job(run_id="r1", task="mask", key=key, work=b"{}")
-                )
+                record = (await services_pb2_grpc.ScorerServiceStub(channel).Score(
+                    services_pb2.ScoreRequest(job=jobs_pb2.Job(run_id="r1", task="mask", key=key, work=b"{}"))
+                )).record
                 assert (record.run_id, record.task, record.key, record.scorer, record.outcome) == (
                     "r1", "mask", key, "fixed", b'{"record":{}}',
                 )

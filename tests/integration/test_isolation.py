@@ -41,8 +41,8 @@ class Client:
     file: Path
     config: ClusterConfig
 
-    def stub(self, channel) -> services_pb2_grpc.AggregatorStub:
-        return services_pb2_grpc.AggregatorStub(channel)
+    def stub(self, channel) -> services_pb2_grpc.AggregatorServiceStub:
+        return services_pb2_grpc.AggregatorServiceStub(channel)
 
 
 @pytest.fixture(scope="module")
@@ -129,11 +129,11 @@ def test_another_clients_run_is_unknown_to_every_call(clients, alice_done, tmp_p
     for name in ("bob", "carol"):
         with clients[name].config.channel() as channel:
             stub = clients[name].stub(channel)
-            calls = [lambda: stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5),
-                     lambda: list(stub.WatchRun(runs_pb2.RunRef(run_id=run_id), timeout=5)),
+            calls = [lambda: stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run,
+                     lambda: list(stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=5)),
                      lambda: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id=run_id), timeout=5)),
-                     lambda: stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id=run_id,
-                                                             input_prefix=input_prefix(run_id)), timeout=5),
+                     lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
+                         task="mask", run_id=run_id, input_prefix=input_prefix(run_id))), timeout=5),
                      lambda: stub.UploadInputs(upload_messages(run_id, "reports/x_mask_score.csv", b"AUC 0.9999"),
                                                timeout=5)]
             for call in calls:
@@ -183,9 +183,9 @@ def test_a_client_writes_only_inside_its_own_created_run(clients, alice_done, lo
                     wrong_spec.tables.extend(value)
                 else:
                     setattr(wrong_spec, field, value)
-            error = refused(lambda: stub.SubmitRun(wrong_spec, timeout=5))
+            error = refused(lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=wrong_spec), timeout=5))
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and said in error.details()
-        stub.SubmitRun(spec, timeout=5)
+        stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=5)
         error = refused(lambda: stub.UploadInputs(upload_messages(run_id, "ref/late.csv", content), timeout=5))
         assert error.code() == grpc.StatusCode.FAILED_PRECONDITION  # a submitted run's inputs do not change
     after = {key: store.get_bytes(key, max_bytes=1 << 20) for key in store.list_keys(reports_prefix(alice_done[0]))}
@@ -196,10 +196,11 @@ def test_a_client_writes_only_inside_its_own_created_run(clients, alice_done, lo
 def test_a_run_id_that_is_not_one_token_is_refused_by_every_call(clients, run_id):
     with clients["carol"].config.channel() as channel:
         stub = clients["carol"].stub(channel)
-        calls = [lambda: stub.GetRun(runs_pb2.RunRef(run_id=run_id), timeout=5),
-                 lambda: list(stub.WatchRun(runs_pb2.RunRef(run_id=run_id), timeout=5)),
+        calls = [lambda: stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run,
+                 lambda: list(stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=5)),
                  lambda: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id=run_id), timeout=5)),
-                 lambda: stub.SubmitRun(runs_pb2.RunSpec(task="mask", run_id=run_id, output_name="x"), timeout=5),
+                 lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
+                     task="mask", run_id=run_id, output_name="x")), timeout=5),
                  lambda: stub.UploadInputs(upload_messages(run_id, "ref/t.csv", b"x"), timeout=5)]
         for call in calls:
             error = refused(call)
@@ -210,7 +211,7 @@ def test_calls_with_an_empty_token_are_anonymous_and_refused(local_cluster):
     _, config = local_cluster
     for metadata in ((), (("authorization", "Bearer "),), (("authorization", "Bearer"),)):
         with grpc.insecure_channel(config.aggregator_address) as channel:
-            stub = services_pb2_grpc.AggregatorStub(channel)
+            stub = services_pb2_grpc.AggregatorServiceStub(channel)
             error = refused(lambda: stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5, metadata=metadata))
             assert error.code() == grpc.StatusCode.UNAUTHENTICATED
 
@@ -289,8 +290,8 @@ def test_an_undecodable_record_fails_the_run_within_seconds(local_cluster, clien
     with clients["carol"].config.channel() as channel:
         stub = clients["carol"].stub(channel)
         started = time.monotonic()
-        stub.SubmitRun(run.spec(run_id=run.run_id), timeout=10)
-        final = next(s for s in stub.WatchRun(runs_pb2.RunRef(run_id=run.run_id), timeout=60)
+        stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=run.spec(run_id=run.run_id)), timeout=10)
+        final = next(s for s in (r.run for r in stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run.run_id), timeout=60))
                      if s.state in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED))
     assert time.monotonic() - started < 10
     assert final.state == State.RUN_STATE_FAILED

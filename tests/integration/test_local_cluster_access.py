@@ -70,7 +70,7 @@ def test_a_callers_token_keeps_its_name_to_one_role_and_comes_in_a_file_of_its_o
 
     time.sleep(1.5)  # the services read the tokens file again within a second
     with ClusterConfig.read(out).channel() as channel:
-        services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
+        services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
 
 
 def test_a_tls_cluster_answers_only_clients_trusting_its_ca(tmp_path):
@@ -90,10 +90,10 @@ def test_a_tls_cluster_answers_only_clients_trusting_its_ca(tmp_path):
             assert commands.health(address, timeout=5) == "unreachable (UNAVAILABLE)"
             assert commands.health(address, timeout=5, tls_ca=str(other_ca)) == "unreachable (UNAVAILABLE)"
         with config.channel() as channel:
-            services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
+            services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
         with grpc.insecure_channel(config.aggregator_address) as channel:
             with pytest.raises(grpc.RpcError) as error:
-                services_pb2_grpc.AggregatorStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
+                services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
             assert error.value.code() == grpc.StatusCode.UNAVAILABLE
         assert commands.status(path) == 0
     finally:

@@ -52,7 +52,7 @@ from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.local.servers import start_nats_server
 from mfscore.services.common.scorer_pool import JobRefused, JobScorer, check_inputs
 from mfscore.services.common.settings import Settings
-from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2_grpc
+from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 from mfscore.tasks import get as get_task
 from mfscore.tasks.base import Job
 
@@ -389,7 +389,7 @@ def test_a_local_cluster_gives_each_service_its_own_nats_user_and_clients_none(l
     stolen.input_prefix = "runs/victim/inputs/"
     with config.channel(f"127.0.0.1:{scorer}") as channel:
         with pytest.raises(grpc.RpcError) as refused:
-            services_pb2_grpc.ScorerStub(channel).Score(stolen, timeout=30)
+            services_pb2_grpc.ScorerServiceStub(channel).Score(services_pb2.ScoreRequest(job=stolen), timeout=30)
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert refused.value.details() == ("the job's input prefix 'runs/victim/inputs/' is not its run's upload "
                                        "(runs/attacker/inputs/)")

@@ -5,14 +5,14 @@ and ``--quiet`` drops it (docs/results.md)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from mfscore.cli.main import main
 from mfscore.sample_data.examples import example_arguments
 from mfscore.services.commands.cluster_config import resolve
-from mfscore.services.commands.report import Reconnecting, calling
-from mfscore.services.wire import runs_pb2
+from mfscore.services.commands.report import Reconnecting, calling, list_runs
 
 pytestmark = pytest.mark.integration
 
@@ -33,9 +33,10 @@ def test_submit_and_report_print_the_results(local_cluster, tmp_path, capsys):
     assert (embedded_run["runner"], cluster_run["runner"]) == ("embedded", "cluster")
     assert cluster_run["tables"] == embedded_run["tables"] and cluster_run["options"] == embedded_run["options"]
 
+    run_id = re.match(r"mfscore: run ([0-9a-f]{32}) created\n", said.err).group(1)  # in full, first
     config = resolve(str(cluster_file))
-    run_id = calling(config, lambda stub: stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=60).runs,
-                     Reconnecting(config.aggregator_address, "(listing)"))[-1].run_id
+    assert run_id == calling(config, lambda stub: list(list_runs(stub)),
+                             Reconnecting(config.aggregator_address, "(listing)"))[-1].run_id
     assert main(["report", run_id, "--cluster", str(cluster_file), "-o", str(tmp_path / "again"), "--json"]) == 0
     fetched = json.loads(capsys.readouterr().out)
     assert fetched == {**submitted, "run": cluster_run}

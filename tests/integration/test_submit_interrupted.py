@@ -1,5 +1,5 @@
-"""Ctrl-C during ``mfscore submit``: exit status 130 and one line saying where the run is, by its full id,
-and how to reach it; no traceback.
+"""Ctrl-C during ``mfscore submit``: exit status 130 and one line saying where the run is, by its full id (which
+``submit`` printed first), and how to reach it; no traceback.
 
 The signal is real (SIGINT to the command's process group, as a terminal sends it), at a step held by
 ``tests/interrupting.py``: while the run is watched (submitted: it goes on on the cluster, and the command
@@ -34,7 +34,15 @@ def listed_state(cluster_file, run_id: str) -> str | None:
     with contextlib.redirect_stdout(io.StringIO()) as out:
         assert main(["report", "--list", "--cluster", str(cluster_file)]) == 0
     rows = [line.split() for line in out.getvalue().splitlines()[1:]]
-    return next((row[1] if len(row) == 7 else row[2] for row in rows if row and row[0] == run_id), None)  # 7: no task yet
+    return next((row[2] for row in rows if row and row[0] == run_id), None)
+
+
+def said_once(stderr: str) -> str:
+    """The one line an interrupted ``submit`` says, after the one naming the run it created (the same id)."""
+    assert "Traceback" not in stderr and len(stderr.splitlines()) == 2, stderr
+    created, line = stderr.splitlines()
+    assert created == f"mfscore: run {RUN.search(line).group('id')} created", stderr
+    return line
 
 
 def quoted_commands(line: str) -> list[list[str]]:
@@ -46,13 +54,13 @@ def test_interrupted_while_watching_the_run_goes_on(local_cluster, tmp_path, cap
     arguments = example_arguments("mask", tmp_path / "data", tmp_path / "out")
     result = interrupt(["submit", "--cluster", str(cluster_file), "mask", *arguments], "watch", tmp_path / "interrupt")
     assert result.status == 130 and result.stdout == "", result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
-    line = result.stderr.rstrip("\n")
+    line = said_once(result.stderr)
     run_id = RUN.search(line).group("id")
     assert line.startswith(f"mfscore: interrupted; run {run_id} goes on on the cluster"), line
-    listing, fetching = quoted_commands(line)
+    listing, fetching, cancelling = quoted_commands(line)
     assert listing == ["mfscore", "report", "--list", "--cluster", str(cluster_file)]
     assert fetching == ["mfscore", "report", run_id, "-o", str(tmp_path / "out"), "--cluster", str(cluster_file)]
+    assert cancelling == ["mfscore", "cancel", run_id, "--cluster", str(cluster_file)]
 
     deadline = time.monotonic() + 120
     while listed_state(cluster_file, run_id) != "done":
@@ -69,9 +77,8 @@ def test_interrupted_while_uploading_the_run_is_created_not_submitted(local_clus
     arguments = example_arguments("mask", tmp_path / "data", tmp_path / "out")
     result = interrupt(["submit", "--cluster", str(cluster_file), "mask", *arguments], "upload", tmp_path / "interrupt")
     assert result.status == 130 and result.stdout == "", result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     assert result.seconds < 20, "the upload streams were waited for instead of cancelled"
-    line = result.stderr.rstrip("\n")
+    line = said_once(result.stderr)
     run_id = RUN.search(line).group("id")
     assert line.startswith(f"mfscore: interrupted; run {run_id} was created but not submitted, so nothing will be "
                            "scored; the cluster deletes it and the inputs sent so far after a day"), line

@@ -67,10 +67,10 @@ SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
 SCORERS = ("mask-scorer", "provenance-scorer")
 # the gRPC service each process registers (and reports on grpc.health.v1.Health), and the module doing so
 GRPC_SERVICES = {
-    "validator": ("mfscore.v1.Validator", SERVICES_SRC / "validator" / "service.py"),
-    "mask-scorer": ("mfscore.v1.Scorer", SERVICES_SRC / "common" / "scorer_pool.py"),
-    "provenance-scorer": ("mfscore.v1.Scorer", SERVICES_SRC / "common" / "scorer_pool.py"),
-    "aggregator": ("mfscore.v1.Aggregator", SERVICES_SRC / "aggregator" / "service.py"),
+    "validator": ("mfscore.v1.ValidatorService", SERVICES_SRC / "validator" / "service.py"),
+    "mask-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
+    "provenance-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
+    "aggregator": ("mfscore.v1.AggregatorService", SERVICES_SRC / "aggregator" / "service.py"),
 }
 # names of the five-service layout: detection is scored in the aggregator, provenance jobs are class json
 RETIRED_NAMES = ("detection-scorer", "detection_scorer", "detection-scorers", "provenance-scorers",
@@ -743,7 +743,7 @@ def test_nats_users_are_those_of_the_services_that_use_nats():
 
 
 def test_aggregator_token_is_a_service_caller_of_the_validator():
-    assert "service" in grpc_roles() and "service" in method_roles("/mfscore.v1.Validator/"), \
+    assert "service" in grpc_roles() and "service" in method_roles("/mfscore.v1.ValidatorService/"), \
         "the aggregator's token has role service, which must be allowed to call the validator"
     (tokens,) = [d for d in load_docs(SECRET_EXAMPLE) if d["metadata"]["name"] == TOKENS_SECRET]
     lines = [EXAMPLE_TOKENS_LINE.fullmatch(ln.strip()) for ln in tokens["stringData"][TOKENS_KEY].splitlines()]

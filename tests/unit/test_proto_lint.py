@@ -1,5 +1,6 @@
-"""The wire contract passes buf's STANDARD lint (buf from npm, installed by `make setup`), and only the names from
-before the project followed it are excepted: a new RPC, message or service cannot hide behind an ignore."""
+"""The wire contract passes buf's STANDARD and COMMENTS lint (buf from npm, installed by `make setup`) with nothing
+excepted: no ignore or except entry in buf.yaml, no 'buf:lint:ignore' comment in proto/, and one request and one
+response message of its own per RPC."""
 
 from __future__ import annotations
 
@@ -7,43 +8,37 @@ import re
 import subprocess
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 BUF = ROOT / "node_modules" / ".bin" / "buf"
-LEGACY = {  # what each 'buf:lint:ignore' excuses, until the backend's API renames it
-    ("SERVICE_SUFFIX", "Validator"), ("SERVICE_SUFFIX", "Scorer"), ("SERVICE_SUFFIX", "Aggregator"),
-    ("RPC_RESPONSE_STANDARD_NAME", "Validate"),
-    *((rule, rpc) for rpc in ("Score",) for rule in ("RPC_REQUEST_STANDARD_NAME", "RPC_RESPONSE_STANDARD_NAME")),
-    *((rule, rpc) for rpc in ("SubmitRun", "GetRun", "WatchRun")
-      for rule in ("RPC_REQUEST_STANDARD_NAME", "RPC_RESPONSE_STANDARD_NAME", "RPC_REQUEST_RESPONSE_UNIQUE")),
-}
+PROTOS = sorted((ROOT / "proto").rglob("*.proto"))
 
 
-def ignores() -> set[tuple[str, str]]:
-    """(rule, the element it excuses) for every 'buf:lint:ignore' comment in proto/."""
-    found = set()
-    for proto in (ROOT / "proto").rglob("*.proto"):
-        pending = []
-        for line in proto.read_text().splitlines():
-            if ignore := re.search(r"//\s*buf:lint:ignore\s+(\w+)", line):
-                pending.append(ignore.group(1))
-            elif element := re.match(r"\s*(?:rpc|service|message|enum)\s+(\w+)", line):
-                found.update((rule, element.group(1)) for rule in pending)
-                pending = []
-    return found
-
-
-def test_buf_lint_standard_passes():
+def test_buf_lint_standard_and_comments_find_nothing():
     assert BUF.exists(), "buf is not installed: run 'make setup' (npm ci)"
-    done = subprocess.run([str(BUF), "lint"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run([str(BUF), "lint", "--error-format", "json"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    findings = [line for line in done.stdout.splitlines() if line.strip()]
+    assert done.returncode == 0 and findings == [], done.stdout + done.stderr
 
 
-def test_only_the_legacy_names_are_excepted():
-    assert ignores() == LEGACY
+def test_buf_yaml_uses_standard_and_comments_and_excepts_nothing():
+    config = yaml.safe_load((ROOT / "buf.yaml").read_text())
+    lint = config["lint"]
+    assert sorted(lint["use"]) == ["COMMENTS", "STANDARD"]
+    assert set(lint) == {"use"}, f"buf.yaml's lint has more than 'use' (no except, ignore or ignore_only): {sorted(lint)}"
 
 
-def test_every_new_rpc_has_its_own_request_and_response():
-    services = (ROOT / "proto" / "mfscore" / "v1" / "services.proto").read_text()
-    for rpc in ("CreateRun", "UploadInputs", "FetchReport", "ListRuns"):
-        declared = re.search(rf"rpc {rpc}\((?:stream )?(\w+)\) returns \((?:stream )?(\w+)\)", services)
-        assert declared.groups() == (f"{rpc}Request", f"{rpc}Response"), rpc
+def test_no_proto_carries_a_lint_ignore_comment():
+    assert PROTOS
+    for proto in PROTOS:
+        assert "buf:lint:ignore" not in proto.read_text(), proto.relative_to(ROOT)
+
+
+def test_every_rpc_has_its_own_request_and_response():
+    rpcs = re.findall(r"rpc (\w+)\((?:stream )?(\w+)\) returns \((?:stream )?(\w+)\)",
+                      "".join(p.read_text() for p in PROTOS))
+    assert len(rpcs) >= 12
+    for rpc, request, response in rpcs:
+        assert (request, response) == (f"{rpc}Request", f"{rpc}Response"), rpc

@@ -263,6 +263,16 @@ def test_jobs_and_outcomes_round_trip_through_the_wire(planned):
         assert encode_outcome(task.score(received.work)) == encode_outcome(scored)
 
 
+def test_every_job_holds_at_least_one_trial_and_says_so_after_the_wire(planned):
+    """``Task.trials`` (what a cluster's run counts as progress) is a positive int, the same for the work a worker
+    decodes."""
+    task, _, plan, _, _ = planned
+    for planned_job in plan.jobs:
+        count = task.trials(planned_job.work)
+        assert isinstance(count, int) and count >= 1
+        assert task.trials(decode(task.work_type, encode(planned_job.work))) == count
+
+
 def test_shards_folded_in_any_order_with_repeats_report_the_same(planned):
     task, _, plan, outcomes, root = planned
     deliveries = list(zip((j.key for j in plan.jobs), outcomes))
