@@ -30,7 +30,7 @@ from mfscore.services.common.jetstream import MSG_ID_HEADER, RUNS_BUCKET, connec
 from mfscore.services.common.messages import key_message
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import input_prefix, manifest_key, reports_prefix
-from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
+from mfscore.services.wire import records_pb2, results_pb2, runs_pb2, services_pb2_grpc
 
 State = runs_pb2.RunState
 
@@ -135,14 +135,24 @@ def test_another_clients_run_is_unknown_to_every_call(clients, alice_done, tmp_p
                      lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
                          task="mask", run_id=run_id, input_prefix=input_prefix(run_id))), timeout=5),
                      lambda: stub.UploadInputs(upload_messages(run_id, "reports/x_mask_score.csv", b"AUC 0.9999"),
-                                               timeout=5)]
+                                               timeout=5),
+                     lambda: stub.CancelRun(runs_pb2.CancelRunRequest(run_id=run_id), timeout=5),
+                     lambda: stub.DeleteRun(runs_pb2.DeleteRunRequest(run_id=run_id), timeout=5),
+                     lambda: stub.GetResults(results_pb2.GetResultsRequest(run_id=run_id), timeout=5)]
             for call in calls:
                 tried += 1
                 refusals += refused(call).code() == grpc.StatusCode.NOT_FOUND
             assert run_id not in {r.run_id for r in stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs}
         status, err = fetch(clients[name], run_id, tmp_path / name, capsys)
         assert status == 1 and f"there is no run '{run_id}'" in err and not files_in(tmp_path / name)
-    assert refusals == tried == 10
+        for command in ("cancel", "delete"):
+            capsys.readouterr()
+            assert main([command, run_id, "--cluster", str(clients[name].file)]) == 1
+            assert f"there is no run '{run_id}'" in capsys.readouterr().err
+    assert refusals == tried == 16
+    with clients["alice"].config.channel() as channel:  # nothing of it changed
+        status = clients["alice"].stub(channel).GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
+    assert status.state == State.RUN_STATE_DONE
 
 
 def test_a_client_writes_only_inside_its_own_created_run(clients, alice_done, local_cluster):
@@ -201,7 +211,10 @@ def test_a_run_id_that_is_not_one_token_is_refused_by_every_call(clients, run_id
                  lambda: list(stub.FetchReport(runs_pb2.FetchReportRequest(run_id=run_id), timeout=5)),
                  lambda: stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
                      task="mask", run_id=run_id, output_name="x")), timeout=5),
-                 lambda: stub.UploadInputs(upload_messages(run_id, "ref/t.csv", b"x"), timeout=5)]
+                 lambda: stub.UploadInputs(upload_messages(run_id, "ref/t.csv", b"x"), timeout=5),
+                 lambda: stub.CancelRun(runs_pb2.CancelRunRequest(run_id=run_id), timeout=5),
+                 lambda: stub.DeleteRun(runs_pb2.DeleteRunRequest(run_id=run_id), timeout=5),
+                 lambda: stub.GetResults(results_pb2.GetResultsRequest(run_id=run_id), timeout=5)]
         for call in calls:
             error = refused(call)
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "is not 1-64 letters" in error.details()
