@@ -46,10 +46,12 @@ def option(flag: str | None = None, check: Check | None = None, *, path: bool = 
 class Check:
     """What a field's value must be besides its type: ``refuse(value)`` says why not, or None."""
 
-    def __init__(self, refuse: Callable[[Any], str | None], *, bad: tuple = (), error: type = OptionError):
+    def __init__(self, refuse: Callable[[Any], str | None], *, bad: tuple = (), error: type = OptionError,
+                 schema: dict | None = None):
         self._refuse = refuse
         self.bad = bad      # values refused, for the tests
         self.error = error  # what a refused value raises: OptionError or a subclass
+        self.schema = schema or {}  # the check as JSON Schema keywords, where it can say it (mfscore.options_schema)
 
     def problem(self, value) -> tuple[Any, str] | None:
         """(the value refused, why), or None."""
@@ -59,7 +61,8 @@ class Check:
 
 class _Each(Check):
     def __init__(self, check: Check):
-        super().__init__(lambda value: None, bad=tuple((bad,) for bad in check.bad), error=check.error)
+        super().__init__(lambda value: None, bad=tuple((bad,) for bad in check.bad), error=check.error,
+                         schema={"items": check.schema} if check.schema else None)
         self.check = check
 
     def problem(self, value) -> tuple[Any, str] | None:
@@ -94,11 +97,14 @@ def within(low: float, high: float, *, inclusive: bool = True, what: str = "the 
 
     step = 1 if isinstance(low, int) and isinstance(high, int) else 0.5
     below = low - step if low - step != spare else low - 2 * step
-    return Check(refuse, bad=(high + step, below) if inclusive else (high, low))
+    bounds = {"minimum": low, "maximum": high} if inclusive else {"exclusiveMinimum": low, "exclusiveMaximum": high}
+    schema = bounds if spare is None else {"anyOf": [bounds, {"const": spare}]}
+    return Check(refuse, bad=(high + step, below) if inclusive else (high, low), schema=schema)
 
 
 def at_least(low: int, *, what: str = "the value") -> Check:
-    return Check(lambda value: None if value >= low else f"{what} must be at least {low}", bad=(low - 1,))
+    return Check(lambda value: None if value >= low else f"{what} must be at least {low}", bad=(low - 1,),
+                 schema={"minimum": low})
 
 
 def one_of(choices, *, what: str = "the value") -> Check:
@@ -106,12 +112,14 @@ def one_of(choices, *, what: str = "the value") -> Check:
     shown = ", ".join(str(c) for c in choices)
     numbers_only = [c for c in choices if isinstance(c, int) and not isinstance(c, bool)]
     bad = max(numbers_only) + 1 if numbers_only and len(numbers_only) == len(choices) else "no-such-choice"
-    return Check(lambda value: None if value in choices else f"{what} is one of {shown}", bad=(bad,))
+    return Check(lambda value: None if value in choices else f"{what} is one of {shown}", bad=(bad,),
+                 schema={"enum": list(choices)})
 
 
 def odd_or_zero(*, what: str = "a kernel size") -> Check:
     return Check(lambda value: None if value >= 0 and (value == 0 or value % 2 == 1)
-                 else f"{what} is an odd integer (or 0 to disable), not {value}", bad=(4, -3))
+                 else f"{what} is an odd integer (or 0 to disable), not {value}", bad=(4, -3),
+                 schema={"anyOf": [{"const": 0}, {"minimum": 1, "not": {"multipleOf": 2}}]})
 
 
 def file_name(*, what: str = "the name") -> Check:
@@ -120,7 +128,8 @@ def file_name(*, what: str = "the name") -> Check:
         if value is None or (os.path.basename(value) == value and value not in ("", ".", "..")):
             return None
         return f"{what} must be a file name inside the output directory"
-    return Check(refuse, bad=("../escape.csv", ""))
+    return Check(refuse, bad=("../escape.csv", ""),
+                 schema={"anyOf": [{"type": "null"}, {"type": "string", "pattern": "^(?!\\.\\.?$)[^/]+$"}]})
 
 
 def valid_queries(*, one: bool = False, ignore: tuple[str, ...] = ()) -> Check:

@@ -18,7 +18,7 @@ import uuid
 import grpc
 import nats.errors
 
-from mfscore import tasks
+from mfscore import options_schema, tasks
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.results import Results
 from mfscore.services.aggregator import paging, reports, uploads
@@ -127,6 +127,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                 f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
         try:
             tasks.decode_options(tasks.get(request.task), request.options)
+            options_schema.check(request.task, request.options)  # the published contract (docs/distributed.md)
         except OptionError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run's options: {error.sentence()}; nothing "
                                                                   "was recorded")

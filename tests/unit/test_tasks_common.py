@@ -25,15 +25,17 @@ Each task also runs on its generated example (``mfscore.sample_data.examples``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import json
 import pkgutil
 import random
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from mfscore import tasks
+from mfscore import options_schema, tasks
 from mfscore.cli.arguments import checked
 from mfscore.cli.main import build_parser, task_command
 from mfscore.codec import decode, encode
@@ -144,13 +146,31 @@ def _assert_names(error: OptionError, field: dataclasses.Field):
     assert field.name in error.sentence(), error
 
 
-def _refused_both_ways(task, options, path, owner, field, bad):
+def _refused_both_ways(task, options, path, owner, field, bad, *, by_schema: bool = True):
+    """Refused by the options type, by ``decode_options`` and (``by_schema``) by the published options schema."""
     with pytest.raises(OptionError) as made:
         dataclasses.replace(owner, **{field.name: bad})
     _assert_names(made.value, field)
+    data = _with(json.loads(encode(options)), path, bad)
     with pytest.raises(OptionError) as decoded:
-        tasks.decode_options(task, _with(json.loads(encode(options)), path, bad))
+        tasks.decode_options(task, data)
     _assert_names(decoded.value, field)
+    if by_schema:
+        errors = list(_options_validator(task.name).iter_errors(json.loads(data)))
+        assert errors, f"{task.name}: the options schema accepts {'.'.join(path)} = {bad!r}"
+
+
+@functools.cache
+def _options_validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(options_schema.path(name).read_text()))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_published_options_schema_is_the_generated_one(name):
+    path = options_schema.path(name)
+    assert path.is_file() and path.read_text() == options_schema.text(name), \
+        f"{path} is missing or stale: python -m mfscore.options_schema"
+    jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -166,6 +186,7 @@ def test_the_options_cross_the_wire_unchanged(example_run):
     task, run, _ = example_run
     assert isinstance(run.options, task.options_type)
     assert tasks.decode_options(task, encode(run.options)) == run.options
+    assert list(_options_validator(task.name).iter_errors(json.loads(encode(run.options)))) == []
 
 
 @pytest.mark.parametrize("data", [b"not json", b"", b"\xff\xfe", b"{", b"[1, 2]", b"null", b'"options"', b"[" * 100_000])
@@ -180,11 +201,13 @@ def test_an_unknown_or_missing_option_is_refused(example_run):
     with pytest.raises(OptionError, match="no option no_such_option") as unknown:
         tasks.decode_options(task, json.dumps({**data, "no_such_option": 1}).encode())
     assert unknown.value.option == "no_such_option"
+    assert not _options_validator(task.name).is_valid({**data, "no_such_option": 1})
     required = [f.name for f, _ in fields_of(task.options_type)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     for name in required:
         with pytest.raises(OptionError, match=f"{name} is missing"):
             tasks.decode_options(task, json.dumps({k: v for k, v in data.items() if k != name}).encode())
+        assert not _options_validator(task.name).is_valid({k: v for k, v in data.items() if k != name})
 
 
 def test_every_option_of_a_wrong_type_is_refused_with_its_name(example_run):
@@ -200,8 +223,9 @@ def test_every_bad_value_of_a_range_checked_option_is_refused_with_its_name(exam
     for path, owner, field in checked_options:
         bad_values = field.metadata["check"].bad
         assert bad_values, f"{task.name}: the check of {'.'.join(path)} names no bad value"
-        for bad in bad_values:
-            _refused_both_ways(task, run.options, path, owner, field, bad)
+        for bad in bad_values:  # the schema says what it can of a check (not a query's grammar, say)
+            _refused_both_ways(task, run.options, path, owner, field, bad,
+                               by_schema=bool(field.metadata["check"].schema))
 
 
 @pytest.mark.parametrize("name", NAMES)
