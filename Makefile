@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local,docs]'
 	touch $(STAMP)
 
-# The tests' tools from npm: buf, which lints the wire contract (tests/unit/test_proto_lint.py).
-$(NODE_STAMP): package-lock.json
-	@command -v npm >/dev/null || { echo "mfscore's tests need npm on PATH (they lint proto/ with buf from npm)"; exit 1; }
+# The tests' tools from npm (package-lock.json): buf, which lints the wire contract (tests/unit/test_proto_lint.py),
+# and @grpc/grpc-js with @grpc/proto-loader, for the Node.js client of tests/integration/test_node_client.py.
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "mfscore's tests need Node.js and npm on PATH (buf lints proto/; a Node.js client drives a cluster)"; exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
