@@ -95,7 +95,7 @@ def run_record(task: Task, plan: Plan, inputs: Inputs, *, runner: str, started: 
     by_root: dict[str, dict[str, str]] = {}
     for job in plan.jobs:
         for path in task.blobs(job.work).values():
-            if path:
+            if path and path not in plan.generated:  # the plan's own files derive from the tables
                 key = key_of(path, inputs.roots, what=f"the file {path}")
                 root = key.partition("/")[0]
                 if key not in by_root.setdefault(root, {}):

@@ -11,12 +11,20 @@ only targets, NaN when only non-targets) and sorts the values with Python's list
 compares false with everything, so the bounds depend on where the NaNs happen to land. mfscore
 leaves such replicates out and takes the quantile positions among the others;
 ``mediscore_compat`` reproduces MediScore's values exactly (checkfile test_c4_4).
+
+The replicates can be computed in slices (``replicate_slice``: replicates ``first`` to ``first +
+count``, a cluster job's share) and joined (``joined``) into exactly the values of one pass. The draws
+are sequential, so a slice starts from the generator's state after the draws of the replicates before
+it: a process keeps the states its slices ended at (``_kept``) and advances a generator past draws it
+has not made by generating only the 32-bit outputs they consume (``_advance``), which costs about what
+the draws themselves do (a sixth of a replicate), not the replicates.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -34,6 +42,7 @@ from mfscore.detection.semafor import (
 
 N_RESAMPLES = 500
 SEED = 77
+KEPT_STATES = 64  # generator states a process keeps, each where a slice of replicates ended (2.5 KB each)
 
 
 @dataclass(frozen=True)
@@ -70,16 +79,65 @@ def quantile_positions(ci_level: float, n: int) -> tuple[int, int]:
     return int(lower * n), int(upper * n)
 
 
-def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, order: np.ndarray | None = None):
+_states: OrderedDict[tuple[int, int, int], tuple] = OrderedDict()  # (rows, seed, replicates drawn) -> state
+_states_lock = threading.Lock()
+
+
+def _advance(rng: np.random.RandomState, n: int, replicates: int) -> None:
+    """Move ``rng`` past ``replicates`` draws of ``rng.randint(0, n, size=n)`` without making them.
+
+    numpy's legacy ``randint`` (rows up to 2**32) takes one 32-bit output per attempt and rejects it when its
+    low bits (the smallest all-ones mask covering n - 1) exceed n - 1; asking for exactly as many outputs as
+    values are still missing never takes one too many. One row draws nothing.
+    """
+    if n <= 1 or replicates <= 0:
+        return
+    if n - 1 > 0xFFFFFFFF:  # 64-bit outputs then: draw for real
+        for _ in range(replicates):
+            rng.randint(0, n, size=n)
+        return
+    mask, top = np.uint32((1 << (n - 1).bit_length()) - 1), np.uint32(n - 1)
+    for _ in range(replicates):
+        missing = n
+        while missing:
+            outputs = rng.randint(0, 1 << 32, size=missing, dtype=np.uint32)  # the raw outputs, one each
+            np.bitwise_and(outputs, mask, out=outputs)
+            missing = int(np.count_nonzero(outputs > top))
+
+
+def _kept(n: int, first: int, seed: int) -> np.random.RandomState:
+    """``RandomState(seed)`` after the draws of ``first`` replicates of ``n`` rows, advanced from the latest state
+    this process kept at or before ``first`` (slices scored in order in one process advance nothing)."""
+    rng = np.random.RandomState(seed)
+    with _states_lock:
+        start = max((done for rows, s, done in _states if (rows, s) == (n, seed) and done <= first), default=0)
+        if start:
+            rng.set_state(_states[n, seed, start])
+            _states.move_to_end((n, seed, start))
+    _advance(rng, n, first - start)
+    return rng
+
+
+def _keep(n: int, seed: int, drawn: int, rng: np.random.RandomState) -> None:
+    with _states_lock:
+        _states[n, seed, drawn] = rng.get_state()
+        _states.move_to_end((n, seed, drawn))
+        while len(_states) > KEPT_STATES:
+            _states.popitem(last=False)
+
+
+def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, order: np.ndarray | None = None,
+                    first: int = 0):
     """Draw counts of each row (table order, or ``order``'s) for each replicate: MediScore's
-    ``rng.choice(rows, n)``.
+    ``rng.choice(rows, n)``; from replicate ``first`` on (the draws before it are skipped, see ``_kept``).
 
     The draws and counts, as long as all the rest of a replicate together, are made on a second
     thread, a few replicates ahead (numpy releases the GIL while it draws and gathers).
     """
-    rng = np.random.RandomState(seed)
+    rng = _kept(n, first, seed)
     ahead: queue.Queue = queue.Queue(maxsize=4)
     stop = threading.Event()
+    finished = threading.Event()
 
     def draw() -> None:
         for _ in range(n_resamples):
@@ -94,6 +152,7 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, or
                     break
                 except queue.Full:
                     continue
+        finished.set()
 
     drawer = threading.Thread(target=draw, name="bootstrap-draws", daemon=True)
     drawer.start()
@@ -103,33 +162,65 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, or
     finally:
         stop.set()
         drawer.join()
+        if finished.is_set():
+            _keep(n, seed, first + n_resamples, rng)
 
 
-def _replicates(scores: np.ndarray, labels: np.ndarray, far_stop: float | None, semafor: SemaforDraws | None,
-                n_resamples: int, seed: int) -> tuple[dict[str, list], dict[str, np.ndarray]]:
-    """One pass over the replicates: MediScore's metrics (with ``far_stop``) and the SemaFor ones
-    (with ``semafor``) of each, in draw order, so the draws and cumulative counts are made once."""
-    trials = SortedTrials.from_arrays(scores, labels)
+@dataclass(frozen=True)
+class Replicates:
+    """Bootstrap replicates ``first`` to ``first + count`` of one subset, in draw order: MediScore's metrics (with a
+    ``far_stop``; MediScore's integer ``0`` kept) and whether each drew both classes, and the SemaFor metrics (with
+    ``SemaforDraws``) by report column name, NaN where a replicate drew one class."""
+
+    first: int
+    count: int
+    auc: tuple[float | int, ...] = ()
+    partial_auc: tuple[float | int, ...] = ()
+    cdr: tuple[float | int, ...] = ()
+    both_classes: tuple[bool, ...] = ()
+    semafor: tuple[tuple[str, np.ndarray], ...] = ()
+
+
+def semafor_names(semafor: SemaforDraws) -> list[str]:
+    """The SemaFor metrics a replicate computes, in order."""
+    names = [f"{kind}@FAR{f:g}" for f in semafor.fars for kind in ("pD", "pD_step")]
+    return names + ["bACC@EER", f"pAUC@{semafor.pauc_far:g}", f"pAUC_norm@{semafor.pauc_far:g}"]
+
+
+def replicate_slice(trials: SortedTrials, far_stop: float | None, semafor: SemaforDraws | None, first: int = 0,
+                    count: int = N_RESAMPLES, seed: int = SEED) -> Replicates:
+    """Replicates ``first`` to ``first + count`` in one pass: MediScore's metrics (with ``far_stop``) and the SemaFor
+    ones (with ``semafor``) of each, so the draws and cumulative counts are made once."""
     mediscore = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
-    names = [] if semafor is None else [f"{kind}@FAR{f:g}" for f in semafor.fars for kind in ("pD", "pD_step")]
-    if semafor is not None:
-        names += ["bACC@EER", f"pAUC@{semafor.pauc_far:g}", f"pAUC_norm@{semafor.pauc_far:g}"]
-    plan = {name: np.full(n_resamples, np.nan) for name in names}
-    if trials.scores.size == 0:
-        return mediscore, plan
-    fixed = semafor is not None and semafor.threshold is not None
-    n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
-    for i, weights in enumerate(resample_counts(trials.scores.size, n_resamples, seed, trials.order)):
-        fps, tps, thr = trials.counts(weights)
-        roc = roc_from_counts(fps, tps, thr)
-        if far_stop is not None:
-            mediscore["auc"].append(auc(roc))
-            mediscore["partial_auc"].append(partial_auc(roc, far_stop))
-            mediscore["cdr"].append(cdr_at_far(roc, far_stop))
-            mediscore["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
-        if semafor is not None:
-            _semafor_replicate(plan, i, trials, weights, (fps, tps, thr), roc, semafor, n_above)
-    return mediscore, plan
+    plan = {name: np.full(count, np.nan) for name in ([] if semafor is None else semafor_names(semafor))}
+    if trials.scores.size:
+        fixed = semafor is not None and semafor.threshold is not None
+        n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
+        for i, weights in enumerate(resample_counts(trials.scores.size, count, seed, trials.order, first)):
+            fps, tps, thr = trials.counts(weights)
+            roc = roc_from_counts(fps, tps, thr)
+            if far_stop is not None:
+                mediscore["auc"].append(auc(roc))
+                mediscore["partial_auc"].append(partial_auc(roc, far_stop))
+                mediscore["cdr"].append(cdr_at_far(roc, far_stop))
+                mediscore["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
+            if semafor is not None:
+                _semafor_replicate(plan, i, trials, weights, (fps, tps, thr), roc, semafor, n_above)
+    return Replicates(first, count, *(tuple(values) for values in mediscore.values()), tuple(plan.items()))
+
+
+def joined(slices: list[Replicates]) -> Replicates:
+    """Consecutive slices (in any order) as one: the values of a single pass over all their replicates."""
+    slices = sorted(slices, key=lambda r: r.first)
+    for before, after in zip(slices, slices[1:]):
+        if before.first + before.count != after.first:
+            raise ValueError(f"bootstrap slices do not follow each other: replicates {before.first}+{before.count} "
+                             f"then {after.first}")
+    names = [name for name, _ in slices[0].semafor] if slices else []
+    return Replicates(slices[0].first if slices else 0, sum(r.count for r in slices),
+                      *(sum((getattr(r, part) for r in slices), ()) for part in ("auc", "partial_auc", "cdr",
+                                                                                  "both_classes")),
+                      tuple((name, np.concatenate([dict(r.semafor)[name] for r in slices])) for name in names))
 
 
 def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials, weights: np.ndarray,
@@ -163,7 +254,8 @@ def replicate_metrics(scores: np.ndarray, labels: np.ndarray, far_stop: float,
                       n_resamples: int = N_RESAMPLES, seed: int = SEED) -> dict[str, list]:
     """AUC, AUC@FAR and CDR@FAR of every replicate in draw order (MediScore's integer ``0`` kept),
     and whether the replicate drew both classes."""
-    return _replicates(scores, labels, far_stop, None, n_resamples, seed)[0]
+    reps = replicate_slice(SortedTrials.from_arrays(scores, labels), far_stop, None, 0, n_resamples, seed)
+    return {name: list(getattr(reps, name)) for name in ("auc", "partial_auc", "cdr", "both_classes")}
 
 
 def _interval(values: list, both_classes: list, ci_level: float, mediscore_compat: bool) -> Interval:
@@ -174,15 +266,20 @@ def _interval(values: list, both_classes: list, ci_level: float, mediscore_compa
     return Interval(ordered[lo], ordered[min(hi, len(ordered) - 1)])
 
 
+def intervals(reps: Replicates, ci_level: float, *, mediscore_compat: bool = False) -> BootstrapIntervals:
+    """The percentile intervals of all of a subset's replicates (``joined``)."""
+    return BootstrapIntervals(*(_interval(list(getattr(reps, name)), list(reps.both_classes), ci_level,
+                                          mediscore_compat) for name in ("auc", "partial_auc", "cdr")),
+                              semafor=_semafor_intervals(dict(reps.semafor), ci_level))
+
+
 def bootstrap_intervals(scores: np.ndarray, labels: np.ndarray, far_stop: float, ci_level: float, *,
                         n_resamples: int = N_RESAMPLES, seed: int = SEED, mediscore_compat: bool = False,
                         semafor: SemaforDraws | None = None) -> BootstrapIntervals:
     """Percentile intervals of the three metrics over bootstrap replicates of the rows, and of the
     SemaFor metrics from the same replicates when ``semafor`` says which."""
-    reps, plan = _replicates(scores, labels, far_stop, semafor, n_resamples, seed)
-    return BootstrapIntervals(*(_interval(reps[name], reps["both_classes"], ci_level, mediscore_compat)
-                                for name in ("auc", "partial_auc", "cdr")),
-                              semafor=_semafor_intervals(plan, ci_level))
+    reps = replicate_slice(SortedTrials.from_arrays(scores, labels), far_stop, semafor, 0, n_resamples, seed)
+    return intervals(reps, ci_level, mediscore_compat=mediscore_compat)
 
 
 def semafor_replicates(scores: np.ndarray, labels: np.ndarray, *, fars=PLAN_FARS, pauc_far: float = PAUC_FAR,
@@ -190,7 +287,8 @@ def semafor_replicates(scores: np.ndarray, labels: np.ndarray, *, fars=PLAN_FARS
                        seed: int = SEED) -> dict[str, np.ndarray]:
     """Every SemaFor metric of every replicate, in draw order, under its report column name; NaN
     where the replicate drew one class."""
-    return _replicates(scores, labels, None, SemaforDraws(tuple(fars), pauc_far, threshold), n_resamples, seed)[1]
+    draws = SemaforDraws(tuple(fars), pauc_far, threshold)
+    return dict(replicate_slice(SortedTrials.from_arrays(scores, labels), None, draws, 0, n_resamples, seed).semafor)
 
 
 def semafor_intervals(scores: np.ndarray, labels: np.ndarray, ci_level: float, *, fars=PLAN_FARS,

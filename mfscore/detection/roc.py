@@ -14,9 +14,12 @@ Undefined cases: with no non-targets FPR is NaN everywhere, with no targets TPR 
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 
 import numpy as np
+
+FILE_DTYPE = np.dtype([("score", "<f8"), ("target", "u1"), ("order", "<u4")])  # SortedTrials.to_npy: a row a trial
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,30 @@ class SortedTrials:
         labels = np.asarray(labels, dtype=np.int64)
         order = np.argsort(-scores, kind="stable")
         s = scores[order]
-        if s.size:
-            group_ends = np.r_[np.flatnonzero(np.diff(s)), s.size - 1]
-        else:
-            group_ends = np.zeros(0, dtype=np.intp)
-        return cls(s, labels[order], order, group_ends)
+        return cls(s, labels[order], order, _group_ends(s))
+
+    def to_npy(self) -> bytes:
+        """The trials as a ``.npy`` file of ``FILE_DTYPE`` rows (13 bytes a trial), for a job to read (``read_npy``)."""
+        if self.scores.size > np.iinfo(np.uint32).max:
+            raise ValueError(f"{self.scores.size} trials are more than a trial file's order holds")
+        rows = np.empty(self.scores.size, dtype=FILE_DTYPE)
+        rows["score"], rows["target"], rows["order"] = self.scores, self.labels, self.order
+        out = io.BytesIO()
+        np.save(out, rows, allow_pickle=False)
+        return out.getvalue()
+
+    @classmethod
+    def read_npy(cls, path: str, n: int) -> "SortedTrials":
+        """The ``n`` trials ``to_npy`` wrote to ``path``, equal to those it was given; ``ValueError`` for a file that
+        is not such a table (another type or length, an order that is not a permutation)."""
+        rows = np.load(path, allow_pickle=False)
+        if rows.dtype != FILE_DTYPE or rows.shape != (n,):
+            raise ValueError(f"it holds {rows.dtype} {rows.shape}, not {n} sorted trials")
+        order = rows["order"].astype(np.intp)
+        if n and (order.max() >= n or np.bincount(order, minlength=n).min() != 1):
+            raise ValueError("its order is not a permutation of the trials")
+        scores = np.ascontiguousarray(rows["score"])
+        return cls(scores, rows["target"].astype(np.int64), order, _group_ends(scores))
 
     def counts(self, weights: np.ndarray | None = None):
         """Cumulative (fps, tps, thresholds) at each distinct score, optionally weighted.
@@ -75,6 +97,13 @@ class SortedTrials:
         tps = tps[present]
         seen = seen[present]
         return seen - tps, tps, self.scores[self.group_ends][present]
+
+
+def _group_ends(scores: np.ndarray) -> np.ndarray:
+    """Index of the last of each run of equal (descending) scores."""
+    if not scores.size:
+        return np.zeros(0, dtype=np.intp)
+    return np.r_[np.flatnonzero(np.diff(scores)), scores.size - 1]
 
 
 def drop_collinear(fps: np.ndarray, tps: np.ndarray) -> np.ndarray:

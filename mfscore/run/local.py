@@ -3,10 +3,13 @@ with the results model and the run's provenance beside the reports."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TextIO
 
@@ -17,7 +20,7 @@ from mfscore.run.staged_outputs import StagedOutputs
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.pool import FORKED, PROCESSES, THREADS, pool_map
 from mfscore.run_record import RunRecord, run_record
-from mfscore.tasks.base import OUTPUT_DIRECTORY, PLANNER, Lines, Plan, Task
+from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Task, scored_where_planned, with_generated
 
 
 def score_work(task_name: str, work):
@@ -26,20 +29,46 @@ def score_work(task_name: str, work):
 
 
 def score_plan(task: Task, plan: Plan, processes: int | None = None, *, interactive: bool = False) -> dict:
-    """Every job of ``plan`` scored and folded; a ``PLANNER`` task's jobs are scored in this process.
+    """Every job of ``plan`` scored and folded; a ``PLANNER`` or ``portable`` task's jobs are scored in this process,
+    in plan order, reading the plan's own files (``Plan.generated``) from a scratch directory.
 
     ``processes`` None (the default) scores on one worker per CPU: threads for a ``threads`` task,
     processes forked from this one for any other; a number asks for that many fresh processes.
     """
-    if task.resource == PLANNER:
+    if scored_where_planned(task, plan):
         count, workers = 1, PROCESSES
     elif processes is None:
         count, workers = os.cpu_count() or 1, THREADS if task.threads else FORKED
     else:
         count, workers = processes, PROCESSES
-    outcomes = pool_map(partial(score_work, task.name), [job.work for job in plan.jobs], count,
-                        interactive=interactive, workers=workers, label=f"scoring ({task.name})")
+    with written(plan.generated) as directory:
+        works = [with_generated(task, job.work, plan.generated, directory) for job in plan.jobs]
+        outcomes = pool_map(partial(score_work, task.name), works, count,
+                            interactive=interactive, workers=workers, label=f"scoring ({task.name})")
     return fold(zip((job.key for job in plan.jobs), outcomes))
+
+
+@contextlib.contextmanager
+def written(generated: dict[str, bytes]) -> Iterator[str]:
+    """A scratch directory holding a plan's own files under their keys (none without any), removed afterwards."""
+    if not generated:
+        yield ""
+        return
+    directory = tempfile.mkdtemp(prefix="mfscore-planned-")
+    try:
+        write_generated(generated, directory)
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def write_generated(generated: dict[str, bytes], directory: str | os.PathLike) -> None:
+    """A plan's own files (``Plan.generated``) under ``directory``, each at its key."""
+    for key, data in generated.items():
+        path = os.path.join(directory, *key.split("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
 
 
 RESULTS_FILE = "results.json"  # <prefix>_results.json: the results model, the same bytes on every runner

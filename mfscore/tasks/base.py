@@ -9,7 +9,8 @@ A task is four pure steps over typed values::
                                      (``mfscore.results``), stdout, stderr, exit status
 
 The embedded CLI (``mfscore.run.local``) and the cluster (``services/``) are two runners of these
-steps; neither knows anything about a particular task.
+steps; neither knows anything about a particular task. Where a job is scored is the task's declaration
+(``Task.resource``, ``Task.portable``) and the runner's choice (``scored_where_planned``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mfscore.results import Results
 
 OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the directory the runner wrote the files into
 PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
+PLANNED = "planned"                             # the first part of a plan-made file's key (Plan.generated)
 PATH = {"path": True}                           # field metadata: an input path (mfscore.options.option(path=True))
 
 
@@ -40,7 +42,12 @@ class Job:
 @dataclass
 class Plan:
     """A planned run: its jobs in report order, the task's own state for the report, what planning said, and
-    the files planning read beyond ``Inputs.tables`` (the journals its trials name, say)."""
+    the files planning read beyond ``Inputs.tables`` (the journals its trials name, say).
+
+    ``generated`` are files planning made for the jobs to read, by key (``planned/...``, '/'-separated): a job
+    names one by its key among its blobs (``Task.blobs``) and its runner puts it where the job reads it
+    (``with_generated``; a cluster stores it with the run's inputs).
+    """
 
     options: Any
     jobs: list[Job]
@@ -48,6 +55,7 @@ class Plan:
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     tables: tuple[str, ...] = ()
+    generated: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,9 +96,13 @@ class Task(ABC):
     """A scorer, as both runners see it. Subclasses set the class attributes and the five methods.
 
     ``resource`` names the resource class that scores the jobs on a cluster, one a scorer pool pulls
-    (``mask``: image masks, ``video``: HDF5 video masks, ``json``: provenance JSON; the cluster's job
-    kinds are these), or ``PLANNER`` when per-trial work is microseconds and the jobs are scored where
-    they are planned (shipping them would cost more). ``options_type`` checks its own values
+    (``mask``: image masks, ``video``: HDF5 video masks, ``json``: provenance JSON, ``detection``: a
+    detection subset's metrics and bootstrap slices; the cluster's job kinds are these), or ``PLANNER``
+    when per-trial work is microseconds and the jobs are scored where they are planned (shipping them
+    would cost more). A ``portable`` task's jobs read nothing but the tables and the plan's own files
+    (``Plan.generated``), so they can be scored where they are planned too: the embedded runner scores
+    them in its own process, one after another, and a cluster does for plans of fewer trials than its
+    threshold (``scored_where_planned``). ``options_type`` checks its own values
     (``mfscore.options``); ``mfscore.tasks.decode_options`` makes them from the wire.
     ``threads`` says ``score`` spends its time where the GIL is released (OpenCV decode, zlib, numpy),
     so the local runner scores its jobs on threads of one process by default. ``primary_metric`` and
@@ -103,6 +115,7 @@ class Task(ABC):
     work_type: ClassVar[type]
     record_type: ClassVar[type]
     resource: ClassVar[str]
+    portable: ClassVar[bool] = False
     threads: ClassVar[bool] = False
     primary_metric: ClassVar[str]
     metric_names: ClassVar[str]
@@ -120,8 +133,8 @@ class Task(ABC):
         return {}
 
     def trials(self, work) -> int:
-        """How many trials one job's work holds, for the progress a run reports: one, unless the task batches
-        trials into a job (detection)."""
+        """How many trials one job's work holds, for the progress a run reports and the size of a portable task's
+        plan (``scored_where_planned``): one, unless a job scores many (detection: its share of a subset's)."""
         return 1
 
     def with_blobs(self, work, paths: dict[str, str]):
@@ -144,6 +157,25 @@ class Task(ABC):
     @abstractmethod
     def report(self, plan: Plan, outcomes: dict[JobKey, Any], stage) -> Lines:
         ...
+
+
+def scored_where_planned(task: Task, plan: Plan, pool_min_trials: int | None = None) -> bool:
+    """Whether ``plan``'s jobs are scored in the process that planned them rather than by the task's pool: a
+    ``PLANNER`` task's always; a portable task's by a runner without pools (``pool_min_trials`` None, the embedded
+    one) and when its jobs hold fewer than ``pool_min_trials`` trials (``Task.trials``); any other task's never."""
+    if task.resource == PLANNER:
+        return True
+    if not task.portable:
+        return False
+    return pool_min_trials is None or sum(task.trials(job.work) for job in plan.jobs) < pool_min_trials
+
+
+def with_generated(task: Task, work, generated: dict[str, bytes], directory: str):
+    """``work`` reading the plan-made files it names (keys of ``generated``) from ``directory``, where its runner
+    wrote them (``mfscore.run.local.written``); other work unchanged."""
+    blobs = task.blobs(work)
+    moved = {name: os.path.join(directory, *key.split("/")) for name, key in blobs.items() if key in generated}
+    return task.with_blobs(work, {**blobs, **moved}) if moved else work
 
 
 def path_fields(options) -> list[str]:

@@ -1,13 +1,21 @@
-"""Detection scoring as a task (docs/detection.md): the scored table's trials are its records.
+"""Detection scoring as a task (docs/detection.md "On a cluster"): a subset's metrics and its bootstrap replicates
+are its jobs, their values its records.
 
-Scoring a detection trial is reading one number, microseconds of work, so the jobs (batches of
-the scored table's rows) are scored where they are planned (``PLANNER``): shipping a batch to a
-worker and back would cost more than the work. What a cluster distributes for detection is whole
-runs; the metrics (ROC, EER, bootstrap CIs) are the report's work, on the folded records.
+Planning reads the tables, selects the subsets (the whole set, or one per ``-q``/``-qm`` query or ``-qp``
+bucket), sorts each subset's trials once and writes them as a file of its own (``Plan.generated``), which
+its jobs name. A subset's first job computes its point metrics (AUC, EER, AUC@FAR, CDR@FAR, the SemaFor
+columns); with ``--ci`` the 500 bootstrap replicates are split into slices of about ``SLICE_WORK``
+trial-replicates each, the first slice in that same job. The report puts each subset's parts together
+(``mfscore.detection.scorer.subset_result``), so the files are those of one pass over the subset.
+
+The jobs read nothing but the plan's files (``Task.portable``): the embedded command scores them in its
+own process, one after another, and so does a cluster for a run of fewer trials than its
+``MFSCORE_POOL_MIN_TRIALS``; larger runs go to the detection scorer pool.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,23 +24,29 @@ import numpy as np
 import pandas as pd
 
 from mfscore.detection import KINDS
-from mfscore.detection.scorer import DetectionOptions, SubsetResult, score_detection
-from mfscore.detection.trials import (
-    SCORE,
-    ScoredTable,
-    apply_opt_out,
-    load_scored_table,
-    opt_out_column,
+from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice
+from mfscore.detection.roc import SortedTrials
+from mfscore.detection.scorer import (
+    DetectionOptions,
+    PointMetrics,
+    SubsetResult,
+    build_subsets,
+    competition_threshold,
+    point_metrics,
+    semafor_draws,
+    subset_result,
 )
-from mfscore.errors import OptionError
+from mfscore.detection.subsets import Subset
+from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table, scores_and_labels
+from mfscore.errors import MfscoreError, OptionError
 from mfscore.formats.journal import read_journal
 from mfscore.options import one_of, option, validate
-from mfscore.records import RecordConflictError
+from mfscore.records import Problem, RecordConflictError
 from mfscore.reports import detection_outputs as outputs
 from mfscore.results import ALL, HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
-    PLANNER,
+    PLANNED,
     Inputs,
     Job,
     JobKey,
@@ -44,7 +58,7 @@ from mfscore.tasks.base import (
 )
 from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 
-BATCH = 1000  # trials per job
+SLICE_WORK = 50_000_000  # trial-replicates a bootstrap job draws at most (1M trials: 10 jobs of 50 replicates)
 MAX_CURVE_POINTS = 1001  # ROC points a curve of the results keeps (a 10^6-trial ROC has about as many)
 
 
@@ -68,27 +82,54 @@ class Options(ReferenceLayout):
 
 
 @dataclass(frozen=True)
-class Trials:
-    """Scored-table rows: a job's work and, unchanged, its record (docs/architecture.md "Mergeable per-trial records")."""
+class SubsetJob:
+    """One job of a subset: its point metrics (``metrics``) and/or its bootstrap replicates ``first`` to ``first +
+    count``, over the ``n`` trials of the file ``trials`` the plan made (``SortedTrials.to_npy``)."""
 
-    ordinal: np.ndarray    # int64: the row in the scored table
-    score: np.ndarray      # float64
-    is_target: np.ndarray  # bool
-    status: np.ndarray     # object: the opt-out status, "" without one
+    trials: str
+    n: int
+    metrics: bool
+    first: int
+    count: int
+    scoring: DetectionOptions
+    threshold: float | None = None  # a -qp bucket's competition θ* (--semafor; mfscore.detection.scorer)
+
+
+@dataclass(frozen=True)
+class SubsetRecord:
+    """What a subset's job computed: its point metrics, its slice of replicates (None: not this job's)."""
+
+    metrics: PointMetrics | None = None
+    replicates: Replicates | None = None
 
 
 @dataclass
 class State:
     table: ScoredTable
     journal: pd.DataFrame | None
+    subsets: list[Subset] = field(default_factory=list)
+    trials: list[SortedTrials] = field(default_factory=list)  # each subset's, sorted once
+    error: MfscoreError | None = None  # selecting the subsets failed: the report says so, after planning's lines
+
+
+def slices(n: int, ci: bool) -> list[tuple[int, int]]:
+    """(first replicate, replicates) of each job of a subset of ``n`` trials: one job without ``--ci`` (or trials),
+    else the 500 replicates in near-equal slices of at most ``SLICE_WORK`` trial-replicates."""
+    if not ci or n == 0:
+        return [(0, 0)]
+    k = min(N_RESAMPLES, math.ceil(n * N_RESAMPLES / SLICE_WORK))
+    size, longer = divmod(N_RESAMPLES, k)
+    counts = [size + (i < longer) for i in range(k)]
+    return [(sum(counts[:i]), count) for i, count in enumerate(counts)]
 
 
 class Detection(Task):
     name = "detection"
     options_type = Options
-    work_type = Trials
-    record_type = Trials
-    resource = PLANNER
+    work_type = SubsetJob
+    record_type = SubsetRecord
+    resource = "detection"
+    portable = True
     primary_metric = r"AUC|pD@FAR[0-9.e+-]+"
     metric_names = r"AUC|EER|AUC@FAR|CDR@FAR|TRR|pD@FAR[0-9.e+-]+|bACC@EER|Cllr|minCllr"
 
@@ -106,17 +147,39 @@ class Detection(Task):
             said.append(f"mfscore: {len(table.trials)} opted-in trials")
         journal = (read_journal(options.ref_dir, options.reference, mediscore_compat=options.scoring.mediscore_compat)
                    if querying or options.out_meta else None)
-        trials = table.trials
-        column = opt_out_column(trials)
-        status = trials[column].fillna("").astype(str).to_numpy(dtype=object) if column else np.full(len(trials), "", object)
-        score = trials[SCORE].to_numpy(dtype=np.float64)
-        target = (trials["IsTarget"] == "Y").to_numpy()
-        jobs = [Job(JobKey(0, "trials", start),
-                    Trials(np.arange(start, min(start + BATCH, len(trials)), dtype=np.int64),
-                           score[start:start + BATCH], target[start:start + BATCH], status[start:start + BATCH]))
-                for start in range(0, len(trials), BATCH)]
-        stderr = [f"mfscore: warning: {warning}" for warning in table.warnings]
-        return Plan(options, jobs, State(table, journal), stderr=(said if options.verbose else []) + stderr)
+        stderr = (said if options.verbose else []) + [f"mfscore: warning: {warning}" for warning in table.warnings]
+        state = State(table, journal)
+        try:
+            subsets = build_subsets(table, journal, options.scoring)
+            threshold = competition_threshold(table, options.scoring)
+        except MfscoreError as error:
+            state.error = error
+            return Plan(options, [], state, stderr=stderr)
+        jobs, generated = [], {}
+        for i, subset in enumerate(subsets):
+            trials = SortedTrials.from_arrays(*scores_and_labels(subset.rows))
+            state.subsets.append(subset)
+            state.trials.append(trials)
+            key = f"{PLANNED}/detection/subset-{i}.npy"
+            generated[key] = trials.to_npy()
+            n = trials.labels.size
+            jobs += [Job(JobKey(i, "subset", first),
+                         SubsetJob(key, n, first == 0, first, count, options.scoring, threshold))
+                     for first, count in slices(n, options.scoring.ci)]
+        return Plan(options, jobs, state, stderr=stderr, generated=generated)
+
+    def blobs(self, work: SubsetJob) -> dict[str, str]:
+        return {"trials": work.trials}
+
+    def with_blobs(self, work: SubsetJob, paths: dict[str, str]) -> SubsetJob:
+        return replace(work, trials=paths["trials"])
+
+    def trials(self, work: SubsetJob) -> int:
+        """The job's share of its subset's trials, by the replicates it draws (all of them without ``--ci``)."""
+        if not work.count:
+            return max(1, work.n)
+        share = (work.n * (work.first + work.count)) // N_RESAMPLES - (work.n * work.first) // N_RESAMPLES
+        return max(1, share)
 
     def validation(self, options: Options) -> Submission:
         from mfscore.validation.options import ValidatorOptions
@@ -126,11 +189,15 @@ class Detection(Task):
                           ValidatorOptions(kind=kind[options.kind], neglect_mask=True, neglect_pixel=True,
                                            mediscore_compat=options.scoring.mediscore_compat))
 
-    def score(self, work: Trials) -> Trials:
-        return work
-
-    def trials(self, work: Trials) -> int:
-        return len(work.ordinal)  # a job is a batch of up to BATCH rows
+    def score(self, work: SubsetJob) -> SubsetRecord | Problem:
+        try:
+            trials = SortedTrials.read_npy(work.trials, work.n)
+        except (OSError, ValueError) as error:
+            return Problem(f"the planned trial table {work.trials} cannot be read ({error})", fatal=True)
+        point = point_metrics(trials, work.scoring, work.threshold) if work.metrics else None
+        replicates = (replicate_slice(trials, work.scoring.far_stop, semafor_draws(work.scoring, work.threshold),
+                                      work.first, work.count) if work.count else None)
+        return SubsetRecord(point, replicates)
 
     def draws(self, options: Options) -> bool:
         return options.plot.enabled
@@ -138,13 +205,12 @@ class Detection(Task):
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         state: State = plan.state
-        records = list(outcomes.values())
-        scores = np.concatenate([r.score for r in records]) if records else np.zeros(0)
-        targets = np.concatenate([r.is_target for r in records]) if records else np.zeros(0, bool)
-        if not np.array_equal(targets, (state.table.trials["IsTarget"] == "Y").to_numpy()):
-            raise RecordConflictError("the detection records do not match the planned trials")
-        table = replace(state.table, trials=state.table.trials.assign(**{SCORE: scores}))
-        results = score_detection(table, state.journal, options.scoring)
+        if state.error is not None:
+            raise state.error
+        results = [subset_result(subset, state.table.total_num, trials, point, replicates, options.scoring)
+                   for subset, trials, (point, replicates) in zip(state.subsets, state.trials,
+                                                                   assembled(plan, outcomes))]
+        table = state.table
         if options.plot.enabled:  # first, so that a figure worker draws while the tables are written
             from mfscore.reports.detection_plots import write_plots, write_semafor_plot
 
@@ -164,6 +230,24 @@ class Detection(Task):
         return Lines([f"reports in {OUTPUT_DIRECTORY}/ (prefix {stage.prefix!r})"], stderr,
                      results=detection_results(results, options.scoring, Records(system, tuple(table.sys_ref_keys),
                                                                                  where="inputs")))
+
+
+def assembled(plan: Plan, outcomes: dict) -> list[tuple[PointMetrics, Replicates | None]]:
+    """Each subset's point metrics and its replicates joined, from its jobs' records; a record that is not what its
+    job computes raises ``RecordConflictError``, a job's fatal problem stops the run with its sentence."""
+    parts: dict[int, tuple[list, list]] = {}
+    for job in plan.jobs:
+        record, work = outcomes[job.key], job.work
+        if isinstance(record, Problem):
+            raise MfscoreError(record.message)
+        slice_ = record.replicates
+        if ((record.metrics is not None) != work.metrics or (slice_ is None) != (work.count == 0)
+                or (slice_ is not None and (slice_.first, slice_.count) != (work.first, work.count))):
+            raise RecordConflictError(f"the record of the job {job.key} is not what the job computes")
+        points, replicates = parts.setdefault(job.key.query, ([], []))
+        points += [record.metrics] if record.metrics is not None else []
+        replicates += [slice_] if slice_ is not None else []
+    return [(points[0], joined(replicates) if replicates else None) for points, replicates in parts.values()]
 
 
 def metric_specs(options: DetectionOptions) -> tuple[MetricSpec, ...]:

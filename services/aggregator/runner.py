@@ -31,7 +31,7 @@ from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common.run_layout import work_dir
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, services_pb2
-from mfscore.tasks.base import PLANNER, Job
+from mfscore.tasks.base import Job, scored_where_planned
 
 VALIDATION_TIMEOUT = 600
 log = logging.getLogger("mfscore.aggregator")
@@ -74,13 +74,15 @@ class ClusterRunner:
                 return
             entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
             entry.trials = {job.key: task.trials(job.work) for job in plan.jobs}
-            if task.resource == PLANNER:  # microseconds per job: scored here (see Task.resource)
+            if scored_where_planned(task, plan, self.settings.pool_min_trials):  # see Task.resource, Task.portable
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
             elif publish:
+                await self._outlasting(f"run {run_id}: storing its planned files", lambda: asyncio.to_thread(
+                    self._store_generated, entry.spec.input_prefix, plan.generated))
                 for job in plan.jobs:
                     if entry.status.state in TERMINAL:  # failed meanwhile (a record of a job already out)
                         return
-                    wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir)),
+                    wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir, plan.generated)),
                                        entry.spec.input_prefix)
                     await self.book.durably(f"run {run_id}: publishing its jobs",
                                             lambda: publish_job(self.js, task.resource, wire))
@@ -222,6 +224,11 @@ class ClusterRunner:
             json.dump(said, f)
         return None
 
+    def _store_generated(self, input_prefix: str, generated: dict[str, bytes]) -> None:
+        """Store the files the plan made for its jobs (``Plan.generated``) with the run's inputs (blocking)."""
+        for key, data in generated.items():
+            self.store.put_bytes(input_prefix + key, data)
+
     def _store_report(self, run_id: str) -> str:
         """Store what ``_write_report`` wrote, with its manifest (blocking; again after an S3 outage, whole); the
         manifest's SHA-256."""
@@ -230,10 +237,14 @@ class ClusterRunner:
         return reports.store_report(self.store, run_id, self._dir(run_id, "out"), said["stdout"], said["status"])
 
 
-def _on_wire(task, work, input_dir: str):
-    """A job's work naming its files by their key in the upload, for a worker to fetch."""
+def _on_wire(task, work, input_dir: str, generated: dict[str, bytes]):
+    """A job's work naming its files by their key in the upload (where the plan's own files are stored too, under
+    their keys), for a worker to fetch."""
     keys = {}
     for name, path in task.blobs(work).items():
+        if path in generated:
+            keys[name] = path
+            continue
         relative = os.path.relpath(path, input_dir) if path else ""
         if relative.split(os.sep)[0] == os.pardir:
             raise MfscoreError(f"the file {path} is outside the run's uploaded inputs")

@@ -23,7 +23,8 @@ from mfscore.services.commands.cluster_config import ClusterConfig, default_clus
 
 START_TIMEOUT = 60.0
 BUCKET = "mfscore"
-NATS_ROLES = {"aggregator": "aggregator", "mask-scorer": "scorer", "provenance-scorer": "scorer"}  # the validator: none
+NATS_ROLES = {"aggregator": "aggregator", "mask-scorer": "scorer", "provenance-scorer": "scorer",
+              "detection-scorer": "scorer"}  # the validator: none
 
 
 def add_parser(subparsers) -> None:
@@ -35,6 +36,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cluster", help=f"the cluster file (default $MFSCORE_CLUSTER or {default_cluster_file()})")
     p.add_argument("--mask-scorers", type=int, default=1, help="mask-scorer processes (default 1)")
     p.add_argument("--provenance-scorers", type=int, default=1, help="provenance-scorer processes (default 1)")
+    p.add_argument("--detection-scorers", type=int, default=1, help="detection-scorer processes (default 1)")
     p.add_argument("--name", default="client", help="token: the caller's name (default client); it sees its own runs")
     p.add_argument("--role", choices=("client", "operator"), default="client",
                    help="token: client (default) or operator (sees every run)")
@@ -55,7 +57,8 @@ def run(args) -> int:
     if args.out and args.action != "token":
         raise OptionError("--out goes with 'token' only")
     if args.action == "up":
-        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers, tls=args.tls)
+        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers,
+                    detection_scorers=args.detection_scorers, tls=args.tls)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -73,9 +76,11 @@ def run(args) -> int:
     return status(path)
 
 
-def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: bool = False) -> ClusterConfig:
+def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
+       tls: bool = False, environment: dict[str, str] | None = None) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
-    (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names."""
+    (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
+    ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say)."""
     from mfscore.services.local.servers import (
         free_ports,
         start_nats_server,
@@ -84,7 +89,7 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
-    if min(mask_scorers, provenance_scorers) < 1:
+    if min(mask_scorers, provenance_scorers, detection_scorers) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
     state_dir = path.parent / (path.stem + "-state")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,7 +109,8 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
         _write_secret(_secrets(state_dir) / "s3-service.json",
                       json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
         processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
-        names = ["validator", "aggregator", *["mask-scorer"] * mask_scorers, *["provenance-scorer"] * provenance_scorers]
+        names = ["validator", "aggregator", *["mask-scorer"] * mask_scorers,
+                 *["provenance-scorer"] * provenance_scorers, *["detection-scorer"] * detection_scorers]
         ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
@@ -113,7 +119,8 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
             token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
-            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port))
+            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
+                                           environment=environment))
         for process in processes[2:]:
             wait_healthy(process)
         config.write(path)
@@ -124,9 +131,10 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, tls: b
 
 
 def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
-                  metrics_port: int | None = None) -> dict:
+                  metrics_port: int | None = None, *, environment: dict[str, str] | None = None) -> dict:
     """Start service ``name`` as its own process (umask 077, logging to ``<state>/logs/<label>.log``, mode 0600);
-    with the cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too."""
+    with the cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too.
+    ``environment`` adds settings (``MFSCORE_*`` variables) to the ones the cluster gives it."""
     from mfscore.services.local.servers import PRIVATE_UMASK, free_port, private_log
 
     metrics_port = metrics_port or free_port()
@@ -142,6 +150,7 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
                 "MFSCORE_AGGREGATOR_ADDRESS": config.aggregator_address,
                 "MFSCORE_TOKENS_FILE": str(_secrets(state_dir) / "tokens"),
                 "MFSCORE_TOKEN": (_secrets(state_dir) / "aggregator.token").read_text() if name == "aggregator" else ""})
+    env.update(environment or {})
     role = NATS_ROLES.get(name, "")
     env.update({"MFSCORE_NATS_USER": role, "MFSCORE_NATS_PASSWORD": _nats_password(state_dir, role) if role else ""})
     if config.tls_ca:  # SSL_CERT_FILE: the CA the S3 client (ObjectStore) checks the S3 server against

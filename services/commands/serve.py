@@ -6,7 +6,7 @@ import logging
 
 from mfscore.cli.documentation import see
 
-SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
+SERVICES = ("validator", "mask-scorer", "provenance-scorer", "detection-scorer", "aggregator")
 
 
 def add_parser(subparsers) -> None:

@@ -37,6 +37,7 @@ ENV_VARS = {
     "tls_ca": "MFSCORE_TLS_CA",
     "nats_user": "MFSCORE_NATS_USER",
     "nats_password": "MFSCORE_NATS_PASSWORD",
+    "pool_min_trials": "MFSCORE_POOL_MIN_TRIALS",
 }
 SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
 
@@ -80,6 +81,7 @@ class Settings:
     tls_ca: str = ""                   # PEM CA that gRPC and NATS servers' certificates are checked against
     nats_user: str = ""
     nats_password: str = ""
+    pool_min_trials: int = 200_000     # a portable task's smaller runs are scored in the aggregator (Task.portable)
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"
@@ -96,6 +98,8 @@ class Settings:
         for name in POSITIVE_FIELDS:
             if getattr(self, name) < 1:
                 raise OptionError(f"{ENV_VARS[name]} must be at least 1, not {getattr(self, name)}")
+        if self.pool_min_trials < 0:
+            raise OptionError(f"{ENV_VARS['pool_min_trials']} must be at least 0, not {self.pool_min_trials}")
 
     def redacted(self) -> Settings:
         """These settings with every secret replaced by ``***``, for logs."""

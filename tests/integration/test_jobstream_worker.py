@@ -275,12 +275,12 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
 
 def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_each(jetstream):
     resources = {tasks.get(n).resource for n in tasks.names()} - {PLANNER}
-    assert set(JOB_KINDS) == resources == {"mask", "video", "json"}
+    assert set(JOB_KINDS) == resources == {"detection", "mask", "video", "json"}
     for kind in JOB_KINDS:
         assert (job_subject(kind, "runK"), job_filter(kind), dead_subject(kind)) == (
             f"mfscore.jobs.{kind}.runK", f"mfscore.jobs.{kind}.>", f"mfscore.dead.{kind}")
     with pytest.raises(ValueError):
-        job_subject("detection", "runK")  # a PLANNER task's jobs are never published
+        job_subject(PLANNER, "runK")  # a PLANNER task's jobs are never published
     with pytest.raises(ValueError, match="not a single NATS subject token"):
         job_subject("mask", "run.K")
     message = mask_job("runK", 4, role="donor", query=1)

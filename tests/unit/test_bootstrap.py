@@ -1,4 +1,5 @@
-"""The one-sort bootstrap against a straightforward resample-and-sort bootstrap (docs/detection.md §6.6).
+"""The one-sort bootstrap against a straightforward resample-and-sort bootstrap (docs/detection.md §6.6), and its
+replicates computed in slices (a cluster's jobs) against one pass.
 
 The oracle draws ``positions = rng.randint(0, n, size=n)`` per replicate from
 ``numpy.random.RandomState(77)`` (MediScore's draws), re-sorts the resampled rows through
@@ -16,14 +17,20 @@ import numpy as np
 import pytest
 
 from exact import identical
+from mfscore.codec import encode
+from mfscore.detection import bootstrap
 from mfscore.detection.bootstrap import (
     N_RESAMPLES,
+    SemaforDraws,
     bootstrap_intervals,
+    intervals,
+    joined,
     quantile_positions,
     replicate_metrics,
+    replicate_slice,
     resample_counts,
 )
-from mfscore.detection.roc import auc, cdr_at_far, partial_auc, roc_curve
+from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
 
 
 def slow_replicates(scores, labels, far_stop, n_resamples=N_RESAMPLES, seed=77):
@@ -175,3 +182,70 @@ def test_compat_mode_is_python_sorted_over_all_replicates():
 def test_only_single_class_data_gives_nan_interval():
     got = bootstrap_intervals(np.array([0.3, 0.2, 0.2]), np.array([1, 1, 1]), 0.1, 0.9)
     assert math.isnan(got.auc.lower) and math.isnan(got.auc.upper)
+
+
+# --- slices: replicates first..first+count, joined -------------------------------------------------
+
+@pytest.fixture
+def no_kept_states():
+    """A process that has kept no generator state (every slice advances from the seed), before and after."""
+    bootstrap._states.clear()
+    yield
+    bootstrap._states.clear()
+
+
+def same_state(a: np.random.RandomState, b: np.random.RandomState) -> bool:
+    (name_a, key_a, *rest_a), (name_b, key_b, *rest_b) = a.get_state(), b.get_state()
+    return name_a == name_b and np.array_equal(key_a, key_b) and rest_a == rest_b
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 1000, 1024, 1025, 100_003])
+def test_advancing_leaves_the_generator_where_the_draws_leave_it(n, no_kept_states):
+    """Every start a slice can have (0 to 500), from the seed: the 32-bit outputs the draws consume, no more."""
+    drawn = np.random.RandomState(77)
+    starts = range(N_RESAMPLES + 1) if n < 1000 else (0, 1, 2, 17, 250)
+    for start in range(max(starts) + 1):
+        if start in starts:
+            assert same_state(bootstrap._kept(n, start, 77), drawn), start
+        drawn.randint(0, n, size=n)
+
+
+def near_equal(k: int) -> list[tuple[int, int]]:
+    size, longer = divmod(N_RESAMPLES, k)
+    counts = [size + (i < longer) for i in range(k)]
+    return [(sum(counts[:i]), c) for i, c in enumerate(counts)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 10, 13, 64, 99, 250, 499, 500])
+@pytest.mark.parametrize("kept", [False, True], ids=["advanced", "kept"])
+def test_sliced_replicates_are_the_unsliced_ones(k, kept, no_kept_states):
+    """Slices (near-equal, so uneven when k does not divide 500), scored in any order, each advancing from the seed
+    or from a state this process kept, joined: the same values, types, NaNs and intervals as one pass."""
+    scores, labels, _ = DATASETS["n500"]
+    trials = SortedTrials.from_arrays(scores, labels)
+    draws = SemaforDraws()
+    whole = replicate_slice(trials, 0.1, draws)
+    parts = near_equal(k)
+    np.random.default_rng(k).shuffle(parts)
+    pieces = []
+    for first, count in parts:
+        if not kept:
+            bootstrap._states.clear()
+        pieces.append(replicate_slice(trials, 0.1, draws, first, count))
+    got = joined(pieces)
+    assert encode(got) == encode(whole)
+    assert [type(v) for v in got.auc] == [type(v) for v in whole.auc]
+    assert encode(intervals(got, 0.9)) == encode(intervals(whole, 0.9)) == \
+        encode(bootstrap_intervals(scores, labels, 0.1, 0.9, semafor=draws))
+
+
+def test_uneven_slices_and_single_class_slices_join_to_the_whole(no_kept_states):
+    scores, labels, _ = DATASETS["n7_one_target"]
+    trials = SortedTrials.from_arrays(scores, labels)
+    whole = replicate_slice(trials, 0.25, SemaforDraws(threshold=0.1))
+    bounds = [0, 1, 2, 40, 41, 333, 499, 500]
+    pieces = [replicate_slice(trials, 0.25, SemaforDraws(threshold=0.1), a, b - a) for a, b in zip(bounds, bounds[1:])]
+    assert encode(joined(pieces[::-1])) == encode(whole)
+    assert not all(whole.both_classes)
+    with pytest.raises(ValueError, match="do not follow"):
+        joined([pieces[0], pieces[2]])

@@ -17,8 +17,8 @@ each scorer pool pulls (``services/<pool>/service.py`` POOL) and the gRPC servic
 registers (``proto/mfscore/v1/services.proto``).
 
 What is checked: kustomizations list files that exist and parse, and no YAML file is left out.
-The four services run once each, as ``mfscore serve <service>``; no retired service
-(detection-scorer) or consumer is named anywhere. Each Deployment has gRPC probes on 50051 (readiness
+The five services run once each, as ``mfscore serve <service>``; no retired consumer or subject
+(provenance-scorers, mfscore.jobs.provenance) is named anywhere. Each Deployment has gRPC probes on 50051 (readiness
 on the gRPC service it serves), a metrics port on 9100, and envFrom the ConfigMap and the
 credentials Secret. Every environment variable is a documented ``MFSCORE_*`` one. The grace period
 exceeds ``MFSCORE_ACK_WAIT``. KEDA ScaledObjects target the scorer pools with one trigger per
@@ -62,19 +62,19 @@ DOCS = REPO / "docs" / "deploy.md"
 SERVICES_SRC = REPO / "services"            # installed as mfscore.services (pyproject.toml package-dir)
 
 # `mfscore serve <service>`: the Deployments, one each (checked against services/commands/serve.py)
-SERVICES = ("validator", "mask-scorer", "provenance-scorer", "aggregator")
+SERVICES = ("validator", "mask-scorer", "provenance-scorer", "detection-scorer", "aggregator")
 # the scorer pools: services/<name with _>/service.py defines POOL = ScorerPool(name, resources)
-SCORERS = ("mask-scorer", "provenance-scorer")
+SCORERS = ("mask-scorer", "provenance-scorer", "detection-scorer")
 # the gRPC service each process registers (and reports on grpc.health.v1.Health), and the module doing so
 GRPC_SERVICES = {
     "validator": ("mfscore.v1.ValidatorService", SERVICES_SRC / "validator" / "service.py"),
     "mask-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
     "provenance-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
+    "detection-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
     "aggregator": ("mfscore.v1.AggregatorService", SERVICES_SRC / "aggregator" / "service.py"),
 }
-# names of the five-service layout: detection is scored in the aggregator, provenance jobs are class json
-RETIRED_NAMES = ("detection-scorer", "detection_scorer", "detection-scorers", "provenance-scorers",
-                 "mfscore.jobs.detection", "mfscore.jobs.provenance")
+# names of an old layout: provenance jobs are class json
+RETIRED_NAMES = ("provenance-scorers", "mfscore.jobs.provenance")
 OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config"})  # not services
 SECRET_KEYS = frozenset({"MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY"})
 CONFIGMAP_KEYS = frozenset({
@@ -505,7 +505,7 @@ def test_no_retired_name_in_deploy_files():
         text = path.read_text()
         for name in RETIRED_NAMES:
             assert not re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text), \
-                f"{path.relative_to(REPO)} still names {name!r} (detection is scored in the aggregator; " \
+                f"{path.relative_to(REPO)} still names {name!r} (provenance jobs are class json; " \
                 f"the pools' consumers are {', '.join(consumer(c) for c in job_classes())})"
 
 

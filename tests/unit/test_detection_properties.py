@@ -2,10 +2,11 @@
 
 * ``detection_metrics`` does not depend on row order (the ROC is built from integer counts per
   tied-score group, so the values are identical, not just close: compared exactly, types included).
-* The detection task's records (plan on a table, ``TASK.score``), folded in shards (any shard order,
-  repeats collapse, conflicts raise, ``mfscore.records.fold``), are exactly the table's trials; their
-  metrics, bootstrap intervals included, are exactly those of the full table, and the report of the
-  shards is the report of the records folded in order.
+* The detection task's jobs (plan on a table: a subset's metrics and slices of its bootstrap replicates, of
+  every slicing; ``TASK.score`` in any order, with or without the generator states a process keeps) and their
+  records, folded in shards (any shard order, repeats collapse, conflicts raise, ``mfscore.records.fold``),
+  give exactly the metrics of the full table, bootstrap intervals included, and the report of one job per
+  subset; a record that is not its job's, or a job that could not read its file, stops the report.
 * ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included.
 * ``trial_response_rate`` rounds half away from zero to 2 decimals (docs/detection.md §4).
 
@@ -29,16 +30,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exact import identical
+from mfscore.detection import bootstrap
+from mfscore.detection.bootstrap import N_RESAMPLES
 from mfscore.detection.metrics import detection_metrics
-from mfscore.detection.scorer import DetectionOptions
+from mfscore.detection.roc import SortedTrials
+from mfscore.detection.scorer import DetectionOptions, in_subset_order, subset_result
 from mfscore.detection.trials import trial_response_rate
 from mfscore.formats.joins import join
 from mfscore.formats.tables import write_table
-from mfscore.records import JobKey, RecordConflictError, complete, decode_outcome, encode_outcome, fold
+from mfscore.errors import MfscoreError
+from mfscore.records import JobKey, Problem, RecordConflictError, complete, decode_outcome, encode_outcome, fold
 from mfscore.reports.detection_outputs import PlotOptions
-from mfscore.run.local import report_into
+from mfscore.run.local import report_into, write_generated
 from mfscore.tasks import detection
-from mfscore.tasks.detection import TASK
+from mfscore.tasks.base import with_generated
+from mfscore.tasks.detection import TASK, assembled
 from output_files import tree
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -95,23 +101,27 @@ def scored_tables(draw, max_rows=40):
 
 
 @contextlib.contextmanager
-def planned(table: pd.DataFrame, batch: int, *, ci: bool = False):
+def planned(table: pd.DataFrame, slice_work: int = detection.SLICE_WORK, *, ci: bool = False,
+            semafor: bool = False):
     """The detection task's plan of ``table`` (written as reference, index and system output, in its row
-    order), with ``batch`` trials per job; yields (plan, the directory the files are in)."""
-    with tempfile.TemporaryDirectory() as directory, mock.patch.object(detection, "BATCH", batch):
+    order), with bootstrap slices of at most ``slice_work`` trial-replicates; yields (plan, the directory the
+    files are in, the directory the plan's own files are in)."""
+    with tempfile.TemporaryDirectory() as directory, mock.patch.object(detection, "SLICE_WORK", slice_work):
         root = Path(directory)
         write_table(table[["ProbeFileID", "IsTarget"]], root / "ref.csv")
         write_table(table[["ProbeFileID"]], root / "index.csv")
         write_table(table[["ProbeFileID", "ConfidenceScore", "ProbeStatus"]], root / "sys.csv")
         options = detection.Options(kind="manipulation", ref_dir=str(root), reference="ref.csv", index="index.csv",
-                                    system=str(root / "sys.csv"), scoring=DetectionOptions(ci=ci),
+                                    system=str(root / "sys.csv"), scoring=DetectionOptions(ci=ci, semafor=semafor),
                                     plot=PlotOptions(enabled=False))
-        yield TASK.plan(options), root
+        plan = TASK.plan(options)
+        write_generated(plan.generated, root / "generated")
+        yield plan, root, root / "generated"
 
 
-def deliveries(plan) -> list[tuple]:
-    """Each job's (key, outcome), scored by the task."""
-    return [(job.key, TASK.score(job.work)) for job in plan.jobs]
+def deliveries(plan, generated: Path) -> list[tuple]:
+    """Each job's (key, outcome), scored by the task reading the plan's files where a runner put them."""
+    return [(job.key, TASK.score(with_generated(TASK, job.work, plan.generated, str(generated)))) for job in plan.jobs]
 
 
 def over_the_wire(outcome):
@@ -130,88 +140,114 @@ def report(plan, outcomes: dict, root: Path) -> tuple:
     return tree(out), lines.stdout, lines.stderr, lines.status
 
 
-def concatenated(outcomes: dict, plan) -> dict[str, np.ndarray]:
-    records = list(complete(outcomes, (job.key for job in plan.jobs)).values())
-    return {name: np.concatenate([getattr(r, name) for r in records])
-            for name in ("ordinal", "score", "is_target", "status")}
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 99_999, 100_001, 10**6, 10**7])
+def test_a_subset_s_replicates_are_sliced_evenly_and_whole(n):
+    for ci in (False, True):
+        parts = detection.slices(n, ci)
+        if not ci or n == 0:
+            assert parts == [(0, 0)]
+            continue
+        assert [first for first, _ in parts] == [0, *np.cumsum([c for _, c in parts])[:-1].tolist()]
+        assert sum(c for _, c in parts) == N_RESAMPLES and max(c for _, c in parts) - min(c for _, c in parts) <= 1
+        assert max(c for _, c in parts) * n <= detection.SLICE_WORK or len(parts) == N_RESAMPLES
+        assert len(parts) == min(N_RESAMPLES, math.ceil(n * N_RESAMPLES / detection.SLICE_WORK))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(table=scored_tables(), batch=st.integers(1, 7), k=st.integers(1, 5), data=st.data())
-def test_shards_fold_to_the_full_records_metrics_and_report(table, batch, k, data):
-    with planned(table, batch, ci=True) as (plan, root):
-        scored = deliveries(plan)
+@given(table=scored_tables(), slice_work=st.sampled_from([1, 137, 2000, 7919, 10**9]), k=st.integers(1, 5),
+       semafor=st.booleans(), data=st.data())
+def test_shards_fold_to_the_unsliced_metrics_and_report(table, slice_work, k, semafor, data):
+    """Slices scored in any process order (the generator states a process keeps dropped or not), folded in shards
+    in any order with repeats off the wire, report exactly what one job per subset reports."""
+    with planned(table, slice_work, ci=True, semafor=semafor) as (plan, root, generated):
+        if data.draw(st.booleans()):
+            bootstrap._states.clear()
+        order = data.draw(st.permutations(list(range(len(plan.jobs)))))
+        scored = dict(deliveries(type(plan)(**{**vars(plan), "jobs": [plan.jobs[i] for i in order]}), generated))
+        scored = [(job.key, scored[job.key]) for job in plan.jobs]
+        assert [o.metrics is not None for _, o in scored] == [job.key.ordinal == 0 for job in plan.jobs]
         shards = split(scored, k, data)
-        order = data.draw(st.permutations(list(range(k))))
-        delivered = [shards[j] for j in order]
+        delivered = [shards[j] for j in data.draw(st.permutations(list(range(k))))]
         if data.draw(st.booleans()):  # one shard delivered twice, as copies off the wire
             delivered.append([(key, over_the_wire(o)) for key, o in shards[data.draw(st.integers(0, k - 1))]])
         folded = {}
         for shard in delivered:
             fold(shard, into=folded)
         in_order = fold(scored)
-        assert sorted(folded) == sorted(in_order) == [job.key for job in plan.jobs]
+        assert sorted(folded) == sorted(in_order) == sorted(job.key for job in plan.jobs)
         assert {key: encode_outcome(o) for key, o in folded.items()} == \
             {key: encode_outcome(o) for key, o in in_order.items()}
+        got = report(plan, folded, root)
+        assert got[0] and got == report(plan, in_order, root)
 
-        # the folded records are the table's trials, exactly (dtypes included)
-        records = concatenated(folded, plan)
-        expected = {"ordinal": np.arange(len(table), dtype=np.int64),
-                    "score": table["ConfidenceScore"].to_numpy(dtype=np.float64),
-                    "is_target": (table["IsTarget"] == "Y").to_numpy(),
-                    "status": table["ProbeStatus"].fillna("").to_numpy(dtype=object)}
-        for name, values in expected.items():
-            assert records[name].dtype == values.dtype, name
-            np.testing.assert_array_equal(records[name], values, err_msg=name)
-
-        scores_full = table["ConfidenceScore"].to_numpy(dtype=np.float64)
-        labels_full = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
-        far_stop = data.draw(st.sampled_from([0.1, 0.5]))
-        from_table = detection_metrics(scores_full, labels_full, far_stop=far_stop, ci=True)
-        from_records = detection_metrics(records["score"], records["is_target"].astype(np.int64),
-                                         far_stop=far_stop, ci=True)
-        assert_same_metrics(from_table, from_records)
-
-        got, want = report(plan, folded, root), report(plan, in_order, root)
-        assert got[0] and got == want
+        scores = table["ConfidenceScore"].to_numpy(dtype=np.float64)
+        labels = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+        whole = detection_metrics(scores, labels, far_stop=0.1, ci=True)
+        (subset, trials, (point, replicates)), = zip(plan.state.subsets, plan.state.trials, assembled(plan, folded))
+        assert_same_metrics(subset_result(subset, len(table), trials, point, replicates, plan.options.scoring).metrics,
+                            whole)
+    with planned(table, 10**9, ci=True, semafor=semafor) as (unsliced, root, generated):
+        assert len(unsliced.jobs) == 1
+        assert report(unsliced, fold(deliveries(unsliced, generated)), root) == got
 
 
-def test_fold_is_idempotent_and_order_free_on_a_fixed_example(tmp_path):
+def test_fold_is_idempotent_and_order_free_on_a_fixed_example():
     table = pd.DataFrame({"ProbeFileID": ["c", "a", "b", "d"], "ConfidenceScore": [0.2, 0.9, 0.2, 0.1],
                           "IsTarget": ["Y", "N", "Y", "N"], "ProbeStatus": [None] * 4})
-    with planned(table, 2) as (plan, root):
-        assert [job.key for job in plan.jobs] == [JobKey(0, "trials", 0), JobKey(0, "trials", 2)]
-        scored = deliveries(plan)
-        assert [list(outcome.ordinal) for _, outcome in scored] == [[0, 1], [2, 3]]
+    with planned(table, 4 * 250, ci=True) as (plan, root, generated):
+        assert [job.key for job in plan.jobs] == [JobKey(0, "subset", 0), JobKey(0, "subset", 250)]
+        assert [(job.work.metrics, job.work.first, job.work.count, TASK.trials(job.work)) for job in plan.jobs] == \
+            [(True, 0, 250, 2), (False, 250, 250, 2)]
+        scored = deliveries(plan, generated)
         first, second = scored
-        folded = fold([second, (first[0], over_the_wire(first[1])), second, first, (second[0], over_the_wire(second[1]))])
+        assert first[1].replicates.first == 0 and second[1].replicates.first == 250 and second[1].metrics is None
+        folded = fold([second, (first[0], over_the_wire(first[1])), second, first,
+                       (second[0], over_the_wire(second[1]))])
         assert list(complete(folded, (job.key for job in plan.jobs))) == [first[0], second[0]]
-        records = concatenated(folded, plan)
-        assert records["ordinal"].tolist() == [0, 1, 2, 3] and records["score"].tolist() == [0.2, 0.9, 0.2, 0.1]
-        assert records["is_target"].tolist() == [True, False, True, False] and records["status"].tolist() == [""] * 4
         assert report(plan, folded, root) == report(plan, fold(scored), root)
 
 
+def other(value) -> float:
+    """A value unlike ``value`` (NaN included)."""
+    return 2.0 if value != 2.0 else 3.0
+
+
 @settings(max_examples=30, deadline=None)
-@given(table=scored_tables(max_rows=15), batch=st.integers(1, 4),
-       which=st.sampled_from(["score", "is_target", "status", "ordinal"]), data=st.data())
-def test_conflicting_records_raise(table, batch, which, data):
-    with planned(table, batch) as (plan, _):
-        scored = deliveries(plan)
+@given(table=scored_tables(max_rows=15), which=st.sampled_from(["auc", "eer", "both_classes", "cdr"]),
+       data=st.data())
+def test_conflicting_records_raise(table, which, data):
+    with planned(table, 2 * 15, ci=True) as (plan, _, generated):
+        scored = deliveries(plan, generated)
         j = data.draw(st.integers(0, len(scored) - 1))
         key, record = scored[j]
-        i = data.draw(st.integers(0, len(record.ordinal) - 1))
-        values = getattr(record, which).copy()
-        if which in ("score", "ordinal"):
-            values[i] = values[i] + 1
-        elif which == "is_target":
-            values[i] = not values[i]
+        if which == "eer":
+            if record.metrics is None:
+                return
+            altered = dataclasses.replace(record, metrics=dataclasses.replace(record.metrics,
+                                                                              eer=other(record.metrics.eer)))
         else:
-            values[i] = values[i] + "x"
-        altered = dataclasses.replace(record, **{which: values})
+            values = list(getattr(record.replicates, which))
+            i = data.draw(st.integers(0, len(values) - 1))
+            values[i] = (not values[i]) if which == "both_classes" else other(values[i])
+            altered = dataclasses.replace(record, replicates=dataclasses.replace(record.replicates,
+                                                                                 **{which: tuple(values)}))
         pair = data.draw(st.permutations([(key, record), (key, altered)]))
         with pytest.raises(RecordConflictError, match=str(key)):
             fold(scored[:j] + pair + scored[j + 1:])
+
+
+def test_a_record_that_is_not_its_job_s_and_a_job_that_cannot_read_its_file_stop_the_report():
+    table = pd.DataFrame({"ProbeFileID": ["c", "a", "b", "d"], "ConfidenceScore": [0.2, 0.9, 0.2, 0.1],
+                          "IsTarget": ["Y", "N", "Y", "N"], "ProbeStatus": [None] * 4})
+    with planned(table, 4 * 250, ci=True) as (plan, root, generated):
+        (first_key, first), (second_key, second) = deliveries(plan, generated)
+        with pytest.raises(RecordConflictError, match="is not what the job computes"):
+            report(plan, {first_key: first, second_key: first}, root)
+        missing = TASK.score(plan.jobs[1].work)  # its file where no runner put it
+        assert isinstance(missing, Problem) and missing.fatal and "planned/detection/subset-0.npy" in missing.message
+        with pytest.raises(MfscoreError, match="cannot be read"):
+            report(plan, {first_key: first, second_key: missing}, root)
+        assert not list(root.glob("out-*/*"))  # nothing written
 
 
 # --- join vs merge -------------------------------------------------------------------------------
@@ -321,3 +357,36 @@ def test_trial_response_rate_half_up_differs_from_python3_round():
 
 def test_trial_response_rate_zero_total_is_nan():
     assert math.isnan(trial_response_rate(0, 0))
+
+
+# --- the plan's trial files ----------------------------------------------------------------------
+
+@FAST
+@given(rows=trial_rows)
+def test_a_subset_s_trial_file_reads_back_bit_for_bit(rows, tmp_path_factory):
+    scores = np.array([s for s, _ in rows], dtype=np.float64)
+    labels = np.array([int(t) for _, t in rows], dtype=np.int64)
+    trials = SortedTrials.from_arrays(scores, labels)
+    path = tmp_path_factory.mktemp("npy") / "trials.npy"
+    path.write_bytes(trials.to_npy())
+    back = SortedTrials.read_npy(str(path), len(rows))
+    for name in ("scores", "labels", "order", "group_ends"):
+        got, want = getattr(back, name), getattr(trials, name)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), name  # -0.0 stays -0.0
+    assert [a.tobytes() for a in in_subset_order(back)] == [scores.tobytes(), labels.tobytes()]
+
+
+def test_a_trial_file_of_another_shape_or_order_is_refused(tmp_path):
+    trials = SortedTrials.from_arrays(np.array([0.5, 0.1, 0.9]), np.array([1, 0, 1]))
+    path = tmp_path / "t.npy"
+    path.write_bytes(trials.to_npy())
+    with pytest.raises(ValueError, match="not 4 sorted trials"):
+        SortedTrials.read_npy(str(path), 4)
+    rows = np.load(path)
+    rows["order"] = [0, 0, 2]
+    np.save(path, rows)
+    with pytest.raises(ValueError, match="not a permutation"):
+        SortedTrials.read_npy(str(path), 3)
+    np.save(path, np.arange(3.0))
+    with pytest.raises(ValueError, match="not 3 sorted trials"):
+        SortedTrials.read_npy(str(path), 3)

@@ -15,9 +15,9 @@ names, so a new task is held to all of them by its registry line alone:
   command line checks early are checked by the options type's own check.
 
 Each task also runs on its generated example (``mfscore.sample_data.examples``):
-- planning is deterministic (same keys, same work, twice);
+- planning is deterministic (same keys, same work, the same files of its own, twice);
 - a job's work, and each outcome, round-trip through the wire envelopes unchanged, and the
-  round-tripped work scores to the same outcome;
+  round-tripped work scores to the same outcome (reading the plan's own files where a runner puts them);
 - folding the outcomes shuffled, in shards, with repeats writes the same files and lines as
   folding them in plan order; a different outcome for a key already folded raises.
 """
@@ -42,10 +42,10 @@ from mfscore.codec import decode, encode
 from mfscore.errors import OptionError
 from mfscore.options import conforms, fields_of
 from mfscore.records import Problem, RecordConflictError, decode_outcome, encode_outcome, fold
-from mfscore.run.local import report_into
+from mfscore.run.local import report_into, write_generated
 from mfscore.sample_data.examples import example, example_arguments
 from mfscore.services.common.messages import job, job_message, outcome, record_message
-from mfscore.tasks.base import PLANNER
+from mfscore.tasks.base import PLANNER, with_generated
 from output_files import tree
 
 NAMES = tasks.names()
@@ -256,8 +256,18 @@ def planned(example_run):
     """(task, options, plan, outcomes in plan order, a directory for reports) of the task's example."""
     task, run, root = example_run
     plan = task.plan(run.options)
-    outcomes = [task.score(j.work) for j in plan.jobs]
+    write_generated(plan.generated, _generated(root))
+    outcomes = [task.score(_placed(task, plan, j.work, root)) for j in plan.jobs]
     return task, run.options, plan, outcomes, root
+
+
+def _generated(root: Path) -> Path:
+    """Where the example's plan-made files (``Plan.generated``) are, as a runner would put them."""
+    return root / "generated"
+
+
+def _placed(task, plan, work, root: Path):
+    return with_generated(task, work, plan.generated, str(_generated(root)))
 
 
 def _report(task, plan, folded, out_dir):
@@ -270,11 +280,12 @@ def test_planning_is_deterministic(planned):
     again = task.plan(options)
     assert [j.key for j in again.jobs] == [j.key for j in plan.jobs]
     assert [encode(j.work) for j in again.jobs] == [encode(j.work) for j in plan.jobs]
+    assert again.generated == plan.generated
     assert len({j.key for j in plan.jobs}) == len(plan.jobs) > 1
 
 
 def test_jobs_and_outcomes_round_trip_through_the_wire(planned):
-    task, _, plan, outcomes, _ = planned
+    task, _, plan, outcomes, root = planned
     for planned_job, scored in zip(plan.jobs, outcomes):
         message = job_message("run1", task, planned_job, "runs/run1/inputs/")
         received = job(task, type(message).FromString(message.SerializeToString()))
@@ -284,7 +295,7 @@ def test_jobs_and_outcomes_round_trip_through_the_wire(planned):
         record = record_message(message, scored, "test")
         back = outcome(task, type(record).FromString(record.SerializeToString()))
         assert encode_outcome(back) == encode_outcome(scored)
-        assert encode_outcome(task.score(received.work)) == encode_outcome(scored)
+        assert encode_outcome(task.score(_placed(task, plan, received.work, root))) == encode_outcome(scored)
 
 
 def test_every_job_holds_at_least_one_trial_and_says_so_after_the_wire(planned):
