@@ -195,7 +195,7 @@ def test_submit_waits_out_an_aggregator_restart(tmp_path, capsys, cluster):
     assert done.state == State.RUN_STATE_DONE and done.trials_received == planned.trials_planned
     assert tree(tmp_path / "submitted") == tree(tmp_path / "embedded")
     assert stdout.read_text().replace(str(tmp_path / "submitted"), str(tmp_path / "embedded")) == out
-    said = stderr.read_text().splitlines()
+    said = without_created(stderr.read_text()).splitlines()
     assert len([line for line in said if "reconnecting" in line]) == 1
     assert [line for line in said if "reconnecting" not in line] == err.splitlines()
     figures("aggregator restart", trials_planned=planned.trials_planned, trials_received=done.trials_received,
