@@ -33,7 +33,7 @@ from mfscore.tasks.base import key_of
 pytestmark = pytest.mark.integration
 
 SERVICE_NAMES = {"validator": "ValidatorService", "aggregator": "AggregatorService", "mask-scorer": "ScorerService",
-                 "provenance-scorer": "ScorerService"}
+                 "provenance-scorer": "ScorerService", "detection-scorer": "ScorerService"}
 
 
 def address(config, service: str) -> str:
