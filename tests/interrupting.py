@@ -43,9 +43,11 @@ PATCHES = {
             yield show
         _report._progress = _progress
     """,
-    # submit: every upload stream holds once it has named the run and declared its first file
+    # submit: every upload stream holds once it has named the run and declared its first file; every file is sent,
+    # as to a cluster that holds none of them yet
     "upload": """
         import mfscore.services.commands.upload as _upload
+        _upload.declare_inputs = lambda config, run_id, declared: [file.name for file in declared]
         _original = _upload._requests
         def _requests(run_id, files, sent):
             for i, request in enumerate(_original(run_id, files, sent)):

@@ -36,7 +36,7 @@ VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
 OTHER_COMMANDS = (leaderboard,)  # the other local commands that are not tasks: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
-                    "delete": "cluster", "local-cluster": "cluster,local"}
+                    "delete": "cluster", "dataset": "cluster", "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
 
 
@@ -64,8 +64,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         for entry in entry_points(group=COMMANDS_ENTRY_POINT):
             entry.load()(subparsers)
         if not set(CLUSTER_COMMANDS) <= set(subparsers.choices):
-            parser.epilog = ("The distributed mode (serve, submit, report, cancel, delete, local-cluster) is not "
-                             "installed: pip install 'mfscore[cluster]'.")
+            parser.epilog = ("The distributed mode (serve, submit, report, cancel, delete, dataset, local-cluster) is "
+                             "not installed: pip install 'mfscore[cluster]'.")
     return parser
 
 

@@ -2,6 +2,8 @@
 
 Every run belongs to the principal that created it; another caller's run answers NOT_FOUND to every call, as a run
 that never was (an operator sees every run and may cancel or delete it, but uploads into and submits only its own).
+A run's input files are objects of its owner's namespace or of its dataset, recorded in its input manifest
+(DeclareInputs, UploadInputs; docs/datasets.md).
 Every name a caller sends is checked whole before it is used (``run_layout``). Status codes as AIP-193 says: a
 call on a run in the wrong state is FAILED_PRECONDITION, a bad field INVALID_ARGUMENT naming it, NATS or S3 away
 UNAVAILABLE, a stored report that is not what the aggregator wrote DATA_LOSS.
@@ -22,6 +24,8 @@ from mfscore import options_schema, tasks
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.results import Results
 from mfscore.services.aggregator import paging, reports, uploads
+from mfscore.services.aggregator.datasets import DatasetBook, DatasetTampered, owner_space
+from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -36,8 +40,8 @@ from mfscore.services.aggregator.state import (
     now,
     report_seal,
 )
-from mfscore.services.common import metrics
-from mfscore.services.common.auth import caller
+from mfscore.services.common import input_manifest, metrics
+from mfscore.services.common.auth import Caller, caller
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError, ObjectStoreUnavailable
 from mfscore.services.common.run_layout import (
     BadName,
@@ -45,6 +49,9 @@ from mfscore.services.common.run_layout import (
     check_output_name,
     check_run_id,
     input_prefix,
+    namespace,
+    object_key,
+    parse_dataset,
     work_dir,
 )
 from mfscore.services.common.results_wire import results_message
@@ -59,14 +66,18 @@ log = logging.getLogger("mfscore.aggregator")
 
 class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner,
-                 retention: Retention):
+                 retention: Retention, datasets: DatasetBook, objects: Objects):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
+        self.datasets, self.objects = datasets, objects
 
     async def CreateRun(self, request, context):
         who = caller()
+        if request.dataset:
+            await readable_dataset(self.datasets, request.dataset, who, context)
         run_id = uuid.uuid4().hex
         created = now()
-        spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name)
+        spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
+                                dataset=request.dataset)
         status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=created,
                                     created_at=created, owner=who.name, owner_role=who.role)
         await self._record(RunEntry(spec, status), context, spec, status)
@@ -82,29 +93,72 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if entry.status.state != State.RUN_STATE_CREATED:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is {_state(entry)}, not "
                                                                      "created; its inputs cannot change")
+        space = await caller_space(context)
         spool_dir = work_dir(self.settings.work_dir, run_id, "uploading")
         os.makedirs(spool_dir, exist_ok=True)
 
         stored = runs_pb2.UploadInputsResponse()
-
-        async def put(declared, data):
-            await asyncio.to_thread(self.store.put_stream, input_prefix(run_id) + declared.name, data, declared.size)
-            stored.files.append(declared)
-
+        recorded: list[runs_pb2.InputFile] = []
         entry.uploading += 1
-        try:
-            await uploads.receive(_chained(first, request_iterator), run_id, put,
-                                  max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
-        except MfscoreError as error:
-            code = (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
-                    else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)  # the store, not the file
-                    else grpc.StatusCode.INVALID_ARGUMENT)
-            await context.abort(code, f"run {run_id}: {error.sentence()}")
-        finally:
-            entry.uploading -= 1
-            if stored.files:  # what was stored, even by a stream refused later on
-                await asyncio.to_thread(self.store.put_bytes, uploads.record_key(run_id), stored.SerializeToString())
+        with self.objects.pinning() as pin:
+            async def put(declared, data):
+                key = object_key(space, declared.sha256)
+                pin(key)  # stored, not yet named by the run's manifest
+                await asyncio.to_thread(self.objects.put, key, data, declared.size)
+                stored.files.append(declared)
+                recorded.append(runs_pb2.InputFile(name=declared.name, size=declared.size, sha256=declared.sha256,
+                                                   key=key))
+
+            try:
+                await uploads.receive(_chained(first, request_iterator), run_id, put,
+                                      max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
+            except MfscoreError as error:
+                await context.abort(_upload_code(error), f"run {run_id}: {error.sentence()}")
+            finally:
+                try:
+                    if recorded:  # what was stored, even by a stream refused later on
+                        async with self.objects.lock(space):
+                            await asyncio.to_thread(input_manifest.write, self.store, run_id, recorded)
+                finally:
+                    entry.uploading -= 1  # only once recorded: SubmitRun plans from the manifest
         return stored
+
+    async def DeclareInputs(self, request, context):
+        entry = await self._entry(request.run_id, context, owned=True)
+        run_id = entry.spec.run_id
+        if entry.status.state != State.RUN_STATE_CREATED:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is {_state(entry)}, not "
+                                                                     "created; its inputs cannot change")
+        try:
+            for declared in request.files:
+                uploads.check_declared(declared, self.settings.max_upload_bytes)
+        except MfscoreError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"run {run_id}: {error.sentence()}")
+        space = await caller_space(context)
+        in_dataset: dict[tuple[str, int], str] = {}  # (SHA-256, size) -> its object, of the run's dataset
+        dataset = self.datasets.datasets.get(entry.spec.dataset) if entry.spec.dataset else None
+        if dataset is not None:
+            files = await dataset_files(self.datasets, dataset, context)
+            in_dataset = {(file.sha256, file.size): object_key(owner_space(dataset), file.sha256) for file in files}
+        found, missing = [], []
+        async with self.objects.lock(space):
+            try:
+                held = await asyncio.to_thread(self.objects.held, space, {
+                    declared.sha256: declared.size for declared in request.files
+                    if (declared.sha256, declared.size) not in in_dataset})
+            except ObjectStoreError as error:
+                await context.abort(_upload_code(error), f"run {run_id}: {error.sentence()}")
+            for declared in request.files:
+                key = in_dataset.get((declared.sha256, declared.size)) or (
+                    object_key(space, declared.sha256) if declared.sha256 in held else None)
+                if key is None:
+                    missing.append(declared.name)
+                else:
+                    found.append(runs_pb2.InputFile(name=declared.name, size=declared.size, sha256=declared.sha256,
+                                                    key=key))
+            if found:
+                await asyncio.to_thread(input_manifest.write, self.store, run_id, found)
+        return runs_pb2.DeclareInputsResponse(missing=missing)
 
     async def SubmitRun(self, request, context):
         request = request.spec
@@ -137,9 +191,15 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if entry.uploading:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
                                                                      "submit it once they are uploaded")
+        if request.dataset:
+            await readable_dataset(self.datasets, request.dataset, caller(), context)
+            if request.dataset != entry.spec.dataset:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"run {run_id} was created "
+                                    + (f"with the dataset {entry.spec.dataset}" if entry.spec.dataset else
+                                       "without a dataset") + f", not {request.dataset}; its inputs were declared so")
         spec = runs_pb2.RunSpec()
         spec.CopyFrom(request)
-        spec.submitted_by = entry.spec.submitted_by
+        spec.submitted_by, spec.dataset = entry.spec.submitted_by, entry.spec.dataset
         status = runs_pb2.RunStatus()
         status.CopyFrom(entry.status)
         status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
@@ -289,6 +349,48 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         except NotRecorded:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the aggregator cannot reach NATS, so run {spec.run_id} "
                                                              "was not recorded; try again")
+
+
+async def caller_space(context) -> str:
+    """The caller's namespace of objects; FAILED_PRECONDITION for a caller whose name cannot be one."""
+    who = caller()
+    try:
+        return namespace(who.role, who.name)
+    except BadName as error:
+        await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{error.sentence()}; such a caller stores nothing "
+                                                                 "(its name in the tokens file must change)")
+
+
+async def readable_dataset(datasets: DatasetBook, name: str, who: Caller, context):
+    """The dataset ``name`` (``name@version``) the caller may read: INVALID_ARGUMENT for a malformed name, NOT_FOUND
+    for none, or another caller's private one (never PERMISSION_DENIED, which would say it exists)."""
+    try:
+        parse_dataset(name)
+    except BadName as error:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+    dataset = datasets.readable(who, name)
+    if dataset is None:
+        await context.abort(grpc.StatusCode.NOT_FOUND, f"there is no dataset {name!r}")
+    return dataset
+
+
+async def dataset_files(datasets: DatasetBook, dataset, context) -> list:
+    """The dataset's files; DATA_LOSS when the stored list is not what was recorded, UNAVAILABLE when S3 is away."""
+    try:
+        return await datasets.files(dataset)
+    except DatasetTampered as error:
+        log.error("%s", error.sentence())
+        await context.abort(grpc.StatusCode.DATA_LOSS, error.sentence())
+    except ObjectStoreError as error:
+        await context.abort(_upload_code(error), f"the files of the dataset cannot be read now: {error.sentence()}")
+
+
+def _upload_code(error: MfscoreError) -> grpc.StatusCode:
+    """S3 away is UNAVAILABLE, another store error INTERNAL (the store, not the file), a file not as declared
+    INVALID_ARGUMENT."""
+    return (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
+            else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)
+            else grpc.StatusCode.INVALID_ARGUMENT)
 
 
 def _state(entry: RunEntry) -> str:

@@ -1,8 +1,9 @@
 """What a run leaves behind, and for how long (docs/distributed.md, "Retention").
 
-A run that ends loses at once what only a running run needs (its queued jobs, its records, its uploaded inputs,
-its work directory); its status and reports stay MFSCORE_RETENTION_DAYS, then the sweep deletes them. A run
-created and never submitted goes after a day. What fails because NATS or S3 is down is left to the next sweep.
+A run that ends loses at once what only a running run needs (its queued jobs, its records, the files the aggregator
+made for it, its work directory); its status, reports and input manifest stay MFSCORE_RETENTION_DAYS, then the
+sweep deletes them, and the objects it alone named (``objects.Objects.collect``). A run created and never submitted
+goes after a day. What fails because NATS or S3 is down is left to the next sweep.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import time
 
 import nats.errors
 
+from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import state
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
+from mfscore.services.common import input_manifest
 from mfscore.services.common.jetstream import RESULTS_STREAM, purge_run_jobs, result_subject
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
-from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, uploads_prefix, work_dir
+from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, work_dir
 from mfscore.services.common.settings import Settings
 
 SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
@@ -30,14 +33,17 @@ log = logging.getLogger("mfscore.aggregator")
 
 
 class Retention:
-    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook):
+    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, objects=None):
         self.settings, self.store, self.js, self.book = settings, store, js, book
+        self.objects = objects  # objects.Objects: what a deleted run alone named is deleted with it
         self._cleaning: set[str] = set()
         self._storage_swept = 0.0
 
     async def clean_up(self, entry: RunEntry) -> None:
-        """Remove what a finished run no longer needs: its queued jobs, its records, its uploaded inputs (and the
-        record of their digests) and its work directory. When NATS or S3 is down the run is left to the next sweep; the run itself is not touched."""
+        """Remove what a finished run no longer needs: its queued jobs, its records, the files the aggregator made for
+        it (under its input prefix) and its work directory. Its input manifest stays, and so do the objects it names,
+        as long as the run: a resubmission of the same files uploads nothing. When NATS or S3 is down the run is
+        left to the next sweep; the run itself is not touched."""
         run_id = entry.spec.run_id
         if run_id in self._cleaning:
             return
@@ -47,7 +53,6 @@ class Retention:
             await purge_run_jobs(self.js, run_id)
             await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
             await asyncio.to_thread(self.store.delete_prefix, input_prefix(run_id))
-            await asyncio.to_thread(self.store.delete_prefix, uploads_prefix(run_id))
             await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
             entry.cleaned = False
@@ -93,12 +98,15 @@ class Retention:
 
     async def delete(self, entry: RunEntry, why: str) -> None:
         """Delete a run that has ended, now: what its clean-up removes if that is not done yet, then its files
-        (inputs, reports), its work directory and its state in the bucket. What retention does once the retention
-        period is over, and DeleteRun at once. Raises (NATS, S3 unavailable) with the run still there, for another
-        try."""
+        (input manifest, reports), its work directory and its state in the bucket, then the objects nothing else
+        names. What retention does once the retention period is over, and DeleteRun at once. Raises (NATS, S3
+        unavailable) with the run still there, for another try; objects left once the run is gone are the sweep's."""
         run_id = entry.spec.run_id
         if entry.status.state in TERMINAL and not entry.cleaned:
             await self.clean_up(entry)
+        named = set()
+        if self.objects is not None:
+            named = input_manifest.keys(await asyncio.to_thread(input_manifest.read, self.store, run_id))
         await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
         await state.purge(self.book.kv, run_id)
         await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
@@ -106,6 +114,11 @@ class Retention:
             del self.book.runs[run_id]
         self.book.count_states()
         log.info("run %s: deleted, %s", run_id, why)
+        if named:
+            try:
+                await self.objects.collect(named)
+            except (nats.errors.Error, TimeoutError, MfscoreError) as error:
+                log.warning("run %s: deleting the objects it named is left to the sweep: %s", run_id, one_line(error))
 
     async def _expire(self, entry: RunEntry, why: str) -> None:
         """``delete`` the run, or leave it to the next sweep when NATS or S3 is down."""
@@ -117,7 +130,8 @@ class Retention:
 
     async def _sweep_storage(self, now: float) -> None:
         """Delete the objects under ``runs/`` that no run claims once nothing was written under them for
-        ORPHAN_UPLOAD_SECONDS, and the bucket's old deletion markers."""
+        ORPHAN_UPLOAD_SECONDS, the objects and datasets' lists of files that nothing names after as long, and the
+        bucket's old deletion markers."""
         for folder in await asyncio.to_thread(self.store.folders, RUNS):
             run_id = folder[len(RUNS):].rstrip("/")
             if run_id in self.book.runs or run_id in self._cleaning:
@@ -126,6 +140,9 @@ class Retention:
                                               written_before=now - ORPHAN_UPLOAD_SECONDS)
             if deleted:
                 log.info("deleted %d uploaded file(s) under %s, which no run claims", deleted, folder)
+        if self.objects is not None:
+            await self.objects.sweep(now)
+            await self.objects.datasets.sweep(written_before=now - ORPHAN_UPLOAD_SECONDS)
         await self.book.kv.purge_deletes(olderthan=int(STORAGE_SWEEP_SECONDS))
 
     async def sweep_periodically(self, interval: float = SWEEP_SECONDS) -> None:

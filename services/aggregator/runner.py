@@ -23,7 +23,7 @@ from mfscore.run_record import ABSENT, run_record
 from mfscore.services.aggregator import reports, uploads
 from mfscore.services.aggregator.retry import one_line, retrying, s3_or_validator_unavailable
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State, now, seal_report
-from mfscore.services.common import metrics
+from mfscore.services.common import input_manifest, metrics
 from mfscore.services.common.jetstream import publish_job
 from mfscore.services.common.messages import job_key, job_message, outcome
 from mfscore.services.common.object_store import ObjectStore
@@ -68,8 +68,10 @@ class ClusterRunner:
         try:
             if validate and not await self._validate(entry):
                 return
-            task, plan = await self._outlasting(f"run {run_id}: fetching its tables",
-                                                lambda: asyncio.to_thread(plan_run, self.store, entry.spec, input_dir))
+            inputs = await self._outlasting(f"run {run_id}: reading its input manifest",
+                                            lambda: asyncio.to_thread(input_manifest.read, self.store, run_id))
+            task, plan = await self._outlasting(f"run {run_id}: fetching its tables", lambda: asyncio.to_thread(
+                plan_run, self.store, entry.spec, input_dir, inputs))
             if entry.status.state in TERMINAL:  # cancelled while it was planned
                 return
             entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
@@ -84,6 +86,7 @@ class ClusterRunner:
                         return
                     wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir, plan.generated)),
                                        entry.spec.input_prefix)
+                    wire.objects.update(input_manifest.objects_for(inputs, task.blobs(job.work).values(), input_dir))
                     await self.book.durably(f"run {run_id}: publishing its jobs",
                                             lambda: publish_job(self.js, task.resource, wire))
             entry.status.jobs_planned, entry.status.trials_planned = len(plan.jobs), sum(entry.trials.values())

@@ -4,7 +4,8 @@
 the report manifest the aggregator wrote, so a report file changed in the object store afterwards is caught
 (``reports.stream_report``). The bucket is the aggregator's alone: no client holds a NATS credential. A state
 change is written to the bucket before watchers are told, waiting out a NATS outage, so the bucket ends up saying
-what memory says; a restarted aggregator reads every run back (``RunBook.restore``).
+what memory says; a restarted aggregator reads every run back (``RunBook.restore``). The bucket also holds the
+datasets, ``dataset.<name>=<version>`` (``datasets``), which the restore of runs passes over.
 """
 
 from __future__ import annotations

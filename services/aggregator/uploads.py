@@ -1,41 +1,40 @@
-"""Receiving a run's input files from an UploadInputs stream: each checked against its declaration, then stored.
+"""Receiving files from an UploadInputs or UploadObjects stream: each checked against its declaration, then stored.
 
 A client declares a file (name, size, SHA-256) and sends its bytes in chunks; they are spooled (in memory up to
-SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is stored under the run's prefix with
-the aggregator's own key only once its size and digest match. A file that does not match, or breaks a limit, is
-refused with one sentence naming it, and nothing of it is stored. What a stream stored is recorded with the digests
-(``record_key``), so the run's provenance knows every job file's SHA-256 without reading it (``uploaded_digests``).
+SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is stored (as an object of the caller's,
+``objects.Objects``) only once its size and digest match. A file that does not match, or breaks a limit, is refused
+with one sentence naming it, and nothing of it is stored. What an UploadInputs stream stored is recorded in the run's
+input manifest (``mfscore.services.common.input_manifest``), so the run's provenance knows every job file's SHA-256
+without reading it (``uploaded_digests``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import BinaryIO
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common import metrics
+from mfscore.services.common import input_manifest
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.run_layout import check_file_name, uploads_prefix
+from mfscore.services.common.run_layout import check_file_name
 from mfscore.services.wire import runs_pb2
 
 SPOOL_MEMORY_BYTES = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 Store = Callable[[runs_pb2.DeclaredFile, BinaryIO], Awaitable[None]]
-MAX_RECORD_BYTES = 64 << 20
 
 
 class UploadRefused(MfscoreError):
     """An uploaded file is not as declared, or breaks a limit; nothing of it was stored."""
 
 
-def check_declared(declared: runs_pb2.DeclaredFile, max_bytes: int) -> None:
-    check_file_name(declared.name, "input file name")
+def check_declared(declared: runs_pb2.DeclaredFile, max_bytes: int, what: str = "input file name") -> None:
+    check_file_name(declared.name, what)
     if not _SHA256.fullmatch(declared.sha256):
         raise UploadRefused(f"the SHA-256 declared for {declared.name} is not 64 lowercase hexadecimal digits")
     if not 0 <= declared.size <= max_bytes:
@@ -67,11 +66,11 @@ class _Spool:
             raise UploadRefused(f"the bytes of {self.declared.name} do not match the SHA-256 declared for it")
 
 
-async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id: str, store: Store, *,
-                  max_bytes: int, spool_dir: str) -> list[runs_pb2.DeclaredFile]:
-    """Store every file of the stream (its first message already read, naming ``run_id``) with ``store(declared,
-    data)`` once it is complete and as declared; the files stored, in order. ``UploadRefused`` stops at the first
-    file that is not."""
+async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_bytes: int, spool_dir: str,
+                  what: str = "input file name") -> list[runs_pb2.DeclaredFile]:
+    """Store every file of the stream (UploadInputsRequest messages, the first one naming ``run_id``, or
+    UploadObjectsRequest messages, which name no run) with ``store(declared, data)`` once it is complete and as
+    declared; the files stored, in order. ``UploadRefused`` stops at the first file that is not."""
     stored: list[runs_pb2.DeclaredFile] = []
     current: _Spool | None = None
 
@@ -84,13 +83,13 @@ async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id:
 
     try:
         async for message in messages:
-            if message.run_id not in ("", run_id):
+            if getattr(message, "run_id", "") not in ("", run_id):
                 raise UploadRefused(f"one upload carries files of one run, {run_id}, not also {message.run_id[:80]!r}")
             part = message.WhichOneof("part")
             if part == "file":
                 if current is not None:
                     await finish()
-                check_declared(message.file, max_bytes)
+                check_declared(message.file, max_bytes, what)
                 current = _Spool(message.file, spool_dir)
             elif part == "chunk":
                 if current is None:
@@ -107,16 +106,7 @@ async def receive(messages: AsyncIterator[runs_pb2.UploadInputsRequest], run_id:
     return stored
 
 
-def record_key(run_id: str) -> str:
-    """Where one stream's record of stored files goes: names in time order, so a later upload of a file wins."""
-    return f"{uploads_prefix(run_id)}{time.time_ns():020d}-{secrets.token_hex(4)}.pb"
-
-
 def uploaded_digests(store: ObjectStore, run_id: str) -> dict[str, str]:
-    """Every file uploaded into ``run_id`` (its name under the input prefix) -> the SHA-256 checked when it was
+    """Every file of the run's input manifest (its name in the run) -> the SHA-256 checked when it was declared or
     stored (blocking). The run's provenance names its job files by these, reading none of them again."""
-    digests: dict[str, str] = {}
-    for key in sorted(store.list_keys(uploads_prefix(run_id))):
-        record = runs_pb2.UploadInputsResponse.FromString(store.get_bytes(key, max_bytes=MAX_RECORD_BYTES))
-        digests |= {declared.name: declared.sha256 for declared in record.files}
-    return digests
+    return input_manifest.digests(input_manifest.read(store, run_id))

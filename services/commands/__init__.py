@@ -1,4 +1,4 @@
-"""The distributed commands of the ``mfscore`` CLI: serve, local-cluster, submit, report, cancel, delete.
+"""The distributed commands of the ``mfscore`` CLI: serve, local-cluster, submit, report, cancel, delete, dataset.
 
 Registered through the ``mfscore.commands`` entry point, so the CLI never imports them; they are
 offered only when the ``cluster`` extra (grpcio, nats-py, minio) is installed.
@@ -12,10 +12,11 @@ CLUSTER_MODULES = ("grpc", "nats", "minio", "google.protobuf")
 def add_parsers(subparsers) -> None:
     if not all(find_spec(name) for name in CLUSTER_MODULES):
         return
-    from mfscore.services.commands import lifecycle, local_cluster, report, serve, submit
+    from mfscore.services.commands import dataset, lifecycle, local_cluster, report, serve, submit
 
     serve.add_parser(subparsers)
     local_cluster.add_parser(subparsers)
     submit.add_parser(subparsers)
     report.add_parser(subparsers)
     lifecycle.add_parsers(subparsers)
+    dataset.add_parser(subparsers)

@@ -71,10 +71,11 @@ class _WatchEnded(Exception):
     """The WatchRun stream ended before the run did: the aggregator went away."""
 
 
-def calling(config, call, reconnecting: Reconnecting):
-    """``call(stub)`` on a new channel to the aggregator until it returns. UNAVAILABLE (the aggregator is away,
-    restarting say, or cannot reach NATS) and a watch that ends early mean: pause, reconnect, call again. Other
-    errors are raised."""
+def calling(config, call, reconnecting: Reconnecting, service=None):
+    """``call(stub)`` on a new channel to the aggregator until it returns; the stub is ``service``'s
+    (AggregatorService's by default, or DatasetService's, which the aggregator serves too). UNAVAILABLE (the
+    aggregator is away, restarting say, or cannot reach NATS) and a watch that ends early mean: pause, reconnect,
+    call again. Other errors are raised."""
     import grpc
 
     from mfscore.services.wire import services_pb2_grpc
@@ -82,7 +83,7 @@ def calling(config, call, reconnecting: Reconnecting):
     while True:
         with config.channel() as channel:
             try:
-                return call(services_pb2_grpc.AggregatorServiceStub(channel))
+                return call((service or services_pb2_grpc.AggregatorServiceStub)(channel))
             except grpc.RpcError as error:
                 if error.code() != grpc.StatusCode.UNAVAILABLE:
                     raise

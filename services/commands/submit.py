@@ -2,11 +2,14 @@
 
 The command's flags become the task's options exactly as for the embedded command, and the task is
 planned here first, so bad input fails with the embedded command's sentence before any upload.
-Then the aggregator creates a run, every file the run reads (the tables, and each job's masks, HDF5 or
-JSON) is streamed to it (``upload``: it stores them under ``runs/<id>/inputs/<root>/...``, one folder
-per input directory the task names, ``ref``, ``sys``, ...; the client holds no object-store key), the
-run is submitted, a progress bar follows ``WatchRun``, and the reports, checked against the digests the
-aggregator recorded, land where the embedded command would have written them.
+Then the aggregator creates a run (``--dataset NAME@VERSION``: scoring against a dataset registered on the
+cluster), every file the run reads (the tables, and each job's masks, HDF5 or JSON), named
+``<root>/...``, one folder per input directory the task names (``ref``, ``sys``, ...), is declared to it
+and those it lacks are streamed (``upload``: the client holds no object-store key; a file the caller
+uploaded before, or that the dataset holds, is not sent again; with a dataset, a reference file absent
+here is taken from it), the run is submitted, a progress bar follows ``WatchRun``, and the reports,
+checked against the digests the aggregator recorded, land where the embedded command would have written
+them.
 
 Interrupted (Ctrl-C), it says in one line what became of the run and how to reach it: created but not
 submitted (the aggregator deletes it after a day), going on on the cluster, or done but not fetched; with
@@ -35,22 +38,45 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cluster", help="cluster file written by 'mfscore local-cluster up'")
     p.add_argument("--skip-validation", action="store_true",
                    help="do not run the validator first: score whatever the embedded command would score")
+    p.add_argument("--dataset", metavar="NAME@VERSION", default="",
+                   help="score against this dataset registered on the cluster ('mfscore dataset register'): its "
+                        "files are not uploaded, and the reference files it holds need not be here")
     p.add_argument("task", choices=tasks.names(), help="the embedded command to run on the cluster")
     p.add_argument("arguments", nargs=argparse.REMAINDER, help="its options, exactly as for 'mfscore <task>'")
     p.set_defaults(run=run)
 
 
-def run_inputs(task, options) -> tuple[list[tuple[str, str]], list[str]]:
-    """((local path, key) of every file the run reads, the keys of the tables), planning the run as the
-    embedded command does (bad input fails here, before any upload)."""
+def run_inputs(task, options, plan=None) -> tuple[list[tuple[str, str]], list[str]]:
+    """((local path, key) of every file here the run reads, the keys of the tables), planning the run as the
+    embedded command does (bad input fails here, before any upload), unless given its ``plan``."""
     from mfscore.tasks.base import key_of
 
-    plan = task.plan(options)
+    plan = plan or task.plan(options)
     inputs = task.inputs(options)
     tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables + plan.tables]
     blobs = [(path, key_of(path, inputs.roots, what=f"the file {path}"))
              for job in plan.jobs for path in task.blobs(job.work).values() if path and os.path.isfile(path)]
     return list(dict.fromkeys(tables + blobs)), list(dict.fromkeys(key for _, key in tables))
+
+
+def absent_reference(task, options, plan, dataset_files: dict) -> list:
+    """The DeclaredFiles of the files the run's jobs read under the reference root (``ref``) that are not here but
+    are the dataset's (``dataset_files``: its files by their name under it, the reference root)."""
+    from mfscore.services.wire import runs_pb2
+    from mfscore.tasks.base import key_of
+
+    roots = task.inputs(options).roots
+    if "ref" not in roots:
+        return []
+    known = {}
+    for job in plan.jobs:
+        for path in task.blobs(job.work).values():
+            if path and not os.path.isfile(path):
+                key = key_of(path, roots, what=f"the file {path}")
+                found = dataset_files.get(key[len("ref/"):]) if key.startswith("ref/") else None
+                if found is not None:
+                    known[key] = runs_pb2.DeclaredFile(name=key, size=found.size, sha256=found.sha256)
+    return list(known.values())
 
 
 def run(args) -> int:
@@ -67,14 +93,19 @@ def run(args) -> int:
     embedded = build_parser().parse_args([args.task, *args.arguments])
     task_run = embedded.task_options(embedded)
     task = tasks.get(embedded.task_name)
-    files, tables = run_inputs(task, task_run.options)
+    plan = task.plan(task_run.options)
+    files, tables = run_inputs(task, task_run.options, plan)
     inputs = task.inputs(task_run.options)
     config = resolve(args.cluster)
-    run_id = create_run(config)
+    known = absent_reference(task, task_run.options, plan, dataset_files(config, args.dataset)) if args.dataset else []
+    run_id = create_run(config, args.dataset)
     print(f"mfscore: run {run_id} created", file=sys.stderr)  # in full: what report, cancel and delete take
     reach = Reaching(run_id, task_run.out_root, args.cluster)
+    interactive = not embedded.quiet and sys.stderr.isatty()
     try:
-        upload_files(config, run_id, files, interactive=not embedded.quiet and sys.stderr.isatty())
+        sent = upload_files(config, run_id, files, interactive=interactive, known=known)
+        if interactive:  # on a terminal only: otherwise stderr is the embedded command's, line for line
+            print(f"mfscore: run {run_id[:8]}: {sent.sentence()}", file=sys.stderr)
     except MfscoreError as error:
         raise MfscoreError(localize(error.sentence(), inputs.roots)) from None
     except KeyboardInterrupt:
@@ -84,11 +115,19 @@ def run(args) -> int:
     options = relocated(task_run.options, inputs, {name: name for name in inputs.roots})
     spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
                             output_name=os.path.basename(task_run.out_root), run_id=run_id,
-                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation)
+                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
+                            dataset=args.dataset)
     fetched = follow_run(config, spec, task_run.out_root, inputs.roots, reach,
                          out=sys.stderr if embedded.json else None, progress=not embedded.quiet)
     show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
     return fetched.status
+
+
+def dataset_files(config, name: str) -> dict:
+    """The files of the dataset ``name`` (``name@version``) by their name under it (``dataset.list_files``)."""
+    from mfscore.services.commands.dataset import list_files
+
+    return {file.name: file for file in list_files(config, name)}
 
 
 class Reaching:

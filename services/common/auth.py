@@ -33,6 +33,7 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 # Which roles may call each service's methods; reflection is open to any authenticated caller.
 METHOD_ROLES = {
     "/mfscore.v1.AggregatorService/": ("client", "operator"),
+    "/mfscore.v1.DatasetService/": ("client", "operator"),
     "/mfscore.v1.ValidatorService/": ("service", "operator"),
     "/mfscore.v1.ScorerService/": ("service", "operator"),
     "/grpc.reflection.": ROLES,

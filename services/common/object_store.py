@@ -300,10 +300,17 @@ class ObjectStore:
                       threads: int = 8) -> list[str]:
         """Download ``prefix + r`` for each ``r`` of ``relatives`` to ``local_dir/r``; every name is checked
         (``confined``) before any download. Returns the local paths, in the given order."""
+        return self.download_objects({relative: _join_key(prefix, relative) for relative in relatives}, local_dir,
+                                     max_bytes=max_bytes, threads=threads)
+
+    def download_objects(self, keys: dict[str, str], local_dir: str | os.PathLike, *, max_bytes: int,
+                         threads: int = 8) -> list[str]:
+        """Download the object ``keys[r]`` to ``local_dir/r`` for each relative name ``r``; every name is checked
+        (``confined``) before any download. Returns the local paths, in the given order."""
         root = Path(local_dir)
         root.mkdir(parents=True, exist_ok=True)
         root = root.resolve()
-        plan = [(_join_key(prefix, relative), confined(root, relative)) for relative in relatives]
+        plan = [(key, confined(root, relative)) for relative, key in keys.items()]
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(lambda item: self.download_file(item[0], item[1], max_bytes=max_bytes), plan))
         return [str(target) for _, target in plan]
@@ -317,11 +324,33 @@ class ObjectStore:
 
     def exists(self, key: str) -> bool:
         """Whether ``key`` exists."""
+        return self.size_of(key) is not None
+
+    def size_of(self, key: str) -> int | None:
+        """The size of the object ``key``; None when there is none."""
         try:
-            self._call("stat", key, lambda: self._client.stat_object(self.bucket, key))
+            return self._call("stat", key, lambda: self._client.stat_object(self.bucket, key)).size
         except ObjectMissing:
-            return False
-        return True
+            return None
+
+    def list_objects(self, prefix: str) -> list[tuple[str, int, float]]:
+        """(key, size, last modified as a Unix time) of every object whose key starts with ``prefix``, by key."""
+        return self._call("list", prefix, lambda: sorted(
+            (o.object_name, o.size or 0, o.last_modified.timestamp() if o.last_modified else 0.0)
+            for o in self._client.list_objects(self.bucket, prefix=prefix, recursive=True)))
+
+    def delete_keys(self, keys: list[str]) -> int:
+        """Delete the objects ``keys`` (a missing one is no error); how many were asked for."""
+
+        def remove() -> None:
+            failed = list(self._client.remove_objects(self.bucket, [DeleteObject(key) for key in keys]))
+            if failed:
+                raise ObjectStoreError(f"S3 could not delete {len(failed)} object(s) in bucket {self.bucket!r}, the "
+                                       f"first {failed[0].name!r}: {failed[0].code}")
+
+        if keys:
+            self._call("delete", keys[0], remove)
+        return len(keys)
 
     def folders(self, prefix: str) -> list[str]:
         """The folders directly under the folder ``prefix`` (``runs/`` gives ``runs/<id>/``, ...), sorted."""

@@ -1,4 +1,5 @@
-"""A run on the cluster (aggregator and validator): its tables fetched from S3, its options moved onto them, its task's own plan.
+"""A run on the cluster (aggregator and validator): its tables fetched from S3 through its input manifest, its options
+moved onto them, its task's own plan.
 
 Planning is deterministic given the inputs, so a restarted aggregator plans the same jobs and keys,
 and the records replayed from the results stream fold back in.
@@ -11,6 +12,7 @@ import shutil
 
 from mfscore import tasks
 from mfscore.errors import OptionError
+from mfscore.services.common import input_manifest
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import relocated
@@ -32,15 +34,21 @@ def run_options(spec: runs_pb2.RunSpec, input_dir: str):
     return task, options
 
 
-def fetch_tables(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str) -> None:
-    """The files planning reads, fresh under ``input_dir`` (each name confined to it, each size bounded)."""
+def fetch_tables(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str,
+                 inputs: input_manifest.Inputs | None = None) -> None:
+    """The files planning reads, fresh under ``input_dir`` (each name confined to it, each size bounded), each from
+    the object the run's input manifest (``inputs``, read when not given) names for it."""
     shutil.rmtree(input_dir, ignore_errors=True)
-    store.download_keys(spec.input_prefix, list(spec.tables), input_dir, max_bytes=MAX_TABLE_BYTES)
+    if inputs is None:
+        inputs = input_manifest.read(store, spec.run_id)
+    store.download_objects({name: input_manifest.stored_key(spec.input_prefix, inputs, name) for name in spec.tables},
+                           input_dir, max_bytes=MAX_TABLE_BYTES)
 
 
-def plan_run(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str):
+def plan_run(store: ObjectStore, spec: runs_pb2.RunSpec, input_dir: str,
+             inputs: input_manifest.Inputs | None = None):
     """(task, plan) of a submitted run (blocking: run it in a thread)."""
-    fetch_tables(store, spec, input_dir)
+    fetch_tables(store, spec, input_dir, inputs)
     task, options = run_options(spec, input_dir)
     return task, task.plan(options)
 

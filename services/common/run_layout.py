@@ -1,9 +1,11 @@
 """Where a run's things live in the object store, and which names may reach a NATS subject, an S3 key or a log line.
 
-One place knows the layout: ``runs/<id>/inputs/``, ``runs/<id>/reports/`` in the object store, and a run's
-scratch directory on the aggregator's disk. Every name a caller sends (run id, input file name, output name,
-table name) is checked here with a full match: a name with a newline, a carriage return, a NUL or another
-control character, a backslash or a '..' part is refused before it is used anywhere.
+One place knows the layout: ``runs/<id>/uploads/`` (the run's input manifest), ``runs/<id>/inputs/``,
+``runs/<id>/reports/``, the content-addressed objects ``objects/<role>/<name>/<sha256>`` of each caller's namespace,
+``datasets/<name>@<version>/files.pb`` in the object store, and a run's scratch directory on the aggregator's disk.
+Every name a caller sends (run id, input file name, output name, table name, dataset name and version) is checked
+here with a full match: a name with a newline, a carriage return, a NUL or another control character, a backslash
+or a '..' part is refused before it is used anywhere.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ import re
 from mfscore.errors import MfscoreError
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){0,63}(?<!\.)")  # a namespace part, a dataset name or version
+SHA256 = re.compile(r"[0-9a-f]{64}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_NAME_BYTES = 1024
 MAX_PART_BYTES = 255
 MAX_OUTPUT_NAME = 200
 RUNS = "runs/"  # every run's objects are under it; the aggregator owns the prefix
+OBJECTS = "objects/"    # every caller's content-addressed objects, a namespace each; the aggregator owns it too
+DATASETS = "datasets/"  # every dataset's list of files; and this
 
 
 class BadName(MfscoreError):
@@ -72,6 +78,60 @@ def reports_prefix(run_id: str) -> str:
 def manifest_key(run_id: str) -> str:
     """The run's report manifest (``ReportManifest``): every report file's name, size and SHA-256."""
     return run_prefix(run_id) + "report-manifest.pb"
+
+
+def namespace(role: str, name: str) -> str:
+    """A caller's namespace of objects, ``<role>/<name>``: what it uploaded, stored once per content."""
+    for part, what in ((role, "role"), (name, "name")):
+        if not TOKEN.fullmatch(part):
+            raise BadName(f"the caller {what} {part[:80]!r} cannot name a namespace of objects: it must be 1-64 "
+                          "letters, digits, '.', '_' or '-', starting with a letter or digit")
+    return f"{role}/{name}"
+
+
+def objects_prefix(space: str) -> str:
+    """The objects of the namespace ``space`` (``namespace``)."""
+    return f"{OBJECTS}{space}/"
+
+
+def object_key(space: str, sha256: str) -> str:
+    """The object holding the bytes whose SHA-256 is ``sha256`` in the namespace ``space``."""
+    if not SHA256.fullmatch(sha256):
+        raise BadName(f"the SHA-256 {sha256[:80]!r} is not 64 lowercase hexadecimal digits")
+    return f"{objects_prefix(space)}{sha256}"
+
+
+def check_object_key(key: str) -> str:
+    """A key ``objects/<role>/<name>/<sha256>`` and nothing else; ``BadName`` otherwise."""
+    parts = key.split("/")
+    if (len(parts) != 4 or f"{parts[0]}/" != OBJECTS or not TOKEN.fullmatch(parts[1]) or not TOKEN.fullmatch(parts[2])
+            or not SHA256.fullmatch(parts[3])):
+        raise BadName(f"{key[:200]!r} is not an object key (objects/<role>/<name>/<sha256>)")
+    return key
+
+
+def check_dataset(name: str, version: str) -> str:
+    """``name@version``, each part 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit (no '..',
+    not ending with '.'); ``BadName`` otherwise."""
+    for part, what in ((name, "name"), (version, "version")):
+        if not TOKEN.fullmatch(part):
+            raise BadName(f"the dataset {what} {part[:80]!r} is not 1-64 letters, digits, '.', '_' or '-' starting "
+                          "with a letter or digit")
+    return f"{name}@{version}"
+
+
+def parse_dataset(reference: str) -> tuple[str, str]:
+    """(name, version) of ``name@version``; ``BadName`` otherwise."""
+    name, at, version = reference.partition("@")
+    if not at:
+        raise BadName(f"the dataset {reference[:80]!r} is not NAME@VERSION")
+    check_dataset(name, version)
+    return name, version
+
+
+def dataset_files_key(name: str, version: str) -> str:
+    """The dataset's list of files (``DatasetFiles``), whose digest its record in the bucket holds."""
+    return f"{DATASETS}{check_dataset(name, version)}/files.pb"
 
 
 def work_dir(root: str, run_id: str, part: str = "") -> str:

@@ -30,7 +30,7 @@ from mfscore.services.common.object_store import (
     ObjectTooLarge,
     confined,
 )
-from mfscore.services.common.run_layout import BadName, input_prefix
+from mfscore.services.common.run_layout import BadName, check_object_key, input_prefix
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
@@ -47,14 +47,15 @@ class ScorerPool:
     resources: tuple[str, ...]
 
 
-def _fetch(store: ObjectStore, prefix: str, key: str, directory: str) -> str:
-    """The local copy of one job file ('' for none). A missing object leaves no file and an object over the
-    limit an empty sparse file of its size: the core then reports either in its own words."""
-    if not key:
+def _fetch(store: ObjectStore, message: jobs_pb2.Job, name: str, directory: str) -> str:
+    """The local copy of the job file ``name`` ('' for none), at ``directory/name``, from its object (or from under
+    the run's input prefix). A missing object leaves no file and an object over the limit an empty sparse file of
+    its size: the core then reports either in its own words."""
+    if not name:
         return ""
-    path = str(confined(directory, key))
+    path = str(confined(directory, name))
     try:
-        store.download_file(prefix + key, path, max_bytes=MAX_BLOB_BYTES)
+        store.download_file(message.objects.get(name) or message.input_prefix + name, path, max_bytes=MAX_BLOB_BYTES)
     except ObjectMissing:
         pass
     except ObjectTooLarge as error:
@@ -69,18 +70,25 @@ class JobRefused(MfscoreError):
 
 
 def check_inputs(message: jobs_pb2.Job) -> None:
-    """Refuse a job whose files are not under ``runs/<its run id>/inputs/``, the one place the aggregator plans
-    from, so no job can make a scorer read another run's objects or any other key of the bucket."""
+    """Refuse a job whose files are neither objects (``objects/<role>/<name>/<sha256>``, from its run's input
+    manifest) nor under ``runs/<its run id>/inputs/``, so no job can make a scorer read another run's files, a
+    report or any other key of the bucket."""
     try:
         own = input_prefix(message.run_id)
     except BadName:
         raise JobRefused(f"the job's run id {message.run_id[:80]!r} is not 1-64 letters, digits, '-' or '_'") from None
     if message.input_prefix != own:
         raise JobRefused(f"the job's input prefix {message.input_prefix[:200]!r} is not its run's upload ({own})")
+    for key in message.objects.values():
+        try:
+            check_object_key(key)
+        except BadName:
+            raise JobRefused(f"the job names {key[:200]!r} as a file's object, which is not an object key "
+                             "(objects/<role>/<name>/<sha256>)") from None
 
 
 class JobScorer:
-    """``await scorer(job)``: the job's TrialRecord. Messages name files by their key in the upload."""
+    """``await scorer(job)``: the job's TrialRecord. Messages name files by their name in the run."""
 
     def __init__(self, store: ObjectStore, work_dir: str, name: str):
         self.store = store
@@ -95,8 +103,8 @@ class JobScorer:
         directory = os.path.realpath(tempfile.mkdtemp(prefix="job-", dir=self.work_dir))
         try:
             blobs = task.blobs(work)
-            local = await asyncio.gather(*(asyncio.to_thread(_fetch, self.store, message.input_prefix, key, directory)
-                                           for key in blobs.values()))
+            local = await asyncio.gather(*(asyncio.to_thread(_fetch, self.store, message, name, directory)
+                                           for name in blobs.values()))
             work = task.with_blobs(work, dict(zip(blobs, local)))
             outcome = await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
         finally:

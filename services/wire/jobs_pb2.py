@@ -24,15 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mfscore/v1/jobs.proto\x12\nmfscore.v1\"6\n\x06JobKey\x12\r\n\x05query\x18\x01 \x01(\x05\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07ordinal\x18\x03 \x01(\x03\"h\n\x03Job\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x1f\n\x03key\x18\x03 \x01(\x0b\x32\x12.mfscore.v1.JobKey\x12\x14\n\x0cinput_prefix\x18\x04 \x01(\t\x12\x0c\n\x04work\x18\x05 \x01(\x0c\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15mfscore/v1/jobs.proto\x12\nmfscore.v1\"6\n\x06JobKey\x12\r\n\x05query\x18\x01 \x01(\x05\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x0f\n\x07ordinal\x18\x03 \x01(\x03\"\xc7\x01\n\x03Job\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x1f\n\x03key\x18\x03 \x01(\x0b\x32\x12.mfscore.v1.JobKey\x12\x14\n\x0cinput_prefix\x18\x04 \x01(\t\x12\x0c\n\x04work\x18\x05 \x01(\x0c\x12-\n\x07objects\x18\x06 \x03(\x0b\x32\x1c.mfscore.v1.Job.ObjectsEntry\x1a.\n\x0cObjectsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'mfscore.v1.jobs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_JOB_OBJECTSENTRY']._loaded_options = None
+  _globals['_JOB_OBJECTSENTRY']._serialized_options = b'8\001'
   _globals['_JOBKEY']._serialized_start=37
   _globals['_JOBKEY']._serialized_end=91
-  _globals['_JOB']._serialized_start=93
-  _globals['_JOB']._serialized_end=197
+  _globals['_JOB']._serialized_start=94
+  _globals['_JOB']._serialized_end=293
+  _globals['_JOB_OBJECTSENTRY']._serialized_start=247
+  _globals['_JOB_OBJECTSENTRY']._serialized_end=293
 # @@protoc_insertion_point(module_scope)

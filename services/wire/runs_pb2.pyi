@@ -32,7 +32,7 @@ RUN_STATE_CREATED: RunState
 RUN_STATE_CANCELLED: RunState
 
 class RunSpec(_message.Message):
-    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation")
+    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation", "dataset")
     TASK_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +41,7 @@ class RunSpec(_message.Message):
     SUBMITTED_BY_FIELD_NUMBER: _ClassVar[int]
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     SKIP_VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
     task: str
     options: bytes
     tables: _containers.RepeatedScalarFieldContainer[str]
@@ -49,7 +50,8 @@ class RunSpec(_message.Message):
     submitted_by: str
     run_id: str
     skip_validation: bool
-    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ...) -> None: ...
+    dataset: str
+    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ..., dataset: _Optional[str] = ...) -> None: ...
 
 class RunStatus(_message.Message):
     __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json", "jobs_planned", "jobs_received", "created_at")
@@ -112,8 +114,10 @@ class ValidationReport(_message.Message):
     def __init__(self, valid: _Optional[bool] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ...) -> None: ...
 
 class CreateRunRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("dataset",)
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
 
 class CreateRunResponse(_message.Message):
     __slots__ = ("run_id", "input_prefix")
@@ -148,6 +152,38 @@ class UploadInputsResponse(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     files: _containers.RepeatedCompositeFieldContainer[DeclaredFile]
     def __init__(self, files: _Optional[_Iterable[_Union[DeclaredFile, _Mapping]]] = ...) -> None: ...
+
+class DeclareInputsRequest(_message.Message):
+    __slots__ = ("run_id", "files")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    files: _containers.RepeatedCompositeFieldContainer[DeclaredFile]
+    def __init__(self, run_id: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DeclaredFile, _Mapping]]] = ...) -> None: ...
+
+class DeclareInputsResponse(_message.Message):
+    __slots__ = ("missing",)
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    missing: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, missing: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class InputFile(_message.Message):
+    __slots__ = ("name", "size", "sha256", "key")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    size: int
+    sha256: str
+    key: str
+    def __init__(self, name: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class InputManifest(_message.Message):
+    __slots__ = ("files",)
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedCompositeFieldContainer[InputFile]
+    def __init__(self, files: _Optional[_Iterable[_Union[InputFile, _Mapping]]] = ...) -> None: ...
 
 class SubmitRunRequest(_message.Message):
     __slots__ = ("spec",)

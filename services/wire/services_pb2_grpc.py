@@ -202,6 +202,11 @@ class AggregatorServiceStub:
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
                 _registered_method=True)
+        self.DeclareInputs = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/DeclareInputs',
+                request_serializer=mfscore_dot_v1_dot_runs__pb2.DeclareInputsRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_runs__pb2.DeclareInputsResponse.FromString,
+                _registered_method=True)
         self.UploadInputs = channel.stream_unary(
                 '/mfscore.v1.AggregatorService/UploadInputs',
                 request_serializer=mfscore_dot_v1_dot_runs__pb2.UploadInputsRequest.SerializeToString,
@@ -262,9 +267,19 @@ class AggregatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeclareInputs(self, request, context):
+        """Declare a created run's input files (name, size, SHA-256) before uploading: those the caller holds already (an
+        object of its own) or the run's dataset holds are recorded in the run's input manifest; the others are
+        answered as missing, to upload. Another caller's objects are never found: their digests are missing too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def UploadInputs(self, request_iterator, context):
         """Stream a created run's input files; each is checked against its declared name, size and SHA-256 and stored
-        under the run's prefix with the aggregator's own key. No client holds an object-store credential.
+        as an object of the caller's, content-addressed ("objects/<role>/<name>/<sha256>"; not again when it is
+        there), and recorded in the run's input manifest. No client holds an object-store credential.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -337,6 +352,11 @@ def add_AggregatorServiceServicer_to_server(servicer, server):
                     servicer.CreateRun,
                     request_deserializer=mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.FromString,
                     response_serializer=mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.SerializeToString,
+            ),
+            'DeclareInputs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclareInputs,
+                    request_deserializer=mfscore_dot_v1_dot_runs__pb2.DeclareInputsRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_runs__pb2.DeclareInputsResponse.SerializeToString,
             ),
             'UploadInputs': grpc.stream_unary_rpc_method_handler(
                     servicer.UploadInputs,
@@ -414,6 +434,33 @@ class AggregatorService:
             '/mfscore.v1.AggregatorService/CreateRun',
             mfscore_dot_v1_dot_runs__pb2.CreateRunRequest.SerializeToString,
             mfscore_dot_v1_dot_runs__pb2.CreateRunResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclareInputs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/DeclareInputs',
+            mfscore_dot_v1_dot_runs__pb2.DeclareInputsRequest.SerializeToString,
+            mfscore_dot_v1_dot_runs__pb2.DeclareInputsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,8 +29,8 @@ from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.common.jetstream import MSG_ID_HEADER, RUNS_BUCKET, connect, job_id, result_subject
 from mfscore.services.common.messages import key_message
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.run_layout import input_prefix, manifest_key, reports_prefix
-from mfscore.services.wire import records_pb2, results_pb2, runs_pb2, services_pb2_grpc
+from mfscore.services.common.run_layout import input_prefix, manifest_key, namespace, objects_prefix, reports_prefix
+from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, records_pb2, results_pb2, runs_pb2, services_pb2_grpc
 
 State = runs_pb2.RunState
 
@@ -136,6 +136,8 @@ def test_another_clients_run_is_unknown_to_every_call(clients, alice_done, tmp_p
                          task="mask", run_id=run_id, input_prefix=input_prefix(run_id))), timeout=5),
                      lambda: stub.UploadInputs(upload_messages(run_id, "reports/x_mask_score.csv", b"AUC 0.9999"),
                                                timeout=5),
+                     lambda: stub.DeclareInputs(runs_pb2.DeclareInputsRequest(run_id=run_id, files=[
+                         runs_pb2.DeclaredFile(name="ref/x.csv", size=1, sha256="0" * 64)]), timeout=5),
                      lambda: stub.CancelRun(runs_pb2.CancelRunRequest(run_id=run_id), timeout=5),
                      lambda: stub.DeleteRun(runs_pb2.DeleteRunRequest(run_id=run_id), timeout=5),
                      lambda: stub.GetResults(results_pb2.GetResultsRequest(run_id=run_id), timeout=5)]
@@ -149,7 +151,7 @@ def test_another_clients_run_is_unknown_to_every_call(clients, alice_done, tmp_p
             capsys.readouterr()
             assert main([command, run_id, "--cluster", str(clients[name].file)]) == 1
             assert f"there is no run '{run_id}'" in capsys.readouterr().err
-    assert refusals == tried == 16
+    assert refusals == tried == 18
     with clients["alice"].config.channel() as channel:  # nothing of it changed
         status = clients["alice"].stub(channel).GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
     assert status.state == State.RUN_STATE_DONE
@@ -178,10 +180,11 @@ def test_a_client_writes_only_inside_its_own_created_run(clients, alice_done, lo
             error = refused(lambda: stub.UploadInputs(upload_messages(run_id, "ref/t.csv", content, **fields),
                                                       timeout=5))
             assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and said in error.details(), error.details()
-        assert store.list_keys(input_prefix(run_id)) == []  # nothing of a refused file was stored
+        object_of_bobs = objects_prefix(namespace("client", "bob-isolation")) + hashlib.sha256(content).hexdigest()
+        assert not store.exists(object_of_bobs) and store.list_keys(input_prefix(run_id)) == []  # nothing stored
         stored = stub.UploadInputs(upload_messages(run_id, "ref/t.csv", content), timeout=5)
         assert [f.name for f in stored.files] == ["ref/t.csv"]
-        assert store.get_bytes(input_prefix(run_id) + "ref/t.csv", max_bytes=100) == content
+        assert store.get_bytes(object_of_bobs, max_bytes=100) == content  # bob's, by its content
         spec = runs_pb2.RunSpec(task="mask", run_id=run_id, input_prefix=input_prefix(run_id), output_name="x",
                                 options=mask_options())
         for bad, said in ((dict(output_name="x\ny"), "is not a file name"), (dict(output_name="x\0"), "not a file name"),
@@ -366,3 +369,96 @@ def test_fetching_two_large_report_files_keeps_the_aggregators_memory_bounded(lo
     assert received >= 2 * (size_mib << 20)
     print(f"FetchReport of 2 x {size_mib} MiB: aggregator peak RSS {before:.0f} -> {peak:.0f} MiB, {seconds:.1f} s")
     assert peak - before < 64, f"the aggregator's peak resident size grew by {peak - before:.0f} MiB"
+
+
+# ----------------------------------------------------------------------------------------- datasets
+
+
+@pytest.fixture(scope="module")
+def alices_dataset(clients, tmp_path_factory) -> tuple[str, Path]:
+    """A private dataset of alice's, registered with her cluster file: (name@version, its directory)."""
+    data = generate_mask_dataset(tmp_path_factory.mktemp("alice-dataset"), 3, seed=7)
+    assert main(["dataset", "register", "alice-private@1", str(data.directory), "--cluster",
+                 str(clients["alice"].file)]) == 0
+    return "alice-private@1", data.directory
+
+
+def test_another_clients_private_dataset_is_unknown_to_every_call(clients, alices_dataset, tmp_path, capsys):
+    name, directory = alices_dataset
+    dataset, version = name.split("@")
+    tried = refusals = 0
+    for who in ("bob", "carol"):
+        with clients[who].config.channel() as channel:
+            datasets = datasets_pb2_grpc.DatasetServiceStub(channel)
+            runs = clients[who].stub(channel)
+            own = runs.CreateRun(runs_pb2.CreateRunRequest(), timeout=5).run_id
+            calls = [lambda: datasets.GetDataset(datasets_pb2.GetDatasetRequest(name=dataset, version=version),
+                                                 timeout=5),
+                     lambda: datasets.ListDatasetFiles(datasets_pb2.ListDatasetFilesRequest(name=dataset,
+                                                                                            version=version), timeout=5),
+                     lambda: datasets.DeleteDataset(datasets_pb2.DeleteDatasetRequest(name=dataset, version=version),
+                                                    timeout=5),
+                     lambda: runs.CreateRun(runs_pb2.CreateRunRequest(dataset=name), timeout=5),
+                     lambda: runs.SubmitRun(runs_pb2.SubmitRunRequest(spec=runs_pb2.RunSpec(
+                         task="mask", run_id=own, input_prefix=input_prefix(own), output_name="x",
+                         options=mask_options(), dataset=name)), timeout=5)]
+            for call in calls:
+                tried += 1
+                error = refused(call)
+                refusals += error.code() == grpc.StatusCode.NOT_FOUND and f"there is no dataset {name!r}" in \
+                    error.details()
+            listed = datasets.ListDatasets(datasets_pb2.ListDatasetsRequest(), timeout=5).datasets
+            assert name not in {f"{d.name}@{d.version}" for d in listed}
+            runs.CancelRun(runs_pb2.CancelRunRequest(run_id=own), timeout=5)
+        capsys.readouterr()
+        assert main(["submit", "--cluster", str(clients[who].file), "--dataset", name, "mask", "--refDir",
+                     str(directory), "-r", "reference/manipulation/MFC-manipulation-ref.csv", "-x",
+                     "indexes/MFC-manipulation-index.csv", "--sysDir", str(directory), "-s",
+                     "system/mfscore-demo-mask-system.csv", "-oR", str(tmp_path / who / "x")]) == 1
+        assert f"there is no dataset {name!r}" in capsys.readouterr().err
+    assert refusals == tried == 10
+    with clients["alice"].config.channel() as channel:  # nothing of it changed
+        kept = datasets_pb2_grpc.DatasetServiceStub(channel).GetDataset(
+            datasets_pb2.GetDatasetRequest(name=dataset, version=version), timeout=5).dataset
+    assert kept.owner == "alice-isolation" and not kept.shared
+
+
+def test_a_dataset_is_made_only_of_the_callers_own_objects(clients, alices_dataset):
+    """bob declares alice's files: every one is missing to him; a dataset naming them is refused until he uploads
+    them himself; her name@version is taken (the one thing a name tells); the same bytes stay two objects."""
+    name, directory = alices_dataset
+    files = [(str(p), p.relative_to(directory).as_posix()) for p in sorted(directory.rglob("*")) if p.is_file()]
+    declared = [runs_pb2.DeclaredFile(name=key, size=os.path.getsize(path),
+                                      sha256=hashlib.sha256(Path(path).read_bytes()).hexdigest()) for path, key in files]
+    with clients["bob"].config.channel() as channel:
+        stub = datasets_pb2_grpc.DatasetServiceStub(channel)
+        missing = stub.DeclareDatasetFiles(datasets_pb2.DeclareDatasetFilesRequest(
+            name="bobs", version="1", files=declared), timeout=10).missing
+        assert sorted(missing) == sorted(d.name for d in declared)
+        make = lambda dataset: stub.CreateDataset(iter([datasets_pb2.CreateDatasetRequest(  # noqa: E731
+            name=dataset, version="1", files=declared)]), timeout=10)
+        error = refused(lambda: make("bobs"))
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and "are not objects of yours" in error.details()
+        error = refused(lambda: make("alice-private"))
+        assert error.code() == grpc.StatusCode.ALREADY_EXISTS
+        listed = stub.ListDatasets(datasets_pb2.ListDatasetsRequest(), timeout=5).datasets
+        assert "bobs" not in {d.name for d in listed}
+        error = refused(lambda: stub.DeclareDatasetFiles(datasets_pb2.DeclareDatasetFilesRequest(
+            name="bobs", version="1", shared=True, files=declared), timeout=10))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_a_shared_dataset_is_read_by_every_client_and_deleted_by_its_owner_alone(local_cluster, clients, mask_data,
+                                                                               tmp_path, capsys):
+    path, _ = local_cluster
+    directory = mask_data[1]
+    assert main(["dataset", "register", "shared-isolation@1", directory, "--shared", "--cluster", str(path)]) == 0
+    with clients["carol"].config.channel() as channel:
+        stub = datasets_pb2_grpc.DatasetServiceStub(channel)
+        found = stub.GetDataset(datasets_pb2.GetDatasetRequest(name="shared-isolation", version="1"), timeout=5)
+        assert found.dataset.shared and found.dataset.owner_role == "operator"
+        error = refused(lambda: stub.DeleteDataset(datasets_pb2.DeleteDatasetRequest(
+            name="shared-isolation", version="1"), timeout=5))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    capsys.readouterr()
+    assert main(["dataset", "delete", "shared-isolation@1", "--cluster", str(path)]) == 0

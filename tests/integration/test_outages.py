@@ -36,7 +36,8 @@ from mfscore.services.common.jetstream import JOBS_STREAM, RESULTS_STREAM, conne
 from mfscore.services.common.nats_auth import SERVICE_ROLES
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.local.servers import free_port, start_nats_server
-from mfscore.services.common.run_layout import input_prefix, reports_prefix
+from mfscore.services.common import input_manifest
+from mfscore.services.common.run_layout import input_prefix, reports_prefix, uploads_prefix
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
 
@@ -303,7 +304,7 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
     try:
         queued = wait_for(lambda: the_run(config, State.RUN_STATE_SCORING), "the second run to be planned")
         assert messages_of(config, queued.run_id)[1] == queued.jobs_planned > 0
-        assert store.list_keys(input_prefix(queued.run_id)) and (work / queued.run_id).is_dir()
+        assert store.list_keys(uploads_prefix(queued.run_id)) and (work / queued.run_id).is_dir()
 
         async def dead_letter(nc, js):  # what a scorer publishes when a job fails on its last delivery
             record = records_pb2.TrialRecord(run_id=queued.run_id, task="mask", scorer="mask-scorer",
@@ -319,12 +320,15 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
     failed = get_run(config, queued.run_id)
     assert failed.state == State.RUN_STATE_FAILED
 
-    for run in (done, failed):  # its inputs, records, queued jobs and work directory are gone; its status is kept
-        wait_for(lambda: not store.list_keys(input_prefix(run.run_id)), f"run {run.run_id}'s inputs to go", timeout=30)
+    for run in (done, failed):  # its records, queued jobs and work directory are gone; its status and inputs are kept
+        wait_for(lambda: not (work / run.run_id).exists(), f"run {run.run_id}'s work directory to go", timeout=30)
         wait_for(lambda: messages_of(config, run.run_id) == (0, 0), f"run {run.run_id}'s messages to go", timeout=30)
         assert not (work / run.run_id).exists()
         assert stored_status(config, run.run_id).state == run.state
+        assert input_manifest.read(store, run.run_id)  # as long as the run: a resubmission uploads nothing
     assert store.list_keys(reports_prefix(done.run_id))
+    inputs = input_manifest.keys(input_manifest.read(store, done.run_id))
+    assert inputs and all(store.exists(key) for key in inputs)
 
     orphan = f"runs/{uuid.uuid4().hex}/inputs/ref/r.csv"  # uploads of a run no state knows
     store.put_bytes(orphan, b"x")
@@ -346,7 +350,7 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
         s3.accept()
         await aggregator.sweep()  # within the retention period: only what a finished run no longer needs goes
         kept = (store.exists(late), store.list_keys(f"runs/{done.run_id}/"), store.exists(orphan),
-                store.list_keys(input_prefix(given_up)))
+                list(input_manifest.read(store, given_up)))
         await aggregator.sweep(now=time.time() + (settings.retention_days + 1) * 86400)
         try:
             return down, kept, set(await aggregator.kv.keys())
@@ -358,12 +362,13 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
     finally:
         s3.close()
     assert down == (True, State.RUN_STATE_DONE)
-    assert not kept[0] and {key.split("/")[2] for key in kept[1]} == {"reports", "report-manifest.pb"} and kept[2]
-    assert kept[3] == [input_prefix(given_up) + "ref/r.csv"]  # a created run stays a day
+    assert not kept[0] and {key.split("/")[2] for key in kept[1]} == {"reports", "report-manifest.pb", "uploads"}
+    assert kept[2] and kept[3] == ["ref/r.csv"]  # a created run stays a day
     for run_id in (done.run_id, failed.run_id, given_up):
         assert not store.list_keys(f"runs/{run_id}/")
         assert not {f"status.{run_id}", f"spec.{run_id}", f"report.{run_id}"} & keys
     assert not store.exists(orphan)
+    assert not any(store.exists(key) for key in inputs)  # nothing names them any more
 
 
 def test_submit_gives_up_on_an_aggregator_that_never_comes_back(tmp_path, capsys):

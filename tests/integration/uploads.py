@@ -12,7 +12,9 @@ from mfscore.cli.main import build_parser
 from mfscore.codec import encode
 from mfscore.records import encode_outcome
 from mfscore.services.commands.submit import localize, run_inputs
+from mfscore.services.commands.local_cluster import service_s3_settings
 from mfscore.services.commands.upload import upload_run
+from mfscore.services.common import input_manifest
 from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import input_prefix
@@ -31,12 +33,14 @@ class Uploaded:
     files: list    # (local path, key) of every uploaded file
     tables: list   # the keys planning reads
     prefix: str
+    objects: dict = dataclasses.field(default_factory=dict)  # key -> its object (the run's input manifest; read
+    #                                                          with the services' key, so for the operator's uploads)
 
     def spec(self, options=None, **fields) -> runs_pb2.RunSpec:
         """The RunSpec ``mfscore submit`` would send for ``options`` (default: the planned ones)."""
         moved = relocated(options or self.options, self.task.inputs(self.options), {n: n for n in self.roots})
         return runs_pb2.RunSpec(**{"task": self.task.name, "options": encode(moved), "tables": self.tables,
-                                   "input_prefix": self.prefix, "output_name": "x", **fields})
+                                   "input_prefix": self.prefix, "output_name": "x", "run_id": self.run_id, **fields})
 
     @property
     def run_id(self) -> str:
@@ -44,10 +48,13 @@ class Uploaded:
         return self.prefix.split("/")[1]
 
     def wire(self, job: Job, **blobs: str) -> jobs_pb2.Job:
-        """The job as the aggregator publishes it: its files named by their key in the upload (or by ``blobs``)."""
+        """The job as the aggregator publishes it: its files named by their key in the upload (or by ``blobs``),
+        each with its object."""
         keys = {name: key_of(path, self.roots, what=path) if path else ""
                 for name, path in self.task.blobs(job.work).items()} | blobs
-        return job_message(self.run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
+        message = job_message(self.run_id, self.task, Job(job.key, self.task.with_blobs(job.work, keys)), self.prefix)
+        message.objects.update({key: self.objects[key] for key in keys.values() if key in self.objects})
+        return message
 
 
 def _planned(name: str, arguments: list[str]):
@@ -63,7 +70,9 @@ def upload(config, name: str, arguments: list[str]) -> Uploaded:
     on the cluster ``config`` names, its files streamed through the aggregator."""
     task, options, files, tables = _planned(name, arguments)
     run_id = upload_run(config, files)
-    return Uploaded(task, options, task.plan(options), task.inputs(options).roots, files, tables, input_prefix(run_id))
+    manifest = input_manifest.read(ObjectStore(service_s3_settings(config)), run_id) if config.state_dir else {}
+    return Uploaded(task, options, task.plan(options), task.inputs(options).roots, files, tables, input_prefix(run_id),
+                    {name: file.key for name, file in manifest.items()})
 
 
 def stored(settings, name: str, arguments: list[str]) -> Uploaded:

@@ -1,0 +1,152 @@
+"""Datasets as the aggregator keeps them (docs/datasets.md): ``name@version``, immutable, a manifest of files whose
+objects are in the owner's namespace.
+
+A dataset's description (``Dataset``) is in the runs' key-value bucket under ``dataset.<name>=<version>`` (the run
+book's restore reads only its own ``spec.``, ``status.`` and ``report.`` keys) and in memory; its files
+(``DatasetFiles``, in name order) are in the object store at ``datasets/<name>@<version>/files.pb``, checked against
+the description's manifest digest whenever they are read, so a list changed in the store is refused
+(``DatasetTampered``), never taken for the dataset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Iterable
+
+from nats.js.errors import NoKeysError
+
+from mfscore.errors import MfscoreError
+from mfscore.services.common.auth import Caller
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, namespace
+from mfscore.services.wire import datasets_pb2, runs_pb2
+
+KEY_PREFIX = "dataset."
+MAX_FILES_BYTES = 256 << 20  # a dataset's stored list of files: 10^6 files of long names
+log = logging.getLogger("mfscore.aggregator")
+
+
+class DatasetTampered(MfscoreError):
+    """A dataset's stored list of files does not match the manifest digest recorded when it was created."""
+
+
+def manifest_sha256(files: Iterable[runs_pb2.DeclaredFile]) -> str:
+    """The dataset's manifest digest: the SHA-256 of the lines ``<sha256>  <name>\\n`` of its files in name order
+    (what ``sha256sum`` prints, so ``sha256sum -c`` checks a copy)."""
+    digest = hashlib.sha256()
+    for file in sorted(files, key=lambda file: file.name):
+        digest.update(f"{file.sha256}  {file.name}\n".encode())
+    return digest.hexdigest()
+
+
+def reference(dataset: datasets_pb2.Dataset) -> str:
+    """``name@version``: how runs and the command line name it."""
+    return f"{dataset.name}@{dataset.version}"
+
+
+def kv_key(name: str, version: str) -> str:
+    """The dataset's key in the bucket ('@' is no key character; '=' is, and no name holds it)."""
+    check_dataset(name, version)
+    return f"{KEY_PREFIX}{name}={version}"
+
+
+def owner_space(dataset: datasets_pb2.Dataset) -> str:
+    """The namespace its objects are in: its owner's."""
+    return namespace(dataset.owner_role, dataset.owner)
+
+
+def owns(who: Caller, dataset: datasets_pb2.Dataset) -> bool:
+    return dataset.owner == who.name and dataset.owner_role == who.role
+
+
+def may_read(who: Caller, dataset: datasets_pb2.Dataset) -> bool:
+    """Its owner, an operator, and anyone for a shared dataset."""
+    return dataset.shared or who.operator or owns(who, dataset)
+
+
+class DatasetBook:
+    """Every dataset by ``name@version``: in memory, in the bucket, and their files in the object store."""
+
+    def __init__(self, kv, store: ObjectStore):
+        self.kv, self.store = kv, store
+        self.datasets: dict[str, datasets_pb2.Dataset] = {}
+        self.creating: set[str] = set()  # names reserved by a CreateDataset under way
+        self._files: dict[str, tuple[str, list[runs_pb2.DeclaredFile]]] = {}  # name -> (manifest digest, files)
+
+    async def restore(self) -> None:
+        """Read every dataset's description from the bucket."""
+        try:
+            keys = await self.kv.keys(filters=[f"{KEY_PREFIX}>"])
+        except NoKeysError:
+            keys = []
+        for key in keys:
+            if key.startswith(KEY_PREFIX):
+                dataset = datasets_pb2.Dataset.FromString((await self.kv.get(key)).value)
+                self.datasets[reference(dataset)] = dataset
+        log.info("restored %d dataset(s)", len(self.datasets))
+
+    def readable(self, who: Caller, name: str) -> datasets_pb2.Dataset | None:
+        """The dataset ``name`` (``name@version``) if ``who`` may read it; else None, as for no dataset at all."""
+        dataset = self.datasets.get(name)
+        return dataset if dataset is not None and may_read(who, dataset) else None
+
+    def owned_by(self, space: str) -> list[datasets_pb2.Dataset]:
+        """The datasets whose objects are in the namespace ``space``."""
+        return [dataset for dataset in list(self.datasets.values()) if _space_or_none(dataset) == space]
+
+    async def files(self, dataset: datasets_pb2.Dataset) -> list[runs_pb2.DeclaredFile]:
+        """The dataset's files, in name order, checked against its manifest digest (cached: a dataset never
+        changes); ``DatasetTampered`` when they do not match it."""
+        name = reference(dataset)
+        cached = self._files.get(name)
+        if cached is not None and cached[0] == dataset.manifest_sha256:
+            return cached[1]
+        content = await asyncio.to_thread(self.store.get_bytes, dataset_files_key(dataset.name, dataset.version),
+                                          max_bytes=MAX_FILES_BYTES)
+        files = list(datasets_pb2.DatasetFiles.FromString(content).files)
+        if manifest_sha256(files) != dataset.manifest_sha256 or len(files) != dataset.file_count:
+            raise DatasetTampered(f"the stored files of the dataset {name} do not match the manifest digest recorded "
+                                  "when it was created")
+        self._files[name] = (dataset.manifest_sha256, files)
+        return files
+
+    async def add(self, dataset: datasets_pb2.Dataset, files: list[runs_pb2.DeclaredFile]) -> None:
+        """Store a new dataset: its files first, then its description (once that is recorded, it exists)."""
+        await asyncio.to_thread(self.store.put_bytes, dataset_files_key(dataset.name, dataset.version),
+                                datasets_pb2.DatasetFiles(files=files).SerializeToString())
+        await self.kv.put(kv_key(dataset.name, dataset.version), dataset.SerializeToString())
+        self.datasets[reference(dataset)] = dataset
+        self._files[reference(dataset)] = (dataset.manifest_sha256, files)
+
+    async def remove(self, dataset: datasets_pb2.Dataset) -> None:
+        """Forget a dataset: gone from memory at once (no run may name it from now on), then its description and its
+        list of files. Raises (NATS or S3 away) with the dataset back in place, for another try."""
+        name = reference(dataset)
+        self.datasets.pop(name, None)
+        try:
+            await self.kv.purge(kv_key(dataset.name, dataset.version))
+        except BaseException:
+            self.datasets[name] = dataset
+            raise
+        self._files.pop(name, None)
+        await asyncio.to_thread(self.store.delete_prefix, f"{DATASETS}{name}/")
+
+    async def sweep(self, written_before: float) -> int:
+        """Delete the lists of files of no dataset (a CreateDataset that could not record its description) once
+        nothing was written under them since ``written_before``; how many."""
+        deleted = 0
+        for folder in await asyncio.to_thread(self.store.folders, DATASETS):
+            name = folder[len(DATASETS):].rstrip("/")
+            if name in self.datasets or name in self.creating:
+                continue
+            deleted += await asyncio.to_thread(self.store.delete_prefix, folder, written_before=written_before)
+        return deleted
+
+
+def _space_or_none(dataset: datasets_pb2.Dataset) -> str | None:
+    try:
+        return owner_space(dataset)
+    except MfscoreError:
+        return None

@@ -1,0 +1,327 @@
+"""Datasets and content-addressed objects without a cluster (docs/datasets.md): the keys of objects and datasets,
+the manifest digest, ListDatasets' and ListDatasetFiles' tokens, a run's input manifest, which objects a deletion
+collects, and the run book's restore passing over the datasets' keys in the bucket.
+
+The object store and NATS' key-value bucket are small in-memory doubles here; tests/integration/test_datasets.py has
+the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import subprocess
+
+import pytest
+
+from mfscore.services.aggregator import paging
+from mfscore.services.aggregator.datasets import DatasetBook, kv_key, manifest_sha256
+from mfscore.services.aggregator.objects import Objects, space_of_key
+from mfscore.services.aggregator.state import RunBook, RunEntry, State, spec_key, status_key
+from mfscore.services.common import input_manifest
+from mfscore.services.common.object_store import ObjectMissing
+from mfscore.services.common.run_layout import (
+    BadName,
+    check_dataset,
+    check_object_key,
+    dataset_files_key,
+    namespace,
+    object_key,
+    parse_dataset,
+    uploads_prefix,
+)
+from mfscore.services.wire import datasets_pb2, runs_pb2
+
+SHA = hashlib.sha256(b"x").hexdigest()
+HOSTILE = ["\n", "\r", "\0", "\x1b", "\x7f", "/", "\\", " ", "@", "*", ">"]
+
+# ----------------------------------------------------------------------------------------- keys
+
+
+def test_an_object_is_keyed_by_its_owners_namespace_and_its_digest():
+    space = namespace("client", "alice-2.team_b")
+    assert space == "client/alice-2.team_b"
+    assert object_key(space, SHA) == f"objects/client/alice-2.team_b/{SHA}"
+    assert check_object_key(object_key(space, SHA)) == object_key(space, SHA)
+    assert space_of_key(object_key(space, SHA)) == space
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", ".alice", "alice.", "a..b", "-a", "a" * 65,
+                                  *(f"al{c}ice" for c in HOSTILE)])
+def test_a_caller_name_that_cannot_be_a_namespace_is_refused(name):
+    with pytest.raises(BadName, match="cannot name a namespace of objects"):
+        namespace("client", name)
+
+
+@pytest.mark.parametrize("key", ["objects/client/alice", f"objects/client/alice/{SHA}/x", f"runs/client/alice/{SHA}",
+                                 f"objects/client/../{SHA}", f"objects/client/alice/{SHA.upper()}",
+                                 f"objects/client/alice/{SHA[:-1]}", f"objects//alice/{SHA}", f"/objects/c/a/{SHA}",
+                                 f"objects/client/a\nb/{SHA}", "runs/r1/inputs/ref/x.csv"])
+def test_anything_else_is_no_object_key(key):
+    with pytest.raises(BadName, match="is not an object key"):
+        check_object_key(key)
+
+
+def test_a_digest_that_is_not_one_is_no_object():
+    with pytest.raises(BadName, match="64 lowercase hexadecimal"):
+        object_key("client/alice", "../../runs/x")
+
+
+@pytest.mark.parametrize("reference, parts", [("mfc18@1", ("mfc18", "1")), ("nimble.dev@2.0.1", ("nimble.dev", "2.0.1")),
+                                              ("A_b-c@v_1", ("A_b-c", "v_1"))])
+def test_a_dataset_is_name_at_version(reference, parts):
+    assert parse_dataset(reference) == parts
+    assert check_dataset(*parts) == reference
+    assert dataset_files_key(*parts) == f"datasets/{reference}/files.pb"
+    assert kv_key(*parts) == f"dataset.{parts[0]}={parts[1]}"  # '=' is a key character no name holds
+
+
+@pytest.mark.parametrize("reference", ["mfc18", "@1", "mfc18@", "a@b@c", "../x@1", "x@..", "x@1.", "x@.1",
+                                       *(f"mf{c}c@1" for c in HOSTILE if c != "@"), "a" * 65 + "@1"])
+def test_any_other_dataset_name_is_refused(reference):
+    with pytest.raises(BadName):
+        parse_dataset(reference)
+
+
+def test_two_datasets_never_share_a_bucket_key():
+    assert kv_key("a.b", "c") != kv_key("a", "b.c")
+
+
+# ----------------------------------------------------------------------------------------- manifest digest
+
+
+def declared(name: str, content: bytes) -> runs_pb2.DeclaredFile:
+    return runs_pb2.DeclaredFile(name=name, size=len(content), sha256=hashlib.sha256(content).hexdigest())
+
+
+def test_the_manifest_digest_is_sha256sums_output_in_name_order_hashed(tmp_path):
+    files = {"reference/b.csv": b"b|1\n", "a.csv": b"a\n", "mask/ü.png": b"\x89PNG"}
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(content)
+    listed = subprocess.run(["sha256sum", *sorted(files)], cwd=tmp_path, capture_output=True, check=True).stdout
+    shuffled = [declared(name, content) for name, content in reversed(list(files.items()))]
+    assert manifest_sha256(shuffled) == hashlib.sha256(listed).hexdigest()
+
+
+def test_the_manifest_digest_changes_with_any_name_or_content():
+    base = [declared("a.csv", b"a"), declared("b.csv", b"b")]
+    assert len({manifest_sha256(base), manifest_sha256([declared("a.csv", b"A"), base[1]]),
+                manifest_sha256([declared("c.csv", b"a"), base[1]]), manifest_sha256(base[:1])}) == 4
+
+
+# ----------------------------------------------------------------------------------------- pages
+
+
+def test_a_datasets_token_round_trips_and_is_not_a_runs_token():
+    place = (1_700_000_000_123_456_789, "mfc18@1.0")
+    token = paging.page_token(0, place, paging.DATASETS)
+    assert paging.read_page_token(token, 0, paging.DATASETS) == place
+    with pytest.raises(paging.BadPageToken, match="not a token ListRuns gave"):
+        paging.read_page_token(token, 0)
+    with pytest.raises(paging.BadPageToken, match="not a token ListDatasets gave"):
+        paging.read_page_token(paging.page_token(0, (5, "a" * 32)), 0, paging.DATASETS)
+
+
+def test_a_files_token_is_bound_to_its_dataset():
+    token = paging.files_token("ab" * 32, 2000)
+    assert paging.read_files_token(token, "ab" * 32) == 2000 and paging.read_files_token("", "ab" * 32) == 0
+    for bad, dataset in ((token, "cd" * 32), (paging.page_token(0, (5, "run")), "ab" * 32), ("%%", "ab" * 32)):
+        with pytest.raises(paging.BadPageToken, match="not a token ListDatasetFiles gave for this dataset"):
+            paging.read_files_token(bad, dataset)
+
+
+def test_a_files_page_has_its_own_size_limits():
+    assert paging.page_size(0, 1000, 10000) == 1000 and paging.page_size(50000, 1000, 10000) == 10000
+
+
+# ----------------------------------------------------------------------------------------- doubles
+
+
+class FakeStore:
+    """Objects by key, with when each was written; ``list_keys``, ``get_bytes``, ``put_bytes``, ``size_of``,
+    ``list_objects``, ``delete_keys``, ``delete_prefix``, ``folders``."""
+
+    def __init__(self):
+        self.objects: dict[str, bytes] = {}
+        self.written: dict[str, float] = {}
+        self.clock = 1000.0
+
+    def put_bytes(self, key, data):
+        self.clock += 1
+        self.objects[key], self.written[key] = data, self.clock
+
+    def get_bytes(self, key, max_bytes):
+        if key not in self.objects:
+            raise ObjectMissing(key)
+        return self.objects[key]
+
+    def list_keys(self, prefix):
+        return sorted(key for key in self.objects if key.startswith(prefix))
+
+    def size_of(self, key):
+        return len(self.objects[key]) if key in self.objects else None
+
+    def list_objects(self, prefix):
+        return [(key, len(self.objects[key]), self.written[key]) for key in self.list_keys(prefix)]
+
+    def delete_keys(self, keys):
+        for key in keys:
+            self.objects.pop(key, None)
+        return len(keys)
+
+    def delete_prefix(self, prefix, written_before=None):
+        return self.delete_keys(self.list_keys(prefix))
+
+    def folders(self, prefix):
+        return sorted({prefix + key[len(prefix):].split("/", 1)[0] + "/" for key in self.list_keys(prefix)
+                       if "/" in key[len(prefix):]})
+
+
+class Entry:
+    def __init__(self, value: bytes):
+        self.value = value
+
+
+class FakeKv:
+    def __init__(self):
+        self.data: dict[str, bytes] = {}
+
+    async def put(self, key, value):
+        self.data[key] = value
+
+    async def get(self, key):
+        return Entry(self.data[key])
+
+    async def purge(self, key):
+        self.data.pop(key, None)
+
+    async def keys(self, filters=None):
+        prefixes = [f[:-1] for f in filters or [">"]]
+        return [key for key in self.data if any(key.startswith(p) for p in prefixes)]
+
+
+def record(store: FakeStore, run_id: str, *files: tuple[str, bytes, str]) -> None:
+    input_manifest.write(store, run_id, [runs_pb2.InputFile(name=name, size=len(content),
+                                                            sha256=hashlib.sha256(content).hexdigest(),
+                                                            key=object_key(space, hashlib.sha256(content).hexdigest()))
+                                         for name, content, space in files])
+
+
+# ----------------------------------------------------------------------------------------- input manifest
+
+
+def test_a_later_record_of_a_name_wins_and_an_old_record_names_the_runs_prefix():
+    store = FakeStore()
+    old = runs_pb2.UploadInputsResponse(files=[declared("ref/r.csv", b"old"), declared("sys/s.csv", b"s")])
+    store.put_bytes(uploads_prefix("r1") + "00000000000000000001-aaaa.pb", old.SerializeToString())
+    record(store, "r1", ("ref/r.csv", b"new", "client/alice"))
+    inputs = input_manifest.read(store, "r1")
+    assert inputs["ref/r.csv"].key == object_key("client/alice", hashlib.sha256(b"new").hexdigest())
+    assert inputs["sys/s.csv"].key == "runs/r1/inputs/sys/s.csv"
+    assert input_manifest.digests(inputs) == {"ref/r.csv": hashlib.sha256(b"new").hexdigest(),
+                                              "sys/s.csv": hashlib.sha256(b"s").hexdigest()}
+    assert input_manifest.stored_key("runs/r1/inputs/", inputs, "planned/x") == "runs/r1/inputs/planned/x"
+    only_objects = input_manifest.objects_for(inputs, ["/w/ref/r.csv", "/w/sys/s.csv", "", "planned/x"], "/w")
+    assert only_objects == {"ref/r.csv": inputs["ref/r.csv"].key}  # a job carries objects only
+
+
+# ----------------------------------------------------------------------------------------- collection
+
+
+def run_entry(run_id: str, owner: str, dataset: str = "", state=State.RUN_STATE_DONE) -> RunEntry:
+    return RunEntry(runs_pb2.RunSpec(run_id=run_id, dataset=dataset),
+                    runs_pb2.RunStatus(run_id=run_id, owner=owner, owner_role="client", state=state))
+
+
+def world():
+    """alice's runs r1 and r2 share the object of a.png; operator's shared dataset d@1 holds ref.png, which bob's run
+    r3 reads through it."""
+    store, kv = FakeStore(), FakeKv()
+    book, datasets = RunBook(kv), DatasetBook(kv, store)
+    objects = Objects(store, book, datasets)
+    alice, bob, operator = "client/alice", "client/bob", "operator/operator"
+    for space, content in ((alice, b"a.png"), (alice, b"b.png"), (alice, b"c.png"), (bob, b"s.png"),
+                           (operator, b"ref.png")):
+        store.put_bytes(object_key(space, hashlib.sha256(content).hexdigest()), content)
+    record(store, "r1", ("sys/a.png", b"a.png", alice), ("sys/b.png", b"b.png", alice))
+    record(store, "r2", ("sys/a.png", b"a.png", alice), ("sys/c.png", b"c.png", alice))
+    record(store, "r3", ("sys/s.png", b"s.png", bob), ("ref/ref.png", b"ref.png", operator))
+    book.runs = {"r1": run_entry("r1", "alice"), "r2": run_entry("r2", "alice"),
+                 "r3": run_entry("r3", "bob", dataset="d@1")}
+    dataset = datasets_pb2.Dataset(name="d", version="1", owner="operator", owner_role="operator", shared=True,
+                                   manifest_sha256=manifest_sha256([declared("ref.png", b"ref.png")]), file_count=1)
+    asyncio.run(datasets.add(dataset, [declared("ref.png", b"ref.png")]))
+    return store, book, datasets, objects
+
+
+def key(space: str, content: bytes) -> str:
+    return object_key(space, hashlib.sha256(content).hexdigest())
+
+
+def test_a_deleted_runs_objects_go_unless_another_run_names_them():
+    store, book, _, objects = world()
+    named = input_manifest.keys(input_manifest.read(store, "r1"))
+    del book.runs["r1"]
+    assert asyncio.run(objects.collect(named)) == 1
+    assert key("client/alice", b"b.png") not in store.objects  # r1's alone
+    assert key("client/alice", b"a.png") in store.objects      # r2 names it too
+
+
+def test_a_dataset_and_a_run_naming_it_keep_the_object_until_neither_does():
+    store, book, datasets, objects = world()
+    ref = key("operator/operator", b"ref.png")
+    del book.runs["r3"]  # bob's run is gone: the dataset still names ref.png
+    assert asyncio.run(objects.collect({ref})) == 0 and ref in store.objects
+    book.runs["r3"] = run_entry("r3", "bob", dataset="d@1")
+    dataset = datasets.datasets["d@1"]
+    asyncio.run(datasets.remove(dataset))  # the dataset is gone: bob's run still names its object
+    assert asyncio.run(objects.collect({ref})) == 0 and ref in store.objects
+    del book.runs["r3"]
+    assert asyncio.run(objects.collect({ref})) == 1 and ref not in store.objects
+
+
+def test_a_pinned_object_is_never_collected():
+    store, book, _, objects = world()
+    doomed = key("client/alice", b"c.png")
+    del book.runs["r2"]
+    with objects.pinning() as pin:
+        pin(doomed)
+        assert asyncio.run(objects.collect({doomed})) == 0
+    assert asyncio.run(objects.collect({doomed})) == 1
+
+
+def test_the_sweep_deletes_only_what_nothing_names_once_a_day_old():
+    store, book, _, objects = world()
+    stray = key("client/carol", b"never named")
+    store.put_bytes(stray, b"never named")
+    assert asyncio.run(objects.sweep(now=store.clock)) == 0  # written just now: an upload may be under way
+    assert asyncio.run(objects.sweep(now=store.clock + 2 * 86400)) == 1
+    assert stray not in store.objects and len([k for k in store.objects if k.startswith("objects/")]) == 5
+
+
+def test_objects_held_are_found_in_the_callers_namespace_only_and_with_their_size():
+    store, _, _, objects = world()
+    digest = hashlib.sha256(b"a.png").hexdigest()
+    assert objects.held("client/alice", {digest: 5}) == {digest}
+    assert objects.held("client/alice", {digest: 6}) == set()
+    assert objects.held("client/bob", {digest: 5}) == set()  # alice's bytes are not bob's
+
+
+# ----------------------------------------------------------------------------------------- the bucket
+
+
+def test_the_run_book_and_the_datasets_read_back_their_own_keys_from_one_bucket():
+    kv = FakeKv()
+    spec, status = runs_pb2.RunSpec(run_id="r1"), runs_pb2.RunStatus(run_id="r1", state=State.RUN_STATE_DONE)
+    kv.data = {spec_key("r1"): spec.SerializeToString(), status_key("r1"): status.SerializeToString()}
+    dataset = datasets_pb2.Dataset(name="d", version="1", owner="operator", owner_role="operator")
+    kv.data[kv_key("d", "1")] = dataset.SerializeToString()
+    book, datasets = RunBook(kv), DatasetBook(kv, FakeStore())
+
+    async def restore():
+        await datasets.restore()
+        return await book.restore()
+
+    assert asyncio.run(restore()) == []
+    assert list(book.runs) == ["r1"] and not book.abandoned and list(datasets.datasets) == ["d@1"]
