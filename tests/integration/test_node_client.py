@@ -106,9 +106,10 @@ def mask_run(directory: Path) -> tuple[list[str], dict]:
 RUNS = {"detection": (detection_run, "-o"), "mask": (mask_run, "-oR")}
 
 
-def drive(cluster_file: Path, task: str, tmp_path: Path) -> tuple[dict, Path, float]:
-    """The run scored embedded, then by the cluster as the Node client drives it; (its summary, the directory of
-    the embedded reports, the client's seconds)."""
+def drive(cluster_file: Path, task: str, tmp_path: Path, dataset: dict | None = None) -> tuple[dict, Path, list]:
+    """The run scored embedded, then by the cluster as the Node client drives it (against ``dataset``, which it
+    registers first, when given); (its summary, the directory of the embedded reports, the (path, key) of every
+    file the run reads)."""
     executable = node()
     make, flag = RUNS[task]
     arguments, written = make(tmp_path / "data")
@@ -126,7 +127,8 @@ def drive(cluster_file: Path, task: str, tmp_path: Path) -> tuple[dict, Path, fl
 
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"task": task, "options": written, "tables": tables, "output_name": "run",
-                               "files": [{"path": path, "key": key} for path, key in files]}))
+                               "files": [{"path": path, "key": key} for path, key in files],
+                               **({"dataset": dataset} if dataset else {})}))
     out, summary = tmp_path / "node-out", tmp_path / "summary.json"
     started = time.monotonic()
     done = subprocess.run([executable, str(CLIENT), "--cluster", str(cluster_file), "--run", str(run), "--out",
@@ -135,15 +137,16 @@ def drive(cluster_file: Path, task: str, tmp_path: Path) -> tuple[dict, Path, fl
     seconds = time.monotonic() - started
     assert done.returncode == 0, f"the Node client exited {done.returncode}:\n{done.stderr}{done.stdout}"
     said = json.loads(summary.read_text())
-    assert said["uploaded"] == [{"name": key, "size": Path(path).stat().st_size,
-                                 "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()}
-                                for path, key in files]
+    declared = [{"name": key, "size": Path(path).stat().st_size, "sha256": hashlib.sha256(Path(path).read_bytes())
+                 .hexdigest()} for path, key in files]
+    # against a dataset, only the system output travels: every file under the dataset's root is the dataset's
+    assert said["uploaded"] == [f for f in declared if not dataset or not f["name"].startswith(dataset["root"] + "/")]
     assert tasks.decode_options(tasks.get(task), said["options_sent"].encode()) == expected
     assert tree(out) == tree(embedded)  # byte-identical, and nothing left of its staging
     print(f"\nNode client, {task}: {len(files)} file(s) uploaded in {said['upload_chunks']} chunk(s), "
           f"{len(said['report']['files'])} report file(s), states {' > '.join(said['states'])}; "
           f"{seconds:.1f} s (node's own clock {said['seconds']:.1f} s)\n{done.stderr}")
-    return said, embedded, seconds
+    return said, embedded, files
 
 
 @pytest.mark.parametrize("task", sorted(RUNS))
@@ -189,3 +192,26 @@ def test_a_node_client_speaks_tls_to_a_tls_cluster(tmp_path):
         assert not (tmp_path / "refused").exists()
     finally:
         commands.down(path)
+
+
+def test_a_node_client_registers_a_dataset_and_scores_against_it(local_cluster, tmp_path):
+    """docs/datasets.md from Node.js: the mask run's reference tree (ref/) registered as a dataset, the first time
+    every file uploaded, again nothing; the run names it and uploads only the system output; the reports are
+    still the embedded run's, byte for byte. A caller of its own: objects are content-addressed per owner, so no
+    other test's uploads count as its."""
+    _, config = local_cluster
+    path = tmp_path / "caller.json"
+    commands.add_caller(config, "nora-datasets", "client", out=path)
+    time.sleep(1.5)  # the services read the tokens file again within a second
+    dataset = {"name": "nora-masks", "version": "1", "root": "ref"}
+    said, _, files = drive(path, "mask", tmp_path, dataset)
+    reference = sorted(key.removeprefix("ref/") for _, key in files if key.startswith("ref/"))
+    registered = said["dataset"]
+    assert registered["ref"] == "nora-masks@1" and registered["files"] == len(reference) > 0
+    assert sorted(registered["uploaded"]) == reference  # the first registration: every file
+    assert registered["created"] is True and registered["created_again"] is False  # again: nothing uploaded
+    assert registered["got"]["owner"] == "nora-datasets" and not registered["got"].get("shared")
+    assert registered["got"]["manifest_sha256"] == registered["manifest_sha256"]
+    assert said["declared_inputs"] == [key for _, key in files]
+    assert said["uploaded"] and all(f["name"].startswith("sys/") for f in said["uploaded"])
+    assert said["states"][-1] == "RUN_STATE_DONE"

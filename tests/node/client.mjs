@@ -8,16 +8,19 @@
 //   chunks of at most 256 KiB); SubmitRun (RunSpec.options: the task's options as a JSON object, checked here
 //   against the task's published JSON Schema first); WatchRun until the run ends; GetResults (typed messages);
 //   FetchReport (the manifest, then each file's chunks, every file checked against the manifest's size and SHA-256
-//   before anything is written); ListRuns page by page.
+//   before anything is written); ListRuns page by page. With a dataset (DatasetService, docs/datasets.md) it first
+//   registers the run's reference files as one (DeclareDatasetFiles, UploadObjects for what the caller lacks,
+//   CreateDataset; again, which uploads nothing; GetDataset, ListDatasets, ListDatasetFiles), creates the run
+//   naming it, declares the run's files (DeclareInputs) and uploads only those the cluster says are missing.
 //
 // Usage: node tests/node/client.mjs --cluster CLUSTER.json --run RUN.json --out DIR [--summary SUMMARY.json]
 //                                   [--page-size N]
 //
 // CLUSTER.json: what 'mfscore local-cluster up' or 'mfscore local-cluster token --out' writes; this client reads
 // aggregator_address, token and tls_ca (a PEM file; empty: plaintext).
-// RUN.json: {"task", "options" (a JSON object), "tables" (keys), "output_name", "files": [{"path", "key"}]}: what
-// to send. Which files a run reads is the task's planning (MediScore's rules), not the wire protocol's: the caller
-// says.
+// RUN.json: {"task", "options" (a JSON object), "tables" (keys), "output_name", "files": [{"path", "key"}],
+// optionally "dataset": {"name", "version", "root"} (the files whose keys are under "<root>/" make the dataset)}.
+// Which files a run reads is the task's planning (MediScore's rules), not the wire protocol's: the caller says.
 //
 // It writes the report files into DIR and, with --summary, a JSON summary: the run's id, the states it went
 // through, its final status, its results (GetResults, in proto3's JSON mapping with the .proto's field names), the
@@ -74,9 +77,12 @@ function connect(api, cluster) {
   const credentials = cluster.tls_ca
     ? grpc.credentials.createSsl(fs.readFileSync(cluster.tls_ca))
     : grpc.credentials.createInsecure();
-  // gRPC's default message limits (4 MiB received): report files come in chunks, so nothing here needs more.
+  // gRPC's default message limits (4 MiB received): report files come in chunks, so nothing here needs more. The
+  // aggregator serves DatasetService too, where the .proto files have it.
   const client = new api.AggregatorService(cluster.aggregator_address, credentials);
-  return { client, api, token: cluster.token };
+  const clients = [client];
+  if (api.DatasetService) clients.push(new api.DatasetService(cluster.aggregator_address, credentials));
+  return { client, clients, token: cluster.token };
 }
 
 // Every call carries the caller's bearer token (docs/distributed.md "Credentials"): authorization: Bearer <token>.
@@ -91,8 +97,9 @@ function deadline(seconds) {
 }
 
 function unary(connection, method, request, seconds = 60) {
+  const client = connection.clients.find((c) => typeof c[method] === 'function') ?? fail(`no service has ${method}`);
   return new Promise((resolve, reject) => {
-    connection.client[method](request, metadata(connection), { deadline: deadline(seconds) }, (error, reply) => {
+    client[method](request, metadata(connection), { deadline: deadline(seconds) }, (error, reply) => {
       if (error) reject(rpcError(method, error));
       else resolve(reply);
     });
@@ -206,28 +213,27 @@ function declare(file) {
   return { name: file.key, size, sha256: digest.digest('hex') };
 }
 
-// One UploadInputs stream: the run first, then each file's declaration and its bytes, waiting for the stream to
-// drain (gRPC's flow control) rather than buffering a whole file.
-async function uploadInputs(connection, runId, files) {
+// A client stream of files: `first` (if any), then each file's declaration and its bytes in chunks of at most
+// 256 KiB, waiting for the stream to drain (gRPC's flow control) rather than buffering a whole file. The answer
+// must list the files stored as they were declared.
+async function streamFiles(connection, method, first, files, declarations) {
   let finish;
   const answered = new Promise((resolve, reject) => {
     finish = { resolve, reject };
   });
-  const call = connection.client.UploadInputs(metadata(connection), { deadline: deadline(3600) }, (error, reply) => {
-    if (error) finish.reject(rpcError('UploadInputs', error));
+  const client = connection.clients.find((c) => typeof c[method] === 'function') ?? fail(`no service has ${method}`);
+  const call = client[method](metadata(connection), { deadline: deadline(3600) }, (error, reply) => {
+    if (error) finish.reject(rpcError(method, error));
     else finish.resolve(reply);
   });
   const send = async (message) => {
     if (!call.write(message)) await new Promise((resolve) => call.once('drain', resolve));
   };
-  const declared = [];
   let chunks = 0;
   try {
-    await send({ run_id: runId });
-    for (const file of files) {
-      const declaration = declare(file);
-      declared.push(declaration);
-      await send({ file: declaration });
+    if (first) await send(first);
+    for (const [i, file] of files.entries()) {
+      await send({ file: declarations[i] });
       const stream = fs.createReadStream(file.path, { highWaterMark: CHUNK_BYTES });
       let sent = 0;
       for await (const chunk of stream) {
@@ -236,18 +242,24 @@ async function uploadInputs(connection, runId, files) {
         sent += chunk.length;
         chunks += 1;
       }
-      if (sent !== declaration.size) fail(`${file.path} changed while it was sent`);
+      if (sent !== declarations[i].size) fail(`${file.path} changed while it was sent`);
     }
   } finally {
     call.end();
   }
   const reply = await answered;
   const stored = reply.files.map((f) => `${f.name} ${f.size} ${f.sha256}`);
-  const sent = declared.map((f) => `${f.name} ${f.size} ${f.sha256}`);
+  const sent = declarations.map((f) => `${f.name} ${f.size} ${f.sha256}`);
   if (JSON.stringify(stored) !== JSON.stringify(sent)) {
-    fail(`UploadInputs stored ${JSON.stringify(stored)}, not what was declared (${JSON.stringify(sent)})`);
+    fail(`${method} stored ${JSON.stringify(stored)}, not what was declared (${JSON.stringify(sent)})`);
   }
-  return { declared, chunks };
+  return chunks;
+}
+
+// One UploadInputs stream: the run first, then the files (named by their keys in the run).
+async function uploadInputs(connection, runId, files, declarations = files.map(declare)) {
+  const chunks = await streamFiles(connection, 'UploadInputs', { run_id: runId }, files, declarations);
+  return { declared: declarations, chunks };
 }
 
 // ---------------------------------------------------------------------------------------------- watch, fetch
@@ -383,6 +395,100 @@ function protoJson(value) {
   return value;
 }
 
+// ------------------------------------------------------------------------------------------------- datasets
+
+// A dataset's manifest digest as DatasetService defines it: the SHA-256 of the lines "<sha256>  <name>\n" of its
+// files in name order (sha256sum's format).
+function manifestSha256(declarations) {
+  const lines = [...declarations].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((f) => `${f.sha256}  ${f.name}\n`).join('');
+  return crypto.createHash('sha256').update(lines, 'utf8').digest('hex');
+}
+
+// CreateDataset, a client stream: the first message names the dataset; the files follow a batch a message (each
+// message well under gRPC's 1 MiB request limit).
+function createDataset(connection, dataset, declarations) {
+  const client = connection.clients.find((c) => typeof c.CreateDataset === 'function');
+  return new Promise((resolve, reject) => {
+    const call = client.CreateDataset(metadata(connection), { deadline: deadline(600) }, (error, reply) => {
+      if (error) reject(rpcError('CreateDataset', error));
+      else resolve(reply);
+    });
+    const batch = 2000;
+    call.write({ name: dataset.name, version: dataset.version, shared: Boolean(dataset.shared),
+      files: declarations.slice(0, batch) });
+    for (let i = batch; i < declarations.length; i += batch) call.write({ files: declarations.slice(i, i + batch) });
+    call.end();
+  });
+}
+
+async function pages(connection, method, request, field) {
+  const items = [];
+  let token = '';
+  let count = 0;
+  do {
+    const page = await unary(connection, method, { ...request, page_token: token });
+    items.push(...page[field]);
+    token = page.next_page_token;
+    count += 1;
+  } while (token);
+  return { items, pages: count };
+}
+
+// Register the files of the run under the dataset's root ("ref/": the --refDir tree) as a dataset: declare them,
+// upload only what the caller lacks (UploadObjects), create it; then register it again, which must upload nothing
+// and change nothing, and read it back (GetDataset, ListDatasets, ListDatasetFiles page by page).
+async function registerDataset(connection, run, summary) {
+  const dataset = run.dataset;
+  const prefix = `${dataset.root}/`;
+  const members = run.files.filter((f) => f.key.startsWith(prefix))
+    .map((f) => ({ path: f.path, key: f.key.slice(prefix.length) }));
+  if (!members.length) fail(`no file of the run is under ${prefix}: nothing to register`);
+  const declarations = members.map(declare);
+  const digest = manifestSha256(declarations);
+  const naming = { name: dataset.name, version: dataset.version, shared: Boolean(dataset.shared) };
+  const missing = new Set((await unary(connection, 'DeclareDatasetFiles', { ...naming, files: declarations })).missing);
+  const upload = members.map((_, i) => i).filter((i) => missing.has(declarations[i].name));
+  const chunks = upload.length ? await streamFiles(connection, 'UploadObjects', null, upload.map((i) => members[i]),
+    upload.map((i) => declarations[i])) : 0;
+  const made = await createDataset(connection, dataset, declarations);
+  if (made.dataset.manifest_sha256 !== digest) {
+    fail(`CreateDataset recorded manifest ${made.dataset.manifest_sha256}, not ${digest} as computed here`);
+  }
+  const ref = `${dataset.name}@${dataset.version}`;
+  say(`dataset ${ref} created: ${declarations.length} file(s), ${upload.length} uploaded in ${chunks} chunk(s)`);
+
+  const again = (await unary(connection, 'DeclareDatasetFiles', { ...naming, files: declarations })).missing;
+  if (again.length) fail(`registering ${ref} again would upload ${again.length} file(s): ${again.join(', ')}`);
+  const remade = await createDataset(connection, dataset, declarations);
+  if (remade.created || remade.dataset.manifest_sha256 !== digest) fail(`CreateDataset again changed ${ref}`);
+
+  const got = (await unary(connection, 'GetDataset', { name: dataset.name, version: dataset.version })).dataset;
+  const listed = await pages(connection, 'ListDatasets', { page_size: 1 }, 'datasets');
+  const files = await pages(connection, 'ListDatasetFiles', { name: dataset.name, version: dataset.version,
+    page_size: Math.max(1, Math.ceil(declarations.length / 3)) }, 'files');
+  const expected = [...declarations].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (JSON.stringify(files.items.map((f) => [f.name, f.size, f.sha256]))
+      !== JSON.stringify(expected.map((f) => [f.name, f.size, f.sha256]))) {
+    fail(`ListDatasetFiles does not list the files of ${ref} as declared`);
+  }
+  if (!listed.items.some((d) => d.name === dataset.name && d.version === dataset.version)) {
+    fail(`ListDatasets (${listed.pages} pages) does not list ${ref}`);
+  }
+  summary.dataset = {
+    ref,
+    manifest_sha256: digest,
+    files: declarations.length,
+    uploaded: upload.map((i) => declarations[i].name),
+    created: made.created,
+    created_again: remade.created,
+    got: protoJson(got),
+    listed_pages: listed.pages,
+    file_pages: files.pages,
+  };
+  return ref;
+}
+
 // ----------------------------------------------------------------------------------------------------- main
 
 function parseArguments(argv) {
@@ -410,13 +516,28 @@ async function main() {
   const elapsed = () => (Date.now() - started) / 1000;
 
   const options = optionsBytes(run.task, run.options);
-  const created = await unary(connection, 'CreateRun', {});
+  const summary = {};
+  let dataset = '';
+  if (run.dataset) {
+    if (!api.DatasetService) fail('the .proto files have no DatasetService: a run cannot name a dataset');
+    dataset = await registerDataset(connection, run, summary);
+  }
+  const created = await unary(connection, 'CreateRun', dataset ? { dataset } : {});
   const runId = created.run_id;
-  say(`run ${runId} created (inputs under ${created.input_prefix})`);
+  say(`run ${runId} created (inputs under ${created.input_prefix})${dataset ? ` against ${dataset}` : ''}`);
 
-  const uploaded = await uploadInputs(connection, runId, run.files);
+  // With a dataset, the files are declared first (DeclareInputs) and only those the cluster lacks are sent.
+  const declarations = run.files.map(declare);
+  let sending = run.files.map((_, i) => i);
+  if (dataset) {
+    const missing = new Set((await unary(connection, 'DeclareInputs', { run_id: runId, files: declarations })).missing);
+    sending = sending.filter((i) => missing.has(declarations[i].name));
+    summary.declared_inputs = declarations.map((f) => f.name);
+  }
+  const uploaded = await uploadInputs(connection, runId, sending.map((i) => run.files[i]),
+    sending.map((i) => declarations[i]));
   const bytes = uploaded.declared.reduce((sum, f) => sum + f.size, 0);
-  say(`uploaded ${uploaded.declared.length} file(s), ${bytes} bytes in ${uploaded.chunks} chunk(s)`);
+  say(`uploaded ${uploaded.declared.length} of ${run.files.length} file(s), ${bytes} bytes in ${uploaded.chunks} chunk(s)`);
 
   const spec = {
     task: run.task,
@@ -426,6 +547,7 @@ async function main() {
     output_name: run.output_name,
     run_id: runId,
     skip_validation: Boolean(run.skip_validation),
+    ...(dataset ? { dataset } : {}),
   };
   const submitted = await unary(connection, 'SubmitRun', { spec });
   say(`run ${runId} submitted: ${submitted.run.state}`);
@@ -433,7 +555,7 @@ async function main() {
   if (again.run.run_id !== runId) fail(`SubmitRun again answered run ${again.run.run_id}, not ${runId}`);
 
   const { states, final } = await watchRun(connection, runId);
-  const summary = {
+  Object.assign(summary, {
     run_id: runId,
     input_prefix: created.input_prefix,
     options_sent: options.toString('utf8'),
@@ -441,7 +563,7 @@ async function main() {
     upload_chunks: uploaded.chunks,
     states,
     final: protoJson(final),
-  };
+  });
   const write = () => {
     if (args.summary) fs.writeFileSync(args.summary, `${JSON.stringify(summary, null, 1)}\n`);
   };
@@ -466,7 +588,7 @@ async function main() {
   say(`ListRuns: ${summary.listed.runs.length} run(s) in ${summary.listed.pages} page(s) of ${pageSize}`);
   summary.seconds = elapsed();
   write();
-  connection.client.close();
+  connection.clients.forEach((client) => client.close());
 }
 
 main().then(() => process.exit(0), (error) => {
