@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mfscore.detection import KINDS
-from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice
+from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice, semafor_names
 from mfscore.detection.roc import SortedTrials
 from mfscore.detection.scorer import (
     DetectionOptions,
@@ -59,6 +59,7 @@ from mfscore.tasks.base import (
 from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
 
 SLICE_WORK = 50_000_000  # trial-replicates a bootstrap job draws at most (1M trials: 10 jobs of 50 replicates)
+MAX_RECORD_VALUES = 20_000  # replicate values a job's record holds at most (~500 KB of JSON; a NATS message, 1 MiB)
 MAX_CURVE_POINTS = 1001  # ROC points a curve of the results keeps (a 10^6-trial ROC has about as many)
 
 
@@ -112,12 +113,14 @@ class State:
     error: MfscoreError | None = None  # selecting the subsets failed: the report says so, after planning's lines
 
 
-def slices(n: int, ci: bool) -> list[tuple[int, int]]:
+def slices(n: int, ci: bool, values: int = 4) -> list[tuple[int, int]]:
     """(first replicate, replicates) of each job of a subset of ``n`` trials: one job without ``--ci`` (or trials),
-    else the 500 replicates in near-equal slices of at most ``SLICE_WORK`` trial-replicates."""
+    else the 500 replicates in near-equal slices of at most ``SLICE_WORK`` trial-replicates and, at ``values`` a
+    replicate, ``MAX_RECORD_VALUES`` values."""
     if not ci or n == 0:
         return [(0, 0)]
-    k = min(N_RESAMPLES, math.ceil(n * N_RESAMPLES / SLICE_WORK))
+    k = min(N_RESAMPLES, max(math.ceil(n * N_RESAMPLES / SLICE_WORK),
+                             math.ceil(N_RESAMPLES * values / MAX_RECORD_VALUES)))
     size, longer = divmod(N_RESAMPLES, k)
     counts = [size + (i < longer) for i in range(k)]
     return [(sum(counts[:i]), count) for i, count in enumerate(counts)]
@@ -156,6 +159,8 @@ class Detection(Task):
             state.error = error
             return Plan(options, [], state, stderr=stderr)
         jobs, generated = [], {}
+        draws = semafor_draws(options.scoring, threshold)
+        values = 4 + (len(semafor_names(draws)) if draws is not None else 0)  # a replicate's, in its record
         for i, subset in enumerate(subsets):
             trials = SortedTrials.from_arrays(*scores_and_labels(subset.rows))
             state.subsets.append(subset)
@@ -165,7 +170,7 @@ class Detection(Task):
             n = trials.labels.size
             jobs += [Job(JobKey(i, "subset", first),
                          SubsetJob(key, n, first == 0, first, count, options.scoring, threshold))
-                     for first, count in slices(n, options.scoring.ci)]
+                     for first, count in slices(n, options.scoring.ci, values)]
         return Plan(options, jobs, state, stderr=stderr, generated=generated)
 
     def blobs(self, work: SubsetJob) -> dict[str, str]:

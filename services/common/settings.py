@@ -81,7 +81,7 @@ class Settings:
     tls_ca: str = ""                   # PEM CA that gRPC and NATS servers' certificates are checked against
     nats_user: str = ""
     nats_password: str = ""
-    pool_min_trials: int = 200_000     # a portable task's smaller runs are scored in the aggregator (Task.portable)
+    pool_min_trials: int = 100_000     # a portable task's smaller runs are scored in the aggregator (Task.portable)
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"

@@ -151,6 +151,8 @@ def test_a_subset_s_replicates_are_sliced_evenly_and_whole(n):
         assert sum(c for _, c in parts) == N_RESAMPLES and max(c for _, c in parts) - min(c for _, c in parts) <= 1
         assert max(c for _, c in parts) * n <= detection.SLICE_WORK or len(parts) == N_RESAMPLES
         assert len(parts) == min(N_RESAMPLES, math.ceil(n * N_RESAMPLES / detection.SLICE_WORK))
+        many = detection.slices(n, ci, values=4 + 2 * 60 + 3)  # --semafor with 60 --far rates
+        assert max(c for _, c in many) * (4 + 2 * 60 + 3) <= detection.MAX_RECORD_VALUES and len(many) >= len(parts)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
