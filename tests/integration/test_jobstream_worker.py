@@ -111,8 +111,8 @@ def test_publish_job_drops_a_repeated_message_id(jetstream):
             assert (first.duplicate, again.duplicate, other.duplicate) == (None, True, None)
             assert again.seq == first.seq
             assert await stream_count(js, JOBS_STREAM) == 2
-            with pytest.raises(ValueError, match="job kind 'detection' is not one of mask, video, json"):
-                await publish_job(js, "detection", job)
+            with pytest.raises(ValueError, match="job kind 'planner' is not one of detection, mask, video, json"):
+                await publish_job(js, PLANNER, job)
 
     asyncio.run(scenario())
 
