@@ -9,6 +9,7 @@ which the cluster's leaderboard uses too.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -29,8 +30,12 @@ def add_parser(subparsers) -> None:
                      "primary metric, for the whole run and per query, with each run's confidence interval where it "
                      "has one, else a bootstrap interval over its per-trial records; '~' marks a run not separable "
                      f"from the next ({see(p, 'results.md')}, 'Leaderboards').")
-    p.add_argument("outdirs", nargs="+", metavar="OUTDIR", help="a run's output directory, or its *results.json")
+    p.add_argument("outdirs", nargs="+", metavar="OUTDIR", help="a run's output directory, or its *results.json; or, "
+                   "with --cluster (or $MFSCORE_CLUSTER), one NAME@VERSION: the cluster's shared board of that dataset")
     p.add_argument("--dataset", default="local", help="the dataset's name on the board (default: local)")
+    p.add_argument("--task", help="with NAME@VERSION on a cluster: the task whose runs are ranked")
+    p.add_argument("--cluster", metavar="FILE", help="with NAME@VERSION: the cluster file ('mfscore local-cluster up' "
+                   "writes one) whose shared leaderboard to print (needs the cluster extra)")
     p.add_argument("--metric", help="rank by this metric instead of the primary (every run must report it)")
     p.add_argument("--json", action="store_true", help="print the leaderboard as JSON instead of the table")
     p.add_argument("--csv", metavar="FILE", help="also write the leaderboard as a |-separated table to FILE")
@@ -42,10 +47,39 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+DATASET = re.compile(r"^[^/@\s]+@[^/@\s]+$")  # NAME@VERSION (the cluster checks the name whole)
+
+
+def on_cluster(args) -> bool:
+    """Whether the command asks for a cluster's board: one NAME@VERSION (not a path here) and a cluster named."""
+    import os
+
+    return (len(args.outdirs) == 1 and bool(DATASET.match(args.outdirs[0])) and not Path(args.outdirs[0]).exists()
+            and bool(args.cluster or os.environ.get("MFSCORE_CLUSTER")))
+
+
+def cluster_run(args) -> int:
+    """The cluster's board: its implementation is found through the ``mfscore.commands`` entry point at run time (as
+    the cluster commands are), so the CLI never imports the services."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    from mfscore.errors import MfscoreError
+
+    for entry in entry_points(group="mfscore.commands"):
+        implementation = getattr(importlib.import_module(entry.module), "cluster_leaderboard", None)
+        if implementation is not None:
+            return implementation(args)
+    raise MfscoreError("a cluster's leaderboard is part of the distributed mode, which this installation lacks: "
+                       "pip install 'mfscore[cluster]'")
+
+
 def run(args) -> int:
     from mfscore import leaderboard as lb
     from mfscore.errors import MfscoreError
 
+    if on_cluster(args):
+        return cluster_run(args)
     entries = [local_entry(path) for path in args.outdirs]
     entries = _distinct_labels(entries)
     tasks = list(dict.fromkeys(entry.results.task for entry in entries))

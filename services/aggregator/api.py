@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import logging
 import os
 import uuid
@@ -54,7 +55,7 @@ from mfscore.services.common.run_layout import (
     parse_dataset,
     work_dir,
 )
-from mfscore.services.common.results_wire import results_message
+from mfscore.services.common.results_wire import leaderboard_message, results_message
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import results_pb2, runs_pb2, services_pb2_grpc
 
@@ -140,15 +141,26 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if dataset is not None:
             files = await dataset_files(self.datasets, dataset, context)
             in_dataset = {(file.sha256, file.size): object_key(owner_space(dataset), file.sha256) for file in files}
+        entry.uploading += 1  # SubmitRun waits for what is found to be recorded
+        try:
+            missing = await self._declare(run_id, space, request.files, in_dataset, context)
+        finally:
+            entry.uploading -= 1
+        return runs_pb2.DeclareInputsResponse(missing=missing)
+
+    async def _declare(self, run_id: str, space: str, files, in_dataset: dict, context) -> list[str]:
+        """Record in the run's manifest the ``files`` the caller's namespace or the run's dataset (``in_dataset``)
+        holds, under the namespace's lock (no collection deletes one before it is recorded); the names of the
+        others."""
         found, missing = [], []
         async with self.objects.lock(space):
             try:
                 held = await asyncio.to_thread(self.objects.held, space, {
-                    declared.sha256: declared.size for declared in request.files
+                    declared.sha256: declared.size for declared in files
                     if (declared.sha256, declared.size) not in in_dataset})
             except ObjectStoreError as error:
                 await context.abort(_upload_code(error), f"run {run_id}: {error.sentence()}")
-            for declared in request.files:
+            for declared in files:
                 key = in_dataset.get((declared.sha256, declared.size)) or (
                     object_key(space, declared.sha256) if declared.sha256 in held else None)
                 if key is None:
@@ -158,7 +170,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                                     key=key))
             if found:
                 await asyncio.to_thread(input_manifest.write, self.store, run_id, found)
-        return runs_pb2.DeclareInputsResponse(missing=missing)
+        return missing
 
     async def SubmitRun(self, request, context):
         request = request.spec
@@ -281,6 +293,34 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
 
     async def GetResults(self, request, context):
         entry = await self._done(request.run_id, context)
+        results = await self._results(entry, context)
+        return results_pb2.GetResultsResponse(results=results_message(results, entry.status.provenance_json))
+
+    async def GetLeaderboard(self, request, context):
+        """Every DONE run of the task naming the dataset, whoever submitted it, ranked (mfscore.leaderboard):
+        derived on each call from the recorded runs and their sealed results, so nothing is kept to go stale."""
+        from mfscore import leaderboard as lb
+
+        await readable_dataset(self.datasets, request.dataset, caller(), context)
+        if request.task not in tasks.names():
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{request.task[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
+        runs = [entry for entry in list(self.book.runs.values())
+                if entry.spec.dataset == request.dataset and entry.spec.task == request.task
+                and entry.status.state == State.RUN_STATE_DONE]
+        entries = [lb.Entry(entry.spec.run_id, entry.status.owner, _iso(entry.status.submitted_at),
+                            entry.spec.output_name or entry.spec.run_id, await self._results(entry, context))
+                   for entry in runs]
+        try:
+            board = lb.leaderboard(entries, dataset=request.dataset, task=request.task, metric=request.metric or None)
+        except ValueError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"no leaderboard of {request.task} on "
+                                                                  f"{request.dataset}: {error}")
+        return results_pb2.GetLeaderboardResponse(leaderboard=leaderboard_message(board),
+                                                  json=lb.to_json(board).decode())
+
+    async def _results(self, entry: RunEntry, context) -> Results:
+        """A DONE run's results, read from its sealed results file."""
         run_id = entry.spec.run_id
         async with self._reading_report(run_id, context):
             manifest = await reports.read_manifest(self.store, run_id, await self._seal(run_id, context))
@@ -297,7 +337,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         except (ValueError, KeyError, TypeError) as error:
             await context.abort(grpc.StatusCode.INTERNAL, f"the results of run {run_id} cannot be read: "
                                                           f"{one_line(error)}")
-        return results_pb2.GetResultsResponse(results=results_message(results, entry.status.provenance_json))
+        return results
 
     async def _done(self, run_id: str, context) -> RunEntry:
         """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""
@@ -391,6 +431,11 @@ def _upload_code(error: MfscoreError) -> grpc.StatusCode:
     return (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
             else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)
             else grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def _iso(stamp) -> str:
+    """A timestamp as ISO 8601 in UTC, to the microsecond: when a leaderboard's run was submitted."""
+    return stamp.ToDatetime().replace(tzinfo=datetime.timezone.utc).isoformat(timespec="microseconds")
 
 
 def _state(entry: RunEntry) -> str:

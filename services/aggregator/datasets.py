@@ -78,7 +78,7 @@ class DatasetBook:
     async def restore(self) -> None:
         """Read every dataset's description from the bucket."""
         try:
-            keys = await self.kv.keys(filters=[f"{KEY_PREFIX}>"])
+            keys = await self.kv.keys(filters=[KEY_PREFIX])  # nats-py: a substring, not a subject
         except NoKeysError:
             keys = []
         for key in keys:

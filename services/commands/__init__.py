@@ -20,3 +20,11 @@ def add_parsers(subparsers) -> None:
     report.add_parser(subparsers)
     lifecycle.add_parsers(subparsers)
     dataset.add_parser(subparsers)
+
+
+def cluster_leaderboard(args) -> int:
+    """``mfscore leaderboard NAME@VERSION --task TASK --cluster FILE``: the local command calls it, found through the
+    entry point at run time (services/commands/leaderboard.py)."""
+    from mfscore.services.commands import leaderboard
+
+    return leaderboard.run(args)

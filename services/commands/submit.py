@@ -71,7 +71,7 @@ def absent_reference(task, options, plan, dataset_files: dict) -> list:
     known = {}
     for job in plan.jobs:
         for path in task.blobs(job.work).values():
-            if path and not os.path.isfile(path):
+            if path and path not in plan.generated and not os.path.isfile(path):  # planned/...: made here
                 key = key_of(path, roots, what=f"the file {path}")
                 found = dataset_files.get(key[len("ref/"):]) if key.startswith("ref/") else None
                 if found is not None:

@@ -72,3 +72,32 @@ def results_from_message(message: results_pb2.Results) -> Results:
 def _nan_once(value: float) -> float:
     """NaN as ``math.nan`` itself, as ``Results.from_dict`` reads it, so equal curves compare equal."""
     return math.nan if math.isnan(value) else value
+
+
+def leaderboard_message(board) -> results_pb2.Leaderboard:
+    """A ``mfscore.leaderboard.Leaderboard`` as a ``Leaderboard`` message (the lines' ISO submission times as
+    timestamps; an undefined value, bound or overlap absent)."""
+    from datetime import datetime
+
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    def line_message(line) -> results_pb2.LeaderboardLine:
+        submitted = Timestamp()
+        submitted.FromDatetime(datetime.fromisoformat(line.submitted))
+        message = results_pb2.LeaderboardLine(rank=line.rank, run_id=line.run, owner=line.owner, label=line.label,
+                                              submitted_at=submitted, ci_source=line.ci or "")
+        if _defined(line.value):
+            message.value = line.value
+        if line.interval is not None:
+            if _defined(line.interval[0]):
+                message.lower = line.interval[0]
+            if _defined(line.interval[1]):
+                message.upper = line.interval[1]
+        if line.overlaps_next is not None:
+            message.overlaps_next = line.overlaps_next
+        return message
+
+    return results_pb2.Leaderboard(
+        dataset=board.dataset, task=board.task, metric=board.metric, better=_BETTER[board.better], level=board.level,
+        rankings=[results_pb2.LeaderboardRanking(query=r.query, lines=[line_message(line) for line in r.lines])
+                  for r in board.rankings])

@@ -22,9 +22,10 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18mfscore/v1/results.proto\x12\nmfscore.v1\"S\n\nMetricSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x06\x62\x65tter\x18\x02 \x01(\x0e\x32\x12.mfscore.v1.Better\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"y\n\x0bMetricValue\x12\x12\n\x05value\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05lower\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05upper\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x10\n\x08interval\x18\x04 \x01(\x08\x42\x08\n\x06_valueB\x08\n\x06_lowerB\x08\n\x06_upper\"\xf7\x01\n\tResultRow\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x06\x63ounts\x18\x02 \x03(\x0b\x32!.mfscore.v1.ResultRow.CountsEntry\x12\x31\n\x06values\x18\x03 \x03(\x0b\x32!.mfscore.v1.ResultRow.ValuesEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x46\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12&\n\x05value\x18\x02 \x01(\x0b\x32\x17.mfscore.v1.MetricValue:\x02\x38\x01\":\n\x05\x43urve\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\t\n\x01x\x18\x03 \x03(\x01\x12\t\n\x01y\x18\x04 \x03(\x01\"3\n\x07Records\x12\x0c\n\x04\x66ile\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x03(\t\x12\r\n\x05where\x18\x03 \x01(\t\"\xd8\x01\n\x07Results\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0f\n\x07primary\x18\x02 \x01(\t\x12\'\n\x07metrics\x18\x03 \x03(\x0b\x32\x16.mfscore.v1.MetricSpec\x12#\n\x04rows\x18\x04 \x03(\x0b\x32\x15.mfscore.v1.ResultRow\x12!\n\x06\x63urves\x18\x05 \x03(\x0b\x32\x11.mfscore.v1.Curve\x12$\n\x07records\x18\x06 \x01(\x0b\x32\x13.mfscore.v1.Records\x12\x17\n\x0fprovenance_json\x18\x07 \x01(\t\"#\n\x11GetResultsRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\":\n\x12GetResultsResponse\x12$\n\x07results\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Results*Y\n\x06\x42\x65tter\x12\x16\n\x12\x42\x45TTER_UNSPECIFIED\x10\x00\x12\x11\n\rBETTER_HIGHER\x10\x01\x12\x10\n\x0c\x42\x45TTER_LOWER\x10\x02\x12\x12\n\x0e\x42\x45TTER_NEITHER\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18mfscore/v1/results.proto\x12\nmfscore.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"S\n\nMetricSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\"\n\x06\x62\x65tter\x18\x02 \x01(\x0e\x32\x12.mfscore.v1.Better\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\"y\n\x0bMetricValue\x12\x12\n\x05value\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05lower\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05upper\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x10\n\x08interval\x18\x04 \x01(\x08\x42\x08\n\x06_valueB\x08\n\x06_lowerB\x08\n\x06_upper\"\xf7\x01\n\tResultRow\x12\r\n\x05query\x18\x01 \x01(\t\x12\x31\n\x06\x63ounts\x18\x02 \x03(\x0b\x32!.mfscore.v1.ResultRow.CountsEntry\x12\x31\n\x06values\x18\x03 \x03(\x0b\x32!.mfscore.v1.ResultRow.ValuesEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x46\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12&\n\x05value\x18\x02 \x01(\x0b\x32\x17.mfscore.v1.MetricValue:\x02\x38\x01\":\n\x05\x43urve\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\t\n\x01x\x18\x03 \x03(\x01\x12\t\n\x01y\x18\x04 \x03(\x01\"3\n\x07Records\x12\x0c\n\x04\x66ile\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x03(\t\x12\r\n\x05where\x18\x03 \x01(\t\"\xd8\x01\n\x07Results\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\x0f\n\x07primary\x18\x02 \x01(\t\x12\'\n\x07metrics\x18\x03 \x03(\x0b\x32\x16.mfscore.v1.MetricSpec\x12#\n\x04rows\x18\x04 \x03(\x0b\x32\x15.mfscore.v1.ResultRow\x12!\n\x06\x63urves\x18\x05 \x03(\x0b\x32\x11.mfscore.v1.Curve\x12$\n\x07records\x18\x06 \x01(\x0b\x32\x13.mfscore.v1.Records\x12\x17\n\x0fprovenance_json\x18\x07 \x01(\t\"#\n\x11GetResultsRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\":\n\x12GetResultsResponse\x12$\n\x07results\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Results\"F\n\x15GetLeaderboardRequest\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\"\x9a\x02\n\x0fLeaderboardLine\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12\r\n\x05label\x18\x04 \x01(\t\x12\x30\n\x0csubmitted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\x05value\x18\x06 \x01(\x01H\x00\x88\x01\x01\x12\x12\n\x05lower\x18\x07 \x01(\x01H\x01\x88\x01\x01\x12\x12\n\x05upper\x18\x08 \x01(\x01H\x02\x88\x01\x01\x12\x11\n\tci_source\x18\t \x01(\t\x12\x1a\n\roverlaps_next\x18\n \x01(\x08H\x03\x88\x01\x01\x42\x08\n\x06_valueB\x08\n\x06_lowerB\x08\n\x06_upperB\x10\n\x0e_overlaps_next\"O\n\x12LeaderboardRanking\x12\r\n\x05query\x18\x01 \x01(\t\x12*\n\x05lines\x18\x02 \x03(\x0b\x32\x1b.mfscore.v1.LeaderboardLine\"\xa1\x01\n\x0bLeaderboard\x12\x0f\n\x07\x64\x61taset\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\t\x12\x0e\n\x06metric\x18\x03 \x01(\t\x12\"\n\x06\x62\x65tter\x18\x04 \x01(\x0e\x32\x12.mfscore.v1.Better\x12\r\n\x05level\x18\x05 \x01(\x01\x12\x30\n\x08rankings\x18\x06 \x03(\x0b\x32\x1e.mfscore.v1.LeaderboardRanking\"T\n\x16GetLeaderboardResponse\x12,\n\x0bleaderboard\x18\x01 \x01(\x0b\x32\x17.mfscore.v1.Leaderboard\x12\x0c\n\x04json\x18\x02 \x01(\t*Y\n\x06\x42\x65tter\x12\x16\n\x12\x42\x45TTER_UNSPECIFIED\x10\x00\x12\x11\n\rBETTER_HIGHER\x10\x01\x12\x10\n\x0c\x42\x45TTER_LOWER\x10\x02\x12\x12\n\x0e\x42\x45TTER_NEITHER\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,26 +36,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RESULTROW_COUNTSENTRY']._serialized_options = b'8\001'
   _globals['_RESULTROW_VALUESENTRY']._loaded_options = None
   _globals['_RESULTROW_VALUESENTRY']._serialized_options = b'8\001'
-  _globals['_BETTER']._serialized_start=927
-  _globals['_BETTER']._serialized_end=1016
-  _globals['_METRICSPEC']._serialized_start=40
-  _globals['_METRICSPEC']._serialized_end=123
-  _globals['_METRICVALUE']._serialized_start=125
-  _globals['_METRICVALUE']._serialized_end=246
-  _globals['_RESULTROW']._serialized_start=249
-  _globals['_RESULTROW']._serialized_end=496
-  _globals['_RESULTROW_COUNTSENTRY']._serialized_start=379
-  _globals['_RESULTROW_COUNTSENTRY']._serialized_end=424
-  _globals['_RESULTROW_VALUESENTRY']._serialized_start=426
-  _globals['_RESULTROW_VALUESENTRY']._serialized_end=496
-  _globals['_CURVE']._serialized_start=498
-  _globals['_CURVE']._serialized_end=556
-  _globals['_RECORDS']._serialized_start=558
-  _globals['_RECORDS']._serialized_end=609
-  _globals['_RESULTS']._serialized_start=612
-  _globals['_RESULTS']._serialized_end=828
-  _globals['_GETRESULTSREQUEST']._serialized_start=830
-  _globals['_GETRESULTSREQUEST']._serialized_end=865
-  _globals['_GETRESULTSRESPONSE']._serialized_start=867
-  _globals['_GETRESULTSRESPONSE']._serialized_end=925
+  _globals['_BETTER']._serialized_start=1648
+  _globals['_BETTER']._serialized_end=1737
+  _globals['_METRICSPEC']._serialized_start=73
+  _globals['_METRICSPEC']._serialized_end=156
+  _globals['_METRICVALUE']._serialized_start=158
+  _globals['_METRICVALUE']._serialized_end=279
+  _globals['_RESULTROW']._serialized_start=282
+  _globals['_RESULTROW']._serialized_end=529
+  _globals['_RESULTROW_COUNTSENTRY']._serialized_start=412
+  _globals['_RESULTROW_COUNTSENTRY']._serialized_end=457
+  _globals['_RESULTROW_VALUESENTRY']._serialized_start=459
+  _globals['_RESULTROW_VALUESENTRY']._serialized_end=529
+  _globals['_CURVE']._serialized_start=531
+  _globals['_CURVE']._serialized_end=589
+  _globals['_RECORDS']._serialized_start=591
+  _globals['_RECORDS']._serialized_end=642
+  _globals['_RESULTS']._serialized_start=645
+  _globals['_RESULTS']._serialized_end=861
+  _globals['_GETRESULTSREQUEST']._serialized_start=863
+  _globals['_GETRESULTSREQUEST']._serialized_end=898
+  _globals['_GETRESULTSRESPONSE']._serialized_start=900
+  _globals['_GETRESULTSRESPONSE']._serialized_end=958
+  _globals['_GETLEADERBOARDREQUEST']._serialized_start=960
+  _globals['_GETLEADERBOARDREQUEST']._serialized_end=1030
+  _globals['_LEADERBOARDLINE']._serialized_start=1033
+  _globals['_LEADERBOARDLINE']._serialized_end=1315
+  _globals['_LEADERBOARDRANKING']._serialized_start=1317
+  _globals['_LEADERBOARDRANKING']._serialized_end=1396
+  _globals['_LEADERBOARD']._serialized_start=1399
+  _globals['_LEADERBOARD']._serialized_end=1560
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_start=1562
+  _globals['_GETLEADERBOARDRESPONSE']._serialized_end=1646
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -115,3 +118,69 @@ class GetResultsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: Results
     def __init__(self, results: _Optional[_Union[Results, _Mapping]] = ...) -> None: ...
+
+class GetLeaderboardRequest(_message.Message):
+    __slots__ = ("dataset", "task", "metric")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    task: str
+    metric: str
+    def __init__(self, dataset: _Optional[str] = ..., task: _Optional[str] = ..., metric: _Optional[str] = ...) -> None: ...
+
+class LeaderboardLine(_message.Message):
+    __slots__ = ("rank", "run_id", "owner", "label", "submitted_at", "value", "lower", "upper", "ci_source", "overlaps_next")
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SUBMITTED_AT_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    LOWER_FIELD_NUMBER: _ClassVar[int]
+    UPPER_FIELD_NUMBER: _ClassVar[int]
+    CI_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    OVERLAPS_NEXT_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    run_id: str
+    owner: str
+    label: str
+    submitted_at: _timestamp_pb2.Timestamp
+    value: float
+    lower: float
+    upper: float
+    ci_source: str
+    overlaps_next: bool
+    def __init__(self, rank: _Optional[int] = ..., run_id: _Optional[str] = ..., owner: _Optional[str] = ..., label: _Optional[str] = ..., submitted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., value: _Optional[float] = ..., lower: _Optional[float] = ..., upper: _Optional[float] = ..., ci_source: _Optional[str] = ..., overlaps_next: _Optional[bool] = ...) -> None: ...
+
+class LeaderboardRanking(_message.Message):
+    __slots__ = ("query", "lines")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    lines: _containers.RepeatedCompositeFieldContainer[LeaderboardLine]
+    def __init__(self, query: _Optional[str] = ..., lines: _Optional[_Iterable[_Union[LeaderboardLine, _Mapping]]] = ...) -> None: ...
+
+class Leaderboard(_message.Message):
+    __slots__ = ("dataset", "task", "metric", "better", "level", "rankings")
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    METRIC_FIELD_NUMBER: _ClassVar[int]
+    BETTER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    RANKINGS_FIELD_NUMBER: _ClassVar[int]
+    dataset: str
+    task: str
+    metric: str
+    better: Better
+    level: float
+    rankings: _containers.RepeatedCompositeFieldContainer[LeaderboardRanking]
+    def __init__(self, dataset: _Optional[str] = ..., task: _Optional[str] = ..., metric: _Optional[str] = ..., better: _Optional[_Union[Better, str]] = ..., level: _Optional[float] = ..., rankings: _Optional[_Iterable[_Union[LeaderboardRanking, _Mapping]]] = ...) -> None: ...
+
+class GetLeaderboardResponse(_message.Message):
+    __slots__ = ("leaderboard", "json")
+    LEADERBOARD_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    leaderboard: Leaderboard
+    json: str
+    def __init__(self, leaderboard: _Optional[_Union[Leaderboard, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...

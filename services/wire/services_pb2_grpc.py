@@ -252,6 +252,11 @@ class AggregatorServiceStub:
                 request_serializer=mfscore_dot_v1_dot_results__pb2.GetResultsRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_results__pb2.GetResultsResponse.FromString,
                 _registered_method=True)
+        self.GetLeaderboard = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/GetLeaderboard',
+                request_serializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.FromString,
+                _registered_method=True)
 
 
 class AggregatorServiceServicer:
@@ -345,6 +350,15 @@ class AggregatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetLeaderboard(self, request, context):
+        """The shared leaderboard: every DONE run of the task that names the dataset, whoever submitted it, ranked by the
+        metric with each run's own interval; derived on each call from the recorded runs and their sealed results.
+        NOT_FOUND for a dataset the caller may not read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -402,6 +416,11 @@ def add_AggregatorServiceServicer_to_server(servicer, server):
                     servicer.GetResults,
                     request_deserializer=mfscore_dot_v1_dot_results__pb2.GetResultsRequest.FromString,
                     response_serializer=mfscore_dot_v1_dot_results__pb2.GetResultsResponse.SerializeToString,
+            ),
+            'GetLeaderboard': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetLeaderboard,
+                    request_deserializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -704,6 +723,33 @@ class AggregatorService:
             '/mfscore.v1.AggregatorService/GetResults',
             mfscore_dot_v1_dot_results__pb2.GetResultsRequest.SerializeToString,
             mfscore_dot_v1_dot_results__pb2.GetResultsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetLeaderboard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/GetLeaderboard',
+            mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.SerializeToString,
+            mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.FromString,
             options,
             channel_credentials,
             insecure,

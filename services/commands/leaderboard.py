@@ -1,0 +1,42 @@
+"""``mfscore leaderboard NAME@VERSION --task TASK --cluster FILE``: the cluster's shared leaderboard of a dataset
+(AggregatorService.GetLeaderboard; docs/results.md "Leaderboards").
+
+The local command (mfscore/cli/leaderboard.py) loads this module through the ``mfscore.commands`` entry point at
+run time, so the CLI never imports the services. The board is the core's (``mfscore.leaderboard``), read back from
+the JSON the aggregator sends, and written with the local command's writers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mfscore.errors import MfscoreError
+
+
+def run(args) -> int:
+    import grpc
+
+    from mfscore import leaderboard as lb
+    from mfscore.services.commands.cluster_config import resolve
+    from mfscore.services.wire import results_pb2, services_pb2_grpc
+
+    if not args.task:
+        raise MfscoreError("a cluster's leaderboard needs --task TASK: the task whose runs are ranked")
+    config = resolve(args.cluster)
+    request = results_pb2.GetLeaderboardRequest(dataset=args.outdirs[0], task=args.task, metric=args.metric or "")
+    try:
+        with config.channel() as channel:
+            response = services_pb2_grpc.AggregatorServiceStub(channel).GetLeaderboard(request, timeout=60)
+    except grpc.RpcError as error:
+        print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
+        return 1
+    board = lb.from_json(response.json)
+    if args.csv:
+        Path(args.csv).write_text(lb.to_csv(board), encoding="utf-8")
+    if args.json:
+        sys.stdout.buffer.write(response.json.encode())
+        sys.stdout.flush()
+    else:
+        print("\n".join(lb.to_text(board)))
+    return 0
