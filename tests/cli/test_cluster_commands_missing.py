@@ -8,6 +8,7 @@ the entry point is there but ``grpc`` is not (``pip install mfscore``), or there
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import sys
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from mfscore.cli.main import CLUSTER_COMMANDS, command_names, main
 
 EXTRAS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster", "delete": "cluster",
+          "dataset": "cluster",
           "local-cluster": "cluster,local"}
 
 
@@ -28,7 +30,8 @@ def base_install(request, monkeypatch):
 
 
 @pytest.mark.parametrize("argv", [["submit", "mask", "--refDir", "r"], ["serve", "aggregator"], ["report", "--list"],
-                                  ["local-cluster", "up"], ["submit"], ["cancel", "abc"], ["delete", "abc"]])
+                                  ["local-cluster", "up"], ["submit"], ["cancel", "abc"], ["delete", "abc"],
+                                  ["dataset", "list"]])
 def test_a_cluster_command_says_what_to_install(base_install, argv, capsys):
     status = main(argv)
     captured = capsys.readouterr()
@@ -41,9 +44,10 @@ def test_a_cluster_command_says_what_to_install(base_install, argv, capsys):
 def test_the_help_says_it_too(base_install, capsys):
     with pytest.raises(SystemExit) as exit:
         main(["--help"])
-    out = " ".join(capsys.readouterr().out.split())
+    out = re.sub(r"-\n\s*", "-", capsys.readouterr().out)  # argparse may wrap after a hyphen (local-\ncluster)
+    out = " ".join(out.split())
     assert exit.value.code == 0
-    assert "The distributed mode (serve, submit, report, cancel, delete, local-cluster) is not installed: pip " \
+    assert "The distributed mode (serve, submit, report, cancel, delete, dataset, local-cluster) is not installed: pip " \
            "install 'mfscore[cluster]'." in out
     assert not set(CLUSTER_COMMANDS) & set(command_names())
 
