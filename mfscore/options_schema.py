@@ -6,7 +6,7 @@ Schema keywords its check declares), so the schema cannot drift from what ``mfsc
 ``tests/unit/test_options_schema.py`` checks the files equal what this module generates, that every task's example
 options validate, and that every value the options types refuse (the checks' ``bad`` values) is refused by the
 schema too where the schema can express the check. The aggregator validates a submitted run's options against it.
-Regenerate with ``python -m mfscore.options_schema``.
+Regenerate with ``python -m mfscore.results_schema`` (it writes both kinds of schema).
 """
 
 from __future__ import annotations
@@ -108,13 +108,3 @@ def check(task_name: str, data: bytes) -> None:
 
 def text(task_name: str) -> str:
     return json.dumps(schema(task_name), indent=2, ensure_ascii=False) + "\n"
-
-
-def main() -> None:
-    for name in tasks.names():
-        path(name).write_text(text(name))
-        print(path(name))
-
-
-if __name__ == "__main__":
-    main()

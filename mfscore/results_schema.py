@@ -9,6 +9,7 @@ module generates, and that every task's output validates. Regenerate with ``pyth
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from mfscore import tasks
@@ -84,9 +85,13 @@ def text(task_name: str) -> str:
 
 
 def main() -> None:
-    for name in tasks.names():
-        path(name).write_text(text(name))
-        print(path(name))
+    """Write every task's results schema and options schema (``mfscore.options_schema``)."""
+    from mfscore import options_schema
+
+    for module in (sys.modules[__name__], options_schema):
+        for name in tasks.names():
+            module.path(name).write_text(module.text(name))
+            print(module.path(name))
 
 
 if __name__ == "__main__":

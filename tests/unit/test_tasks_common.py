@@ -169,7 +169,7 @@ def _options_validator(name: str) -> jsonschema.Draft202012Validator:
 def test_the_published_options_schema_is_the_generated_one(name):
     path = options_schema.path(name)
     assert path.is_file() and path.read_text() == options_schema.text(name), \
-        f"{path} is missing or stale: python -m mfscore.options_schema"
+        f"{path} is missing or stale: python -m mfscore.results_schema"
     jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
