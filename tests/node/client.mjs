@@ -581,6 +581,12 @@ async function main() {
   summary.report = await fetchReport(connection, runId, args.out);
   say(`report: ${summary.report.files.length} file(s) checked against the manifest and written to ${args.out}`);
 
+  if (dataset) { // the dataset's leaderboard (docs/results.md "Leaderboards"), which now holds this run
+    const board = (await unary(connection, 'GetLeaderboard', { dataset, task: run.task })).leaderboard;
+    summary.leaderboard = protoJson(board);
+    say(`leaderboard of ${dataset}: ${board.rankings?.[0]?.lines?.length ?? 0} line(s)`);
+  }
+
   summary.listed = await listRuns(connection, pageSize);
   if (!summary.listed.runs.some((listed) => listed.run_id === runId && listed.state === 'RUN_STATE_DONE')) {
     fail(`ListRuns (${summary.listed.pages} pages) does not list run ${runId} as done`);
