@@ -55,7 +55,8 @@ def run_inputs(task, options, plan=None) -> tuple[list[tuple[str, str]], list[st
     inputs = task.inputs(options)
     tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables + plan.tables]
     blobs = [(path, key_of(path, inputs.roots, what=f"the file {path}"))
-             for job in plan.jobs for path in task.blobs(job.work).values() if path and os.path.isfile(path)]
+             for job in plan.jobs for path in task.blobs(job.work).values()
+             if path and path not in plan.generated and os.path.isfile(path)]  # planned/...: the aggregator's
     return list(dict.fromkeys(tables + blobs)), list(dict.fromkeys(key for _, key in tables))
 
 
