@@ -38,11 +38,19 @@ ENV_VARS = {
     "nats_user": "MFSCORE_NATS_USER",
     "nats_password": "MFSCORE_NATS_PASSWORD",
     "pool_min_trials": "MFSCORE_POOL_MIN_TRIALS",
+    "stream_replicas": "MFSCORE_STREAM_REPLICAS",
+    "stream_storage": "MFSCORE_STREAM_STORAGE",
+    "stream_max_age_seconds": "MFSCORE_STREAM_MAX_AGE",
+    "stream_max_bytes": "MFSCORE_STREAM_MAX_BYTES",
+    "lease_seconds": "MFSCORE_LEASE_SECONDS",
+    "log_format": "MFSCORE_LOG_FORMAT",
 }
 SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
 
 PORT_FIELDS = ("grpc_port", "metrics_port")
-POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds", "max_upload_bytes")
+POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds", "max_upload_bytes",
+                   "stream_replicas", "lease_seconds")
+CHOICE_FIELDS = {"stream_storage": ("file", "memory"), "log_format": ("text", "json")}
 
 
 def _default_work_dir() -> str:
@@ -82,6 +90,12 @@ class Settings:
     nats_user: str = ""
     nats_password: str = ""
     pool_min_trials: int = 100_000     # a portable task's smaller runs are scored in the aggregator (Task.portable)
+    stream_replicas: int = 1           # JetStream streams' and key-value buckets' replicas (3 on a 3-node NATS)
+    stream_storage: str = "file"       # where JetStream keeps them: file or memory
+    stream_max_age_seconds: int = 0    # the streams' message age limit (0: none)
+    stream_max_bytes: int = -1         # each stream's size limit in bytes (-1: none)
+    lease_seconds: int = 10            # the aggregator leader's lease: a standby takes over this long after it lapses
+    log_format: str = "text"           # text or json (one JSON object a line)
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"
@@ -98,6 +112,15 @@ class Settings:
         for name in POSITIVE_FIELDS:
             if getattr(self, name) < 1:
                 raise OptionError(f"{ENV_VARS[name]} must be at least 1, not {getattr(self, name)}")
+        for name, choices in CHOICE_FIELDS.items():
+            if getattr(self, name) not in choices:
+                raise OptionError(f"{ENV_VARS[name]} must be one of {', '.join(choices)}, not {getattr(self, name)!r}")
+        if self.stream_max_age_seconds < 0:
+            raise OptionError(f"{ENV_VARS['stream_max_age_seconds']} must be at least 0, not "
+                              f"{self.stream_max_age_seconds}")
+        if self.stream_max_bytes < -1 or self.stream_max_bytes == 0:
+            raise OptionError(f"{ENV_VARS['stream_max_bytes']} must be -1 (no limit) or a positive number of bytes, "
+                              f"not {self.stream_max_bytes}")
         if self.pool_min_trials < 0:
             raise OptionError(f"{ENV_VARS['pool_min_trials']} must be at least 0, not {self.pool_min_trials}")
 
