@@ -105,3 +105,7 @@ def add_results_arguments(p: argparse.ArgumentParser) -> None:
                        help="print the results and the run's provenance as JSON on stdout (every other line goes "
                             "to stderr)")
     shown.add_argument("--quiet", action="store_true", help="no summary table and no progress bar")
+    p.add_argument("--html", dest="html_page", action="store_true",
+                   help="after the run, write one self-contained HTML page of it beside the results "
+                        "(<prefix>_mfscore_report.html, as 'mfscore report-html' does; MediScore's -html, -H and -R "
+                        "keep their meaning)")

@@ -9,8 +9,8 @@ options and declares
     options(args)         a ``TaskRun``: the task's options, where the reports go, how many processes
 
 and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``, and the
-other local commands that are not tasks (``leaderboard``) in ``OTHER_COMMANDS``; each module's ``add_parser`` adds
-its sub-command.
+other local commands that are not tasks (``leaderboard``, ``compare``, ``report-html``) in ``OTHER_COMMANDS``;
+each module's ``add_parser`` adds its sub-command.
 The cluster commands (serve, submit, local-cluster, report, cancel, delete) come from the ``mfscore.commands`` entry
 point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
 them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
@@ -27,13 +27,13 @@ import time
 import traceback
 
 from mfscore import __version__, tasks
-from mfscore.cli import leaderboard, validate, validate_provenance
+from mfscore.cli import compare, leaderboard, report_html, validate, validate_provenance
 from mfscore.cli.arguments import add_results_arguments
 from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
 VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
-OTHER_COMMANDS = (leaderboard,)  # the other local commands that are not tasks: reading runs' results
+OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands that are not tasks: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
                     "delete": "cluster", "dataset": "cluster", "local-cluster": "cluster,local"}
@@ -113,6 +113,10 @@ def run_task(args) -> int:
 
     show_results(lines.results, lines.record.to_dict() if lines.record is not None else None,
                  json_output=args.json, quiet=args.quiet)
+    if args.html_page:
+        from mfscore.cli.report_html import write_after_run
+
+        write_after_run(run.out_root)
     return lines.status
 
 
