@@ -283,12 +283,12 @@ def curves_png(comparison: Comparison, kind: str = "roc") -> bytes | None:
 
 
 def _palette() -> list[str]:
-    """The plots' palette where the reports declare one (``mfscore.reports.style.PALETTE``), else matplotlib's."""
+    """The reports' palette (``mfscore.reports.style.OKABE_ITO``), else matplotlib's."""
     try:
-        from mfscore.reports.style import PALETTE  # type: ignore[attr-defined]
+        from mfscore.reports.style import OKABE_ITO
 
-        return list(PALETTE)
-    except (ImportError, AttributeError):
+        return list(OKABE_ITO)
+    except ImportError:
         import matplotlib
 
         return list(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
