@@ -6,7 +6,8 @@ A run's input files are objects of its owner's namespace or of its dataset, reco
 (DeclareInputs, UploadInputs; docs/datasets.md).
 Every name a caller sends is checked whole before it is used (``run_layout``). Status codes as AIP-193 says: a
 call on a run in the wrong state is FAILED_PRECONDITION, a bad field INVALID_ARGUMENT naming it, NATS or S3 away
-UNAVAILABLE, a stored report that is not what the aggregator wrote DATA_LOSS.
+UNAVAILABLE, a stored report that is not what the aggregator wrote DATA_LOSS. A standby aggregator (one that does
+not hold the leader's lease) serves the calls that read, and answers UNAVAILABLE to those that change state.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mfscore.errors import MfscoreError, OptionError
 from mfscore.results import Results
 from mfscore.services.aggregator import paging, reports, uploads
 from mfscore.services.aggregator.datasets import DatasetBook, DatasetTampered, owner_space
+from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.retry import one_line
@@ -71,6 +73,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
         self.datasets, self.objects = datasets, objects
 
+    @leader_only
     async def CreateRun(self, request, context):
         who = caller()
         if request.dataset:
@@ -85,6 +88,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         log.info("run %s: created", run_id)
         return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
 
+    @leader_only
     async def UploadInputs(self, request_iterator, context):
         first = await anext(aiter(request_iterator), None)
         if first is None:
@@ -124,6 +128,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                     entry.uploading -= 1  # only once recorded: SubmitRun plans from the manifest
         return stored
 
+    @leader_only
     async def DeclareInputs(self, request, context):
         entry = await self._entry(request.run_id, context, owned=True)
         run_id = entry.spec.run_id
@@ -172,6 +177,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                 await asyncio.to_thread(input_manifest.write, self.store, run_id, found)
         return missing
 
+    @leader_only
     async def SubmitRun(self, request, context):
         request = request.spec
         try:
@@ -254,6 +260,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         return runs_pb2.ListRunsResponse(runs=runs, next_page_token=paging.page_token(request.state, last)
                                          if last is not None else "")
 
+    @leader_only
     async def CancelRun(self, request, context):
         entry = await self._entry(request.run_id, context)
         run_id = entry.spec.run_id
@@ -267,6 +274,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                                                      "so there is nothing to cancel")
         return runs_pb2.CancelRunResponse(run=entry.status)
 
+    @leader_only
     async def DeleteRun(self, request, context):
         entry = await self._entry(request.run_id, context)
         run_id = entry.spec.run_id

@@ -20,6 +20,7 @@ from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import paging, uploads
 from mfscore.services.aggregator.api import PAGE_BYTES, _upload_code, caller_space, dataset_files, readable_dataset
 from mfscore.services.aggregator.datasets import DatasetBook, manifest_sha256, owns, reference
+from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects, dataset_keys
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, may_see, now
@@ -40,6 +41,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
                  objects: Objects):
         self.settings, self.store, self.book, self.datasets, self.objects = settings, store, book, datasets, objects
 
+    @leader_only
     async def DeclareDatasetFiles(self, request, context):
         who = caller()
         if request.shared and not who.operator:
@@ -58,6 +60,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         return datasets_pb2.DeclareDatasetFilesResponse(missing=[f.name for f in request.files
                                                                  if f.sha256 not in held])
 
+    @leader_only
     async def UploadObjects(self, request_iterator, context):
         space = await caller_space(context)
         stored = datasets_pb2.UploadObjectsResponse()
@@ -75,6 +78,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
                 await context.abort(_upload_code(error), error.sentence())
         return stored
 
+    @leader_only
     async def CreateDataset(self, request_iterator, context):
         who = caller()
         first = await anext(aiter(request_iterator), None)
@@ -171,6 +175,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         return datasets_pb2.ListDatasetFilesResponse(
             files=page, next_page_token=paging.files_token(dataset.manifest_sha256, start + size) if more else "")
 
+    @leader_only
     async def DeleteDataset(self, request, context):
         who = caller()
         dataset = await self._readable(request, context)

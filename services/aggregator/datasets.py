@@ -81,11 +81,25 @@ class DatasetBook:
             keys = await self.kv.keys(filters=[KEY_PREFIX])  # nats-py: a substring, not a subject
         except NoKeysError:
             keys = []
+        found = {}
         for key in keys:
             if key.startswith(KEY_PREFIX):
                 dataset = datasets_pb2.Dataset.FromString((await self.kv.get(key)).value)
-                self.datasets[reference(dataset)] = dataset
+                found[reference(dataset)] = dataset
+        self.datasets.clear()
+        self.datasets.update(found)
         log.info("restored %d dataset(s)", len(self.datasets))
+
+    def follow(self, key: str, value: bytes | None) -> None:
+        """A standby's book takes a change of the bucket: ``key`` now holds ``value`` (None: deleted)."""
+        if not key.startswith(KEY_PREFIX):
+            return
+        name, _, version = key[len(KEY_PREFIX):].partition("=")
+        if value is None:
+            self.datasets.pop(f"{name}@{version}", None)
+        else:
+            dataset = datasets_pb2.Dataset.FromString(value)
+            self.datasets[reference(dataset)] = dataset
 
     def readable(self, who: Caller, name: str) -> datasets_pb2.Dataset | None:
         """The dataset ``name`` (``name@version``) if ``who`` may read it; else None, as for no dataset at all."""

@@ -189,6 +189,7 @@ class ClusterRunner:
                 return
             if entry.status.state in TERMINAL:  # cancelled while its report was written: nothing is stored
                 return
+            await self.book.durably(f"run {run_id}: holding the lease to store its reports", self.book.holding_lease)
             seal = await self._outlasting(f"run {run_id}: storing its reports",
                                           lambda: asyncio.to_thread(self._store_report, run_id))
             await self.book.durably(f"run {run_id}: recording its report's digest",

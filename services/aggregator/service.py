@@ -13,6 +13,11 @@
 
 The aggregator holds no state of its own: on start it reads every run from the bucket and replays the results
 stream from the beginning, so a restart loses nothing (docs/distributed.md, "What happens to a run").
+
+Two may run (``lease``): the one holding the lease leads and its health is SERVING; the other stands by, its books
+following the bucket so it serves the calls that read, NOT_SERVING, until the lease is free or lapses. Then it
+reads the bucket again, takes over the runs that have not ended and replays the records. A leader deposed (another
+took the lease) exits with status 1, to come back as a standby (docs/reliability.md, "Two aggregators").
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ import logging
 import os
 
 from nats.js.api import DeliverPolicy
+from nats.js.kv import KV_DEL, KV_PURGE
 
 from mfscore import tasks
 from mfscore.run import figure_process
 from mfscore.services.aggregator.api import AggregatorApi
 from mfscore.services.aggregator.dataset_api import DatasetApi
 from mfscore.services.aggregator.datasets import DatasetBook
+from mfscore.services.aggregator.lease import Deposed, Fenced, Lease
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -36,24 +43,26 @@ from mfscore.services.common import metrics
 from mfscore.services.common.auth import aio_client_channel
 from mfscore.services.common.grpc_server import (
     MESSAGE_OPTIONS,
-    follow_health,
+    set_serving,
     start_service_server,
     stop_grpc_server,
 )
-from mfscore.services.common.jetstream import RESULTS_STREAM, connect, ensure_streams, runs_bucket
+from mfscore.services.common.jetstream import RESULTS_STREAM, RUNS_BUCKET, connect, ensure_streams, runs_bucket
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import datasets_pb2_grpc, services_pb2_grpc
 
 RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
+HEALTH_POLL = 0.2        # seconds between looks at NATS and the lease, for the health service
 log = logging.getLogger("mfscore.aggregator")
 
 
 class Aggregator:
     """One aggregator: its run book, runner, retention and API over one object store, JetStream and validator."""
 
-    def __init__(self, settings: Settings, store: ObjectStore, js, kv, validator, *, nc=None):
-        self.book = RunBook(kv, nc=nc)
+    def __init__(self, settings: Settings, store: ObjectStore, js, kv, validator, *, nc=None,
+                 lease: Lease | None = None):
+        self.book = RunBook(kv, nc=nc, lease=lease)
         self.datasets = DatasetBook(kv, store)
         self.objects = Objects(store, self.book, self.datasets)
         self.runner = ClusterRunner(settings, store, js, self.book, validator)
@@ -65,11 +74,26 @@ class Aggregator:
         self.on_result, self.sweep = self.runner.on_result, self.retention.sweep
 
     async def restore(self) -> None:
-        """Read every dataset and run from the bucket; resume the unfinished runs (their records replay from the
-        stream)."""
+        """Read every dataset and run from the bucket; with a lease, rewrite the runs that have not ended (fencing
+        off the leader before); resume the unfinished runs (their records replay from the stream)."""
         await self.datasets.restore()
-        for entry in await self.book.restore():
+        unfinished = await self.book.restore()
+        if self.book.lease is not None:
+            await self.book.reclaim()
+        for entry in unfinished:
             self.runner.resume(entry)
+
+    async def follow(self, kv) -> None:
+        """A standby's books follow every change of the bucket ``kv`` (unfenced), until cancelled."""
+        watcher = await kv.watchall()
+        try:
+            async for update in watcher:
+                if update is not None:
+                    value = None if update.operation in (KV_DEL, KV_PURGE) else update.value
+                    self.datasets.follow(update.key, value)
+                    await self.book.follow(update.key, value)
+        finally:
+            await watcher.stop()
 
 
 async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
@@ -77,33 +101,83 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     figure_process.import_drawing()
-    metrics_port = metrics.start_metrics_server(settings.metrics_port, settings.metrics_host)
+    metrics_port = metrics.start_metrics_server(settings.metrics_port, settings.metrics_host, role="aggregator")
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)
     nc, js = await connect(settings)
     channel = aio_client_channel(settings.validator_address, token=settings.token, tls_ca=settings.tls_ca,
                                  options=MESSAGE_OPTIONS)
+    background: list[asyncio.Task] = []
     try:
         await ensure_streams(js)
-        aggregator = Aggregator(settings, store, js, await runs_bucket(js),
-                                services_pb2_grpc.ValidatorServiceStub(channel), nc=nc)
-        await aggregator.restore()
-        # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
-        # client recreate it, so records flow again within seconds.
-        await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
-                           deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT)
+        bucket = await runs_bucket(js)
+        lease = Lease(bucket, settings.lease_seconds)
+        aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
+                                services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)
         server, port = await start_service_server(
             [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api,
               "mfscore.v1.AggregatorService"),
              (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
               "mfscore.v1.DatasetService")], settings)
+        await set_serving(server, False)
+        background.append(asyncio.create_task(_follow_leading(server, lambda: nc.is_connected and lease.leading())))
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
-        healthy = follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}")
-        background = [asyncio.create_task(healthy), asyncio.create_task(aggregator.retention.sweep_periodically())]
-        await stop.wait()
+        if not await _lead(aggregator, lease, bucket, stop):
+            await stop_grpc_server(server, grace=5)
+            return
+        background.append(asyncio.create_task(lease.keep()))
+        await aggregator.restore()
+        # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
+        # client recreate it, so records flow again within seconds.
+        await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
+                           deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT)
+        background.append(asyncio.create_task(aggregator.retention.sweep_periodically()))
+        await _first(stop.wait(), lease.deposed.wait())
+        if lease.deposed.is_set():
+            await stop_grpc_server(server, grace=0)
+            raise Deposed("another aggregator took the lease: this one stopped (it comes back as a standby)")
+        await stop_grpc_server(server, grace=5)
+        await lease.release()
+    finally:
         for task in background:
             task.cancel()
-        await stop_grpc_server(server, grace=5)
-    finally:
         await channel.close()
         await nc.drain()
+
+
+async def _lead(aggregator: Aggregator, lease: Lease, bucket, stop: asyncio.Event) -> bool:
+    """Take the lease, standing by (the books following the bucket) while another holds it; False when ``stop``
+    comes first."""
+    if await lease.try_take():
+        return True
+    following = asyncio.create_task(aggregator.follow(bucket))
+    log.info("aggregator: standing by until the lease is free")
+    try:
+        return await _first(lease.wait_to_lead(), stop.wait()) == 0
+    finally:
+        following.cancel()
+
+
+async def _first(*awaitables) -> int:
+    """Wait for the first of ``awaitables`` to finish, cancel the others; its index."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        winner = next(i for i, task in enumerate(tasks) if task in done)
+        tasks[winner].result()
+        return winner
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def _follow_leading(server, leading) -> None:
+    """The server's health: SERVING while this aggregator leads and reaches NATS, else NOT_SERVING."""
+    serving = False
+    while True:
+        now = leading()
+        if now != serving:
+            serving = now
+            await set_serving(server, serving)
+            log.info("health: %s", "SERVING, leading" if serving else "NOT_SERVING, standing by or NATS unreachable")
+        await asyncio.sleep(HEALTH_POLL)

@@ -5,7 +5,11 @@ the report manifest the aggregator wrote, so a report file changed in the object
 (``reports.stream_report``). The bucket is the aggregator's alone: no client holds a NATS credential. A state
 change is written to the bucket before watchers are told, waiting out a NATS outage, so the bucket ends up saying
 what memory says; a restarted aggregator reads every run back (``RunBook.restore``). The bucket also holds the
-datasets, ``dataset.<name>=<version>`` (``datasets``), which the restore of runs passes over.
+datasets, ``dataset.<name>=<version>`` (``datasets``), and the leader's lease (``lease``), which the restore of runs
+passes over.
+
+With a lease (two aggregators), ``kv`` is the bucket fenced by it (``lease.Fenced``): a write is refused unless
+this process leads, and a standby's book follows the bucket (``follow``) instead of writing it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import nats.errors
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.errors import KeyNotFoundError, NoKeysError, NotFoundError
 
+from mfscore.services.aggregator.lease import Deposed, Lease, NotLeading
 from mfscore.services.aggregator.retry import nats_unavailable, one_line, retrying
 from mfscore.services.common import metrics
 from mfscore.services.common.auth import Caller
@@ -115,22 +120,34 @@ class RunBook:
 
     ``on_end(entry)`` is called (as a task) once a run ends: the retention's clean-up."""
 
-    def __init__(self, kv, *, nc=None):
+    def __init__(self, kv, *, nc=None, lease: Lease | None = None):
         self.kv = kv
         self.nc = nc  # the NATS connection, to wait for it while it is down (None: assume it is up)
+        self.lease = lease  # None: the only aggregator, it always leads
         self.runs: dict[str, RunEntry] = {}
         self.abandoned: set[str] = set()  # runs that could not be recorded: whatever part landed is purged
         self.strays: set[str] = set()     # subjects of records of no run: purged by the next sweep
         self.recording = asyncio.Lock()   # new runs' writes and the sweep's purges of unrecorded runs, apart
         self.on_end: Callable[[RunEntry], Awaitable[None]] | None = None
         self._tasks: set[asyncio.Task] = set()
+        self._halves: dict[str, runs_pb2.RunSpec] = {}  # a standby's runs whose spec came, not yet their status
 
     def connected(self) -> bool:
         return self.nc is None or self.nc.is_connected
 
+    def leading(self) -> bool:
+        return self.lease is None or self.lease.leading()
+
+    async def holding_lease(self) -> None:
+        """Raise ``NotLeading`` (``Deposed``) unless this aggregator holds a fresh lease: before storing reports."""
+        if self.lease is not None:
+            self.lease.check()
+
     async def durably(self, what: str, operation: Callable[[], Awaitable]) -> None:
-        """Run the NATS ``operation`` until it succeeds, waiting out an outage (nats-py reconnects for ever)."""
-        await retrying(what, operation, transient=nats_unavailable, waiting_for="for NATS", ready=self.connected)
+        """Run the NATS ``operation`` until it succeeds, waiting out an outage (nats-py reconnects for ever) and a
+        lapsed lease (renewed once NATS is back); ``Deposed`` ends it."""
+        await retrying(what, operation, transient=_waiting_fixes, waiting_for="for NATS and the lease",
+                       ready=self.connected)
 
     def visible(self, run_id: str, who: Caller, *, owned: bool = False) -> RunEntry | None:
         """The run ``run_id`` if ``who`` may see it (an operator sees every run), or, with ``owned``, if it is
@@ -154,11 +171,13 @@ class RunBook:
             async with asyncio.timeout(RECORD_SECONDS), self.recording, entry.saving:
                 await self.kv.put(spec_key(run_id), spec.SerializeToString())
                 await self.kv.put(status_key(run_id), status.SerializeToString())
-        except (nats.errors.Error, TimeoutError) as error:
+        except (nats.errors.Error, TimeoutError, NotLeading) as error:
             if new:
                 if self.runs.get(run_id) is entry:
                     del self.runs[run_id]
                 self.abandoned.add(run_id)
+            if isinstance(error, NotLeading):
+                raise
             log.warning("run %s: not recorded, NATS is unavailable: %s", run_id, one_line(error))
             raise NotRecorded(run_id) from None
         entry.spec, entry.status = spec, status
@@ -212,7 +231,7 @@ class RunBook:
                 status.finished_at.CopyFrom(now())
                 await self.kv.put(status_key(run_id), status.SerializeToString())
                 entry.status = status
-        except (nats.errors.Error, TimeoutError) as error:
+        except (nats.errors.Error, TimeoutError) as error:  # NotLeading goes through: the caller is told
             log.warning("run %s: not cancelled, NATS is unavailable: %s", run_id, one_line(error))
             raise NotRecorded(run_id) from None
         log.info("run %s: cancelled: %s", run_id, message)
@@ -259,10 +278,64 @@ class RunBook:
                 log.warning("run %s: half of its state is missing from the bucket; the rest is purged", run_id)
                 self.abandoned.add(run_id)
                 continue
-            entry = RunEntry(spec, status)
-            self.runs[run_id] = entry
+            entry = self._hold(spec, status)
             if status.state not in TERMINAL and status.state != State.RUN_STATE_CREATED:
                 unfinished.append(entry)
+        for run_id in set(self.runs) - {key[len("status."):] for key in keys if key.startswith("status.")}:
+            del self.runs[run_id]  # followed by a standby, deleted since
         self.count_states()
         log.info("restored %d run(s)", len(self.runs))
         return unfinished
+
+    def _hold(self, spec: runs_pb2.RunSpec, status: runs_pb2.RunStatus) -> RunEntry:
+        """The run's entry with this spec and status: the one already held (its watchers keep watching), or new."""
+        entry = self.runs.get(spec.run_id)
+        if entry is None:
+            entry = self.runs[spec.run_id] = RunEntry(spec, status)
+        else:
+            entry.spec, entry.status = spec, status
+        return entry
+
+    async def reclaim(self) -> None:
+        """Rewrite the spec and status of every run that has not ended, as read (``restore``): a new leader bumps
+        their revisions, so a write of the deposed leader, conditional on the revision it saw, is refused."""
+        for entry in list(self.runs.values()):
+            if entry.status.state not in TERMINAL:
+                async with entry.saving:
+                    await self.durably(f"run {entry.spec.run_id}: taking it over", lambda: self._rewrite(entry))
+
+    async def _rewrite(self, entry: RunEntry) -> None:
+        await self.kv.put(spec_key(entry.spec.run_id), entry.spec.SerializeToString())
+        await self.kv.put(status_key(entry.spec.run_id), entry.status.SerializeToString())
+
+    async def follow(self, key: str, value: bytes | None) -> None:
+        """A standby's book takes a change of the bucket: ``key`` now holds ``value`` (None: deleted). A run appears
+        once its status is there (its spec is written first), changes in place (its watchers are told), and goes
+        when deleted."""
+        kind, _, run_id = key.partition(".")
+        if kind not in ("spec", "status"):
+            return
+        entry = self.runs.get(run_id)
+        if value is None:
+            if entry is not None:
+                del self.runs[run_id]
+                self.count_states()
+            self._halves.pop(run_id, None)
+            return
+        if kind == "spec":
+            if entry is None:
+                self._halves[run_id] = runs_pb2.RunSpec.FromString(value)
+            else:
+                entry.spec = runs_pb2.RunSpec.FromString(value)
+            return
+        spec = entry.spec if entry is not None else self._halves.pop(run_id, None)
+        if spec is None:
+            return
+        self._hold(spec, runs_pb2.RunStatus.FromString(value))
+        self.count_states()
+        await self.changed(self.runs[run_id])
+
+
+def _waiting_fixes(error: BaseException) -> bool:
+    """NATS away, or the lease lapsed while it is (not another aggregator holding it: ``Deposed``)."""
+    return nats_unavailable(error) or (isinstance(error, NotLeading) and not isinstance(error, Deposed))

@@ -3,6 +3,10 @@
 Resolution order: ``--cluster FILE``, then ``$MFSCORE_CLUSTER``, then the environment's
 ``MFSCORE_AGGREGATOR_ADDRESS`` (with the other MFSCORE_* variables), then the local cluster's
 default file.
+
+``MFSCORE_AGGREGATOR_ADDRESS`` (and a cluster file's ``aggregator_address``) may list several addresses separated
+by commas, two aggregators say: the client's channel goes to the one whose health is SERVING, the leader, and tries a
+call answered UNAVAILABLE again on another (``services/common/auth.py``, ``target``).
 """
 
 from __future__ import annotations

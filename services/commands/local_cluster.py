@@ -43,6 +43,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", metavar="FILE",
                    help="token: write a cluster file for the caller (mode 0600: its token, no S3 or NATS credential) "
                         "instead of printing the token")
+    p.add_argument("--aggregators", type=int, choices=(1, 2), default=1,
+                   help="up: aggregator processes (default 1); 2 share a lease, one leads, the other stands by")
     p.add_argument("--tls", action="store_true",
                    help="up: make a CA and a certificate for 127.0.0.1, and speak TLS on gRPC, NATS and S3")
     p.set_defaults(run=run)
@@ -58,7 +60,8 @@ def run(args) -> int:
         raise OptionError("--out goes with 'token' only")
     if args.action == "up":
         config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers,
-                    detection_scorers=args.detection_scorers, tls=args.tls)
+                    detection_scorers=args.detection_scorers, tls=args.tls,
+                    aggregators=args.aggregators)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -77,9 +80,12 @@ def run(args) -> int:
 
 
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
-       tls: bool = False, environment: dict[str, str] | None = None) -> ClusterConfig:
+       aggregators: int = 1, tls: bool = False,
+       environment: dict[str, str] | None = None) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
+    With ``aggregators=2`` two aggregators share the leader's lease (one leads, the other stands by) and the
+    cluster file lists both addresses.
     ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say)."""
     from mfscore.services.local.servers import (
         free_ports,
@@ -109,12 +115,13 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
         _write_secret(_secrets(state_dir) / "s3-service.json",
                       json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
         processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
-        names = ["validator", "aggregator", *["mask-scorer"] * mask_scorers,
+        names = ["validator", *["aggregator"] * aggregators, *["mask-scorer"] * mask_scorers,
                  *["provenance-scorer"] * provenance_scorers, *["detection-scorer"] * detection_scorers]
         ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
-            aggregator_address=f"127.0.0.1:{grpc_ports[1]}", validator_address=f"127.0.0.1:{grpc_ports[0]}",
+            aggregator_address=",".join(f"127.0.0.1:{port}" for port in grpc_ports[1:1 + aggregators]),
+            validator_address=f"127.0.0.1:{grpc_ports[0]}",
             nats_url=nats.url, s3_endpoint=s3.url, bucket=BUCKET,
             token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)
@@ -122,7 +129,9 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
                                            environment=environment))
         for process in processes[2:]:
-            wait_healthy(process)
+            wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
+        if aggregators > 1:
+            wait_leader(processes)
         config.write(path)
         return config
     except BaseException:
@@ -330,18 +339,33 @@ def health(address: str, timeout: float = 1.0, tls_ca: str = "") -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
 
 
-def wait_healthy(process: dict) -> None:
+def wait_healthy(process: dict, *, standby_ok: bool = False) -> None:
+    """Wait until the service answers its health check SERVING (or, ``standby_ok``, NOT_SERVING: a standby
+    aggregator)."""
     deadline = time.monotonic() + START_TIMEOUT
     address = f"127.0.0.1:{process['grpc_port']}"
     while time.monotonic() < deadline:
         if not pid_alive(process["pid"]):
             tail = Path(process["log"]).read_text(errors="replace")[-1500:]
             raise OptionError(f"the service {process['name']} exited while starting; its log ends: {tail}")
-        if health(address, timeout=0.5, tls_ca=process.get("tls_ca", "")) == "SERVING":
+        if health(address, timeout=0.5, tls_ca=process.get("tls_ca", "")) in (
+                ("SERVING", "NOT_SERVING") if standby_ok else ("SERVING",)):
             return
         time.sleep(0.1)
     raise OptionError(f"the service {process['name']} did not become healthy within {START_TIMEOUT:g} s "
                       f"(log: {process['log']})")
+
+
+def wait_leader(processes: list[dict], timeout: float = START_TIMEOUT) -> dict:
+    """The aggregator among ``processes`` that leads (SERVING), once one does."""
+    aggregators = [p for p in processes if p.get("service") == "aggregator" and pid_alive(p["pid"])]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for process in aggregators:
+            if health(f"127.0.0.1:{process['grpc_port']}", timeout=0.5, tls_ca=process.get("tls_ca", "")) == "SERVING":
+                return process
+        time.sleep(0.05)
+    raise OptionError(f"no aggregator took the lead within {timeout:g} s")
 
 
 def pid_alive(pid: int) -> bool:

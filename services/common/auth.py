@@ -17,9 +17,12 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import hmac
+import ipaddress
+import json
 import logging
 import os
 import secrets
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -298,8 +301,54 @@ def _read_ca(tls_ca: str) -> bytes:
         raise OptionError(f"the CA certificate cannot be read ({error.strerror})", path=tls_ca) from None
 
 
+# A service with several addresses (two aggregators, one leading): gRPC's own round robin over them, skipping those
+# whose health is not SERVING (a standby), and calls answered UNAVAILABLE tried again on another.
+SEVERAL_CONFIG = json.dumps({
+    "loadBalancingConfig": [{"round_robin": {}}],
+    "healthCheckConfig": {"serviceName": ""},
+    "methodConfig": [{"name": [{}], "retryPolicy": {
+        "maxAttempts": 4, "initialBackoff": "0.2s", "maxBackoff": "2s", "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"]}}],
+})
+
+
+def target(address: str, options=()) -> tuple[str, list]:
+    """The gRPC target and channel options for ``address``: ``host:port``, or several separated by commas (IP
+    addresses: an ``ipv4:``/``ipv6:`` target; host names are resolved now), or a ``dns:`` name standing for several
+    (a headless Kubernetes Service). One ``host:port`` is used as it is, with no service config."""
+    addresses = [part.strip() for part in address.split(",") if part.strip()]
+    if len(addresses) == 1 and not addresses[0].startswith("dns:"):
+        return addresses[0], list(options)
+    several = [*options, ("grpc.service_config", SEVERAL_CONFIG)]
+    if len(addresses) == 1:
+        return addresses[0], several
+    resolved = [_resolved(part) for part in addresses]
+    v6 = [part.startswith("[") for part in resolved]
+    if any(v6) and not all(v6):
+        raise OptionError(f"the addresses {address!r} mix IPv4 and IPv6; list one family")
+    return f"{'ipv6' if all(v6) else 'ipv4'}:{','.join(resolved)}", several
+
+
+def _resolved(address: str) -> str:
+    """``host:port`` with its host an IP address (``[v6]:port`` for IPv6)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise OptionError(f"{address!r} is not host:port")
+    host = host.strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            ip = ipaddress.ip_address(socket.getaddrinfo(host, int(port), proto=socket.IPPROTO_TCP)[0][4][0])
+        except OSError as error:
+            raise OptionError(f"the host of {address!r} cannot be resolved ({error})") from None
+    return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
+
+
 def client_channel(address: str, *, token: str = "", tls_ca: str = "", options=()) -> grpc.Channel:
-    """A channel to ``address`` that sends ``token`` on every call, over TLS checked against ``tls_ca`` when set."""
+    """A channel to ``address`` (one or several, ``target``) that sends ``token`` on every call, over TLS checked
+    against ``tls_ca`` when set."""
+    address, options = target(address, options)
     if tls_ca:
         channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(_read_ca(tls_ca)), options=options)
     else:
@@ -310,6 +359,7 @@ def client_channel(address: str, *, token: str = "", tls_ca: str = "", options=(
 def aio_client_channel(address: str, *, token: str = "", tls_ca: str = "", options=()) -> grpc.aio.Channel:
     """The asyncio form of ``client_channel``."""
     interceptors = [_AioToken(token)] if token else None
+    address, options = target(address, options)
     if tls_ca:
         return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(_read_ca(tls_ca)), options=options,
                                        interceptors=interceptors)

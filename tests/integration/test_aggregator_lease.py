@@ -1,0 +1,192 @@
+"""Two aggregators over one real nats-server: one holds the lease, the other stands by, following the bucket; a
+deposed leader's writes are refused by NATS itself (services/aggregator/lease.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+
+import grpc
+import pytest
+
+from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
+from mfscore.services.aggregator.service import Aggregator
+from mfscore.services.aggregator.state import RunEntry, State, now, status_key
+from mfscore.services.common.auth import Callers, Caller, client_channel
+from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.wire import datasets_pb2, runs_pb2, services_pb2_grpc
+
+pytestmark = pytest.mark.integration
+LEASE = 1.0  # seconds: short, so a takeover takes about a second
+OPERATOR = Caller("op", "operator")
+
+
+class Frozen:
+    """A clock that stands still: a leader paused right after its lease check, its own time not moving."""
+
+    def __init__(self):
+        self.at = time.monotonic()
+
+    def __call__(self) -> float:
+        return self.at
+
+
+@contextlib.asynccontextmanager
+async def bucket(jetstream):
+    """A key-value bucket of the test's own, with its JetStream context."""
+    async with jetstream() as (nc, js):
+        name = f"test_lease_{uuid.uuid4().hex[:12]}"
+        kv = await js.create_key_value(bucket=name, history=1)
+        try:
+            yield nc, js, kv, name
+        finally:
+            await js.delete_key_value(name)
+
+
+def aggregator(settings, js, kv, name, lease, nc) -> Aggregator:
+    return Aggregator(settings, ObjectStore(settings), js, Fenced(kv, js, name, lease), None, nc=nc, lease=lease)
+
+
+def new_run(run_id: str) -> tuple[RunEntry, runs_pb2.RunSpec, runs_pb2.RunStatus]:
+    spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=f"runs/{run_id}/inputs/")
+    status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=now(), created_at=now(),
+                                owner=OPERATOR.name, owner_role=OPERATOR.role)
+    return RunEntry(spec, status), spec, status
+
+
+async def eventually(predicate, what: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_the_lease_is_taken_once_and_a_second_contender_stands_by(jetstream):
+    async def scenario():
+        async with bucket(jetstream) as (_, _, kv, _):
+            first, second = Lease(kv, LEASE), Lease(kv, LEASE)
+            taken = (await first.take(), await second.take())
+            renewing = asyncio.create_task(first.keep())
+            waiting = asyncio.create_task(second.wait_to_lead())
+            await asyncio.sleep(3 * LEASE)  # renewed all along: the standby never takes over
+            held = (first.leading(), second.leading(), waiting.done())
+            renewing.cancel()
+            started = time.monotonic()
+            await asyncio.wait_for(waiting, 5 * LEASE)  # renewals stopped: it takes over after a lease
+            return taken, held, time.monotonic() - started, second.leading(), first.leading()
+
+    taken, held, took, second_leads, first_leads = asyncio.run(scenario())
+    assert taken == (True, False)
+    assert held == (True, False, False)
+    assert LEASE * 0.5 <= took <= LEASE + 1.0
+    assert second_leads and not first_leads
+
+
+def test_a_deposed_leaders_write_is_refused_by_nats_and_the_bucket_keeps_the_new_leaders(jetstream,
+                                                                                          cluster_settings):
+    async def scenario():
+        async with bucket(jetstream) as (nc, js, kv, name):
+            clock = Frozen()
+            old_lease, new_lease = Lease(kv, LEASE, clock=clock), Lease(kv, LEASE)
+            assert await old_lease.take()
+            old = aggregator(cluster_settings, js, kv, name, old_lease, nc)
+            entry, spec, status = new_run("r1")
+            await old.book.record(entry, spec, status)
+            await old.book.set_state(entry, State.RUN_STATE_SCORING)
+            # The old leader's renewals stop (a pause) while its own clock says its lease is fresh.
+            await asyncio.wait_for(new_lease.wait_to_lead(), 5 * LEASE)
+            new = aggregator(cluster_settings, js, kv, name, new_lease, nc)
+            await new.restore()  # reclaims r1: its revisions move on
+            await new.book.set_state(new.runs["r1"], State.RUN_STATE_REPORTING)
+            before = await kv.get(status_key("r1"))
+            assert old_lease.leading()  # by its clock: only NATS can refuse it now
+            with pytest.raises(Deposed):
+                await old.book.set_state(entry, State.RUN_STATE_FAILED)
+            after = await kv.get(status_key("r1"))
+            return before, after, old_lease.deposed.is_set()
+
+    before, after, deposed = asyncio.run(scenario())
+    assert (after.revision, after.value) == (before.revision, before.value)
+    assert runs_pb2.RunStatus.FromString(after.value).state == State.RUN_STATE_REPORTING
+    assert deposed
+
+
+def test_a_renewal_that_finds_the_lease_taken_deposes_its_holder(jetstream):
+    async def scenario():
+        async with bucket(jetstream) as (_, _, kv, _):
+            old, new = Lease(kv, LEASE), Lease(kv, LEASE)
+            assert await old.take()
+            await asyncio.wait_for(new.wait_to_lead(), 5 * LEASE)  # old never renewed
+            await asyncio.wait_for(old.keep(), 5 * LEASE)  # its first renewal's compare-and-swap fails
+            return old.deposed.is_set(), old.leading(), new.leading(), (await kv.get(KEY)).revision, new.revision
+
+    deposed, old_leads, new_leads, revision, new_revision = asyncio.run(scenario())
+    assert deposed and not old_leads and new_leads
+    assert revision == new_revision  # the key is as the new leader left it
+
+
+def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream, cluster_settings):
+    token = "t" * 32
+
+    async def scenario():
+        async with bucket(jetstream) as (nc, js, kv, name):
+            leader_lease, standby_lease = Lease(kv, LEASE), Lease(kv, LEASE)
+            assert await leader_lease.take() and not await standby_lease.take()
+            renewing = asyncio.create_task(leader_lease.keep())
+            leader = aggregator(cluster_settings, js, kv, name, leader_lease, nc)
+            standby = aggregator(cluster_settings, js, kv, name, standby_lease, nc)
+            following = asyncio.create_task(standby.follow(kv))
+            await asyncio.to_thread(leader.datasets.store.ensure_bucket)
+
+            entry, spec, status = new_run("r2")
+            await leader.book.record(entry, spec, status)
+            await eventually(lambda: "r2" in standby.runs, "the standby to see the new run")
+            seen = standby.runs["r2"]
+            await leader.book.set_state(entry, State.RUN_STATE_SCORING)
+            await eventually(lambda: seen.status.state == State.RUN_STATE_SCORING, "the standby to see SCORING")
+            same_entry = standby.runs["r2"] is seen  # changed in place: its watchers keep watching
+
+            dataset = datasets_pb2.Dataset(name="d", version="1", owner="op", owner_role="operator")
+            await leader.datasets.add(dataset, [])
+            await eventually(lambda: "d@1" in standby.datasets.datasets, "the standby to see the dataset")
+
+            server, port = await start_grpc_server(
+                [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, standby.api,
+                  "mfscore.v1.AggregatorService")], port=0, callers=Callers.of_tokens({token: OPERATOR}))
+            try:
+                def calls():
+                    with client_channel(f"127.0.0.1:{port}", token=token) as channel:
+                        stub = services_pb2_grpc.AggregatorServiceStub(channel)
+                        read = stub.GetRun(runs_pb2.GetRunRequest(run_id="r2"), timeout=5).run
+                        try:
+                            stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=5)
+                            refused = None
+                        except grpc.RpcError as error:
+                            refused = (error.code(), error.details())
+                        try:
+                            stub.CancelRun(runs_pb2.CancelRunRequest(run_id="r2"), timeout=5)
+                            cancel_refused = None
+                        except grpc.RpcError as error:
+                            cancel_refused = error.code()
+                        return read, refused, cancel_refused
+
+                read, refused, cancel_refused = await asyncio.to_thread(calls)
+            finally:
+                await stop_grpc_server(server, grace=0)
+            stored = runs_pb2.RunStatus.FromString((await kv.get(status_key("r2"))).value)
+            following.cancel()
+            renewing.cancel()
+            return same_entry, read, refused, cancel_refused, stored, set(standby.runs)
+
+    same_entry, read, refused, cancel_refused, stored, runs = asyncio.run(scenario())
+    assert same_entry
+    assert read.run_id == "r2" and read.state == State.RUN_STATE_SCORING
+    assert refused == (grpc.StatusCode.UNAVAILABLE, STANDBY)
+    assert cancel_refused == grpc.StatusCode.UNAVAILABLE
+    assert stored.state == State.RUN_STATE_SCORING  # the standby's refusal changed nothing
+    assert runs == {"r2"}
