@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup demo test test-faults conformance bench docs clean
+.PHONY: setup demo test test-faults test-browser conformance bench docs clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,14 @@ test: setup $(NODE_STAMP)
 # The slow fault injections (outages of tens of seconds); 'make test' runs a short one of each kind.
 test-faults: setup
 	$(BIN)/python -m pytest -q -m faults tests/integration
+
+# The alert rules and the dashboard (deploy/k8s/monitoring/) checked and tested with promtool (apt-get install prometheus).
+test-ops: setup
+	$(BIN)/python -m pytest -q -m promtool tests/unit/test_monitoring.py
+
+# The HTML reports opened in Debian's chromium (apt-get install chromium), driven by playwright-core from npm.
+test-browser: setup $(NODE_STAMP)
+	$(BIN)/python -m pytest -q -m browser tests/browser
 
 conformance: setup
 	$(BIN)/python -m pytest -q tests/conformance -s
