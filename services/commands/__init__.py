@@ -28,3 +28,11 @@ def cluster_leaderboard(args) -> int:
     from mfscore.services.commands import leaderboard
 
     return leaderboard.run(args)
+
+
+def cluster_fetch(run_id: str, out_dir: str, cluster: str | None) -> None:
+    """``mfscore compare RUN_ID``: the local command calls it, found through the entry point at run time, to fetch a
+    cluster run's report files into ``out_dir`` (services/commands/report.py)."""
+    from mfscore.services.commands import report
+
+    report.fetch_run(run_id, out_dir, cluster)

@@ -264,4 +264,24 @@ def run(args) -> int:
         print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
         return 1
     show_results(fetched.results, fetched.run, json_output=args.json, quiet=args.quiet)
+    if args.html_page and fetched.results is not None:
+        from mfscore.cli.leaderboard import results_file
+        from mfscore.reports.html_report import write_run_report
+
+        print(f"HTML report: {write_run_report(results_file(args.out_dir))}", file=sys.stderr)
     return fetched.status
+
+
+def fetch_run(run_id: str, out_dir: str, cluster: str | None) -> None:
+    """A finished run's report files written into ``out_dir`` (what ``mfscore compare`` fetches a cluster run
+    with), its stdout lines on stderr."""
+    import grpc
+
+    from mfscore.services.commands.cluster_config import resolve
+
+    config = resolve(cluster)
+    try:
+        calling(config, lambda stub: fetch_and_write(stub, run_id, os.path.join(out_dir, ""), out=sys.stderr),
+                Reconnecting(config.aggregator_address, run_id))
+    except grpc.RpcError as error:
+        raise MfscoreError(f"run {run_id}: {error.details() or error.code().name}") from None

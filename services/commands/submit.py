@@ -121,6 +121,10 @@ def run(args) -> int:
     fetched = follow_run(config, spec, task_run.out_root, inputs.roots, reach,
                          out=sys.stderr if embedded.json else None, progress=not embedded.quiet)
     show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
+    if embedded.html_page:
+        from mfscore.cli.report_html import write_after_run
+
+        write_after_run(task_run.out_root)
     return fetched.status
 
 
