@@ -39,6 +39,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--metric", help="rank by this metric instead of the primary (every run must report it)")
     p.add_argument("--json", action="store_true", help="print the leaderboard as JSON instead of the table")
     p.add_argument("--csv", metavar="FILE", help="also write the leaderboard as a |-separated table to FILE")
+    p.add_argument("--html", metavar="FILE", help="also write the leaderboard as a self-contained HTML page to FILE")
     p.add_argument("--level", type=float, default=DEFAULTS["level"],
                    help=f"confidence level of the bootstrap intervals (default {DEFAULTS['level']})")
     p.add_argument("--resamples", type=int, default=DEFAULTS["resamples"],
@@ -91,14 +92,25 @@ def run(args) -> int:
                                n_resamples=args.resamples, seed=args.seed)
     except ValueError as exc:
         raise MfscoreError(str(exc)) from None
-    if args.csv:
-        Path(args.csv).write_text(lb.to_csv(board), encoding="utf-8")
+    write_files(board, args)
     if args.json:
         sys.stdout.buffer.write(lb.to_json(board))
         sys.stdout.flush()
     else:
         print("\n".join(lb.to_text(board)))
     return 0
+
+
+def write_files(board, args) -> None:
+    """``--csv FILE`` and ``--html FILE``: the board's table and its page (the local board's and a cluster's)."""
+    from mfscore import leaderboard as lb
+
+    if args.csv:
+        Path(args.csv).write_text(lb.to_csv(board), encoding="utf-8")
+    if args.html:
+        from mfscore.reports.html_report import leaderboard_page
+
+        Path(args.html).write_bytes(leaderboard_page(board))
 
 
 def results_file(path: str | Path) -> Path:

@@ -133,6 +133,12 @@ def leaderboard_table(board) -> str:
                  attributes={"data-table": "leaderboard"})
 
 
+def leaderboard_page(board) -> bytes:
+    """A leaderboard on a page of its own (``mfscore leaderboard --html``, local or a cluster's)."""
+    return page(f"{board.task} leaderboard, dataset {board.dataset}: {board.metric}",
+                [section("Leaderboard", leaderboard_table(board), "leaderboard")])
+
+
 # ------------------------------------------------------------------------------------------ a run's page
 
 def headline_table(results: Results) -> str:

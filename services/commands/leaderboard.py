@@ -9,7 +9,6 @@ the JSON the aggregator sends, and written with the local command's writers.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from mfscore.errors import MfscoreError
 
@@ -18,6 +17,7 @@ def run(args) -> int:
     import grpc
 
     from mfscore import leaderboard as lb
+    from mfscore.cli.leaderboard import write_files
     from mfscore.services.commands.cluster_config import resolve
     from mfscore.services.wire import results_pb2, services_pb2_grpc
 
@@ -32,8 +32,7 @@ def run(args) -> int:
         print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
         return 1
     board = lb.from_json(response.json)
-    if args.csv:
-        Path(args.csv).write_text(lb.to_csv(board), encoding="utf-8")
+    write_files(board, args)
     if args.json:
         sys.stdout.buffer.write(response.json.encode())
         sys.stdout.flush()

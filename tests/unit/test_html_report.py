@@ -75,3 +75,12 @@ def test_untrusted_text_is_escaped_and_long_tables_are_cut(detection_run, tmp_pa
     assert f"alert({html_report.MAX_ROWS})" not in page
     visuals_section = page[page.index('<section id="visuals">'):]
     assert "&lt;i&gt;p1&lt;/i&gt;" in visuals_section and 'alt="p1.png"' in visuals_section
+
+
+def test_a_leaderboard_page_is_its_csv(detection_run, tmp_path):
+    assert main(["leaderboard", str(detection_run), "--html", str(tmp_path / "board.html"),
+                 "--csv", str(tmp_path / "board.csv")]) == 0
+    page = (tmp_path / "board.html").read_text()
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<t[hd][^>]*>.*?</t[hd]>", row)]
+            for row in re.findall(r"<tr>.*?</tr>", page)]
+    assert ["|".join(row) for row in rows] == (tmp_path / "board.csv").read_text().splitlines()
