@@ -40,14 +40,20 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import functools
+import importlib.util
+import ipaddress
 import json
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
+import urllib.parse
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -75,7 +81,8 @@ GRPC_SERVICES = {
 }
 # names of an old layout: provenance jobs are class json
 RETIRED_NAMES = ("provenance-scorers", "mfscore.jobs.provenance")
-OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config"})  # not services
+OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config",  # not services
+                         *("mfscore-default-deny", "mfscore-dns", "mfscore-nats-clients", "mfscore-s3", "mfscore-metrics")})
 SECRET_KEYS = frozenset({"MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY"})
 CONFIGMAP_KEYS = frozenset({
     "MFSCORE_NATS_URL", "MFSCORE_S3_ENDPOINT", "MFSCORE_S3_REGION", "MFSCORE_BUCKET", "MFSCORE_ACK_WAIT",
@@ -92,6 +99,11 @@ LISTEN_ALL = "0.0.0.0"
 DISTRIBUTED_DOCS = REPO / "docs" / "distributed.md"
 GRPC_PORT, METRICS_PORT, NATS_MONITOR_PORT = 50051, 9100, 8222
 SHUTDOWN_MARGIN = 10  # seconds after the ack wait: gRPC stop (5 s) and NATS drain
+# the health name each readiness probe asks for: the gRPC service the pod serves, but the aggregator's whole
+# server (""), which its standby reports SERVING too (mfscore.v1.AggregatorService is the leader's alone)
+READINESS = {name: service for name, (service, _) in GRPC_SERVICES.items()} | {"aggregator": ""}
+AGGREGATOR_REPLICAS = 2       # a leader and a standby (services/aggregator/lease.py)
+CRDS = DEPLOY / "crds"        # the upstream CRDs of the custom resources, vendored (deploy/crds/README.md)
 CLUSTER_RUNTIME = frozenset({"grpcio", "grpcio-health-checking", "protobuf", "nats-py", "minio", "prometheus-client"})
 
 
@@ -287,7 +299,7 @@ def matches(target: dict, obj: dict) -> bool:
 
 
 def overlay_view(kdir: Path) -> list[dict]:
-    """Base + overlay objects with the overlay's deletions, ConfigMap/Deployment patches and JSON replaces.
+    """Base + overlay objects with the overlay's deletions, ConfigMap/Deployment patches, JSON patches and replicas.
 
     Only what the checks below read; not a kustomize build (see the module docstring).
     """
@@ -297,9 +309,11 @@ def overlay_view(kdir: Path) -> list[dict]:
             for obj in objs:
                 if matches(entry["target"], obj):
                     for op in docs[0]:
+                        parent, key = json_pointer(obj, op["path"])
                         if op["op"] in ("replace", "add"):
-                            parent, key = json_pointer(obj, op["path"])
                             parent[key] = copy.deepcopy(op["value"])
+                        elif op["op"] == "remove":
+                            del parent[key]
             continue
         for patch in docs:                               # strategic merge, the shapes used here
             kind, name = patch["kind"], patch["metadata"]["name"]
@@ -317,6 +331,8 @@ def overlay_view(kdir: Path) -> list[dict]:
                     (tc,) = [c for c in containers(target) if c["name"] == pc["name"]]
                     tc.update({k: v for k, v in pc.items() if k != "env"})
                     tc.setdefault("env", []).extend(pc.get("env", []))
+    for entry in kustomization(kdir).get("replicas", []) if kdir != BASE else []:
+        one(objs, "Deployment", entry["name"])["spec"]["replicas"] = entry["count"]
     return objs
 
 
@@ -521,8 +537,8 @@ def test_deployment_probes_ports_config_and_security(name):
         assert c[probe].get("grpc", {}).get("port") == GRPC_PORT, f"{name}: {probe} is not a gRPC probe on {GRPC_PORT}"
         assert c[probe]["grpc"].get("service", "") in ("", grpc_service), \
             f"{name}: {probe} asks grpc.health.v1.Health for {c[probe]['grpc']['service']!r}; it serves {grpc_service}"
-    assert c["readinessProbe"]["grpc"].get("service") == grpc_service, \
-        f"{name}: readiness must check the service the pod serves, {grpc_service}"
+    assert c["readinessProbe"]["grpc"].get("service", "") == READINESS[name], \
+        f"{name}: readiness must ask for {READINESS[name]!r} (READINESS)"
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"grpc": GRPC_PORT, "metrics": METRICS_PORT}
     refs = [(k, v["name"]) for e in c["envFrom"] for k, v in e.items()]
@@ -564,12 +580,33 @@ def test_service_exposes_grpc_and_metrics(name):
     assert ports == {GRPC_PORT: GRPC_PORT, METRICS_PORT: METRICS_PORT}
 
 
-def test_aggregator_is_a_single_replica_recreated():
-    d = one(objects(BASE), "Deployment", "aggregator")
-    assert d["spec"]["replicas"] == 1 and d["spec"]["strategy"]["type"] == "Recreate"
-    for kdir in OVERLAYS:
-        for entry in kustomization(kdir).get("replicas", []):
-            assert entry["name"] != "aggregator" or entry["count"] == 1, f"{kdir.name} scales the aggregator"
+def test_aggregator_runs_a_leader_and_a_standby_rolled_one_pod_at_a_time():
+    """Two replicas, a new pod Ready before an old one goes; readiness on the whole server, which a standby
+    reports SERVING, so that rollout can finish (a standby never turns mfscore.v1.AggregatorService SERVING)."""
+    for kdir in (BASE, *OVERLAYS):
+        d = one(overlay_view(kdir), "Deployment", "aggregator")
+        expected = 1 if kdir == DEV else AGGREGATOR_REPLICAS
+        assert d["spec"]["replicas"] == expected, f"{kdir.name}: the aggregator runs {d['spec']['replicas']}"
+        assert d["spec"]["strategy"] == {"type": "RollingUpdate",
+                                         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}, d["spec"]["strategy"]
+        (c,) = containers(d)
+        assert c["readinessProbe"]["grpc"].get("service", "") == "", \
+            "readiness on mfscore.v1.AggregatorService would keep the standby, and every new pod, un-Ready forever"
+        grace = d["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        config = one(overlay_view(kdir), "ConfigMap", CONFIGMAP)["data"]
+        lease = int(config.get(settings_env_vars()["lease_seconds"], lease_seconds()))
+        assert grace > lease, f"{kdir.name}: the grace period {grace} s must outlast the lease {lease} s"
+    svc = one(objects(BASE), "Service", "aggregator")
+    assert svc["spec"].get("clusterIP") == "None", \
+        "the aggregator's Service is headless: clients see both pods and pick the leader by its health"
+
+
+def lease_seconds() -> int:
+    """Settings.lease_seconds' default (services/common/settings.py), unless the ConfigMap sets it."""
+    for node in ast.walk(ast.parse(SETTINGS_SRC.read_text())):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "lease_seconds":
+            return ast.literal_eval(node.value)
+    raise AssertionError("services/common/settings.py has no lease_seconds")
 
 
 def test_scorers_leave_replicas_to_the_autoscaler():
@@ -646,7 +683,7 @@ def test_no_secret_values_committed():
                 else:
                     assert re.fullmatch(PLACEHOLDER, line), f"{name}/{key} holds {line!r}: placeholders only"
     for path in sorted(K8S.rglob("*.yaml")):
-        digests = re.findall(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", path.read_text())
+        digests = re.findall(r"(?<!sha256:)(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])", path.read_text())
         assert not digests, f"{path.relative_to(REPO)} holds a token digest: tokens files belong in the cluster"
 
 
@@ -829,7 +866,7 @@ def test_nothing_else_is_a_nats_client():
         if kind == "ConfigMap" and name == CONFIGMAP:
             keys = [k for k, v in doc.get("data", {}).items() if client_port.search(str(v))]
             assert keys in ([], ["MFSCORE_NATS_URL"]), f"{path.relative_to(REPO)}: {keys} point at NATS clients' port"
-        elif (kind, name) not in (("Service", "nats"), ("StatefulSet", "nats")):
+        elif (kind, name) not in (("Service", "nats"), ("StatefulSet", "nats")) and kind != "NetworkPolicy":
             assert not client_port.search(yaml.safe_dump(doc)), \
                 f"{path.relative_to(REPO)}: {kind} {name} reaches NATS's client port; only the services may"
         if kind == "ScaledObject":
@@ -940,20 +977,51 @@ def test_production_overrides_endpoints():
     assert base.keys() >= patch["data"].keys()
 
 
-def test_every_scorer_has_a_disruption_budget():
-    objs = objects(BASE)
-    pdbs = find(objs, "PodDisruptionBudget")
-    for name in SCORERS:
-        labels = pod_labels(one(objs, "Deployment", name))
-        budgets = [p for p in pdbs if p["spec"]["selector"]["matchLabels"].items() <= labels.items()]
-        assert len(budgets) == 1, f"{name}: {len(budgets)} PodDisruptionBudgets"
-        others = [d for d in find(objs, "Deployment") if d["metadata"]["name"] != name
-                  and budgets[0]["spec"]["selector"]["matchLabels"].items() <= pod_labels(d).items()]
-        assert not others, f"the {name} PodDisruptionBudget also selects {[d['metadata']['name'] for d in others]}"
-    for pdb in pdbs:
+def budget_of(objs: list[dict], name: str) -> dict:
+    """The one PodDisruptionBudget selecting Deployment ``name``'s pods, and no other Deployment's."""
+    labels = pod_labels(one(objs, "Deployment", name))
+    budgets = [p for p in find(objs, "PodDisruptionBudget") if p["spec"]["selector"]["matchLabels"].items() <= labels.items()]
+    assert len(budgets) == 1, f"{name}: {len(budgets)} PodDisruptionBudgets"
+    others = [d["metadata"]["name"] for d in find(objs, "Deployment") if d["metadata"]["name"] != name
+              and budgets[0]["spec"]["selector"]["matchLabels"].items() <= pod_labels(d).items()]
+    assert not others, f"the {name} PodDisruptionBudget also selects {others}"
+    return budgets[0]
+
+
+@pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
+def test_every_deployment_has_a_disruption_budget_a_drain_can_meet(kdir):
+    """One budget per Deployment; each lets a drain evict one pod at a time, and never none: a budget its
+    replicas cannot exceed (minAvailable 1 of one aggregator) would hold a node drain forever."""
+    objs = overlay_view(kdir)
+    for d in find(objs, "Deployment"):
+        name, spec = d["metadata"]["name"], budget_of(objs, d["metadata"]["name"])["spec"]
+        assert ("minAvailable" in spec) != ("maxUnavailable" in spec), f"{kdir.name}/{name}: one of the two"
+        if "maxUnavailable" in spec:
+            assert spec["maxUnavailable"] == 1, f"{kdir.name}/{name}: evict one pod at a time"
+        else:
+            replicas = d["spec"].get("replicas", 1)         # an autoscaled pool's minimum is at least 1
+            assert spec["minAvailable"] < replicas, \
+                f"{kdir.name}/{name}: minAvailable {spec['minAvailable']} of {replicas} replicas lets no drain through"
+    assert budget_of(objs, "aggregator")["spec"] == budget_of(objs, "aggregator")["spec"] | (
+        {} if kdir == DEV else {"minAvailable": 1}), f"{kdir.name}: the aggregator keeps one of its two replicas"
+    for pdb in find(objs, "PodDisruptionBudget"):
         selected = [d for d in find(objs, "Deployment")
                     if pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels(d).items()]
         assert selected, f"PodDisruptionBudget {pdb['metadata']['name']} selects no Deployment"
+
+
+@pytest.mark.parametrize("name", [*SCORERS, "aggregator"])
+def test_pods_spread_over_nodes(name):
+    """A pool's pods (and the two aggregators) spread over the nodes, softly: a node's loss takes few of them,
+    and a pool still scales out on fewer nodes than pods."""
+    d = one(objects(BASE), "Deployment", name)
+    constraints = d["spec"]["template"]["spec"].get("topologySpreadConstraints", [])
+    by_host = [c for c in constraints if c["topologyKey"] == "kubernetes.io/hostname"]
+    assert len(by_host) == 1, f"{name}: spread across kubernetes.io/hostname, once"
+    (c,) = by_host
+    assert c["whenUnsatisfiable"] == "ScheduleAnyway" and c["maxSkew"] == 1
+    assert c["labelSelector"]["matchLabels"] == d["spec"]["selector"]["matchLabels"], \
+        f"{name}: the constraint must count this Deployment's pods, as its selector does"
 
 
 def test_pod_monitor_scrapes_every_service():
@@ -987,7 +1055,8 @@ def test_dockerfile_installs_the_committed_services_with_the_cluster_extra():
     text = dockerfile_text()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
-    assert froms and all(f == "python:3.11-slim" for f in froms), froms
+    assert froms and all(re.fullmatch(r"python:3\.11-slim(@sha256:[0-9a-f]{64})?", f) for f in froms), froms
+    assert len(set(froms)) == 1, f"both stages start from the same base image: {froms}"
     assert "generate_wire" not in text and "grpcio-tools" not in text, \
         "services/wire is committed: the build generates nothing (and needs no grpcio-tools)"
     # services/ is packaged from the source tree as mfscore.services, so the build copies it
@@ -996,8 +1065,9 @@ def test_dockerfile_installs_the_committed_services_with_the_cluster_extra():
     for needed in ("pyproject.toml", pyproject["project"]["readme"], "mfscore/", "services/"):
         assert needed in copied, f"the build needs {needed} (copied: {sorted(copied)})"
     installs = [(m.start(), m["extras"]) for m in
-                re.finditer(r"pip install\s+(['\"]?)\.\[(?P<extras>[\w,-]+)\]\1(?=\s|$)", text)]
-    assert installs, "install the checkout with its extras: pip install '.[cluster]'"
+                re.finditer(r"pip install\s+(?P<options>(?:-\S+\s+\S+\s+)*)(['\"]?)\.\[(?P<extras>[\w,-]+)\]\2(?=\s|$)",
+                            text)]
+    assert installs, "install the checkout with its extras: pip install -c deploy/constraints.txt '.[cluster]'"
     install_at, extras = installs[-1]
     extras = extras.split(",")
     assert "cluster" in extras, f"the image installs extras {extras}: the services need `cluster`"
@@ -1064,6 +1134,360 @@ def test_docker_context_holds_the_committed_wire_code():
         assert not docker_context_includes(stray, rules), f"{stray} should stay out of the build context"
 
 
+# ----------------------------------------------------------------------------- network policy
+
+NAMESPACE = "mfscore"                        # where an overlay puts the services (any name: policies are namespaced)
+S3_ADDRESS = "203.0.113.10"                  # an address outside the cluster (TEST-NET-3)
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    """One end of a connection: a pod (namespace and labels) or an address outside the cluster."""
+
+    namespace: str | None = None
+    labels: tuple = ()
+    address: str | None = None
+
+    @property
+    def label_map(self) -> dict:
+        return dict(self.labels)
+
+
+def pod(namespace: str, labels: dict[str, str]) -> Endpoint:
+    return Endpoint(namespace, tuple(sorted(labels.items())))
+
+
+def service_pod(objs: list[dict], name: str) -> Endpoint:
+    return Endpoint(NAMESPACE, tuple(sorted(pod_labels(one(objs, "Deployment", name)).items())))
+
+
+NATS_HERE = pod(NAMESPACE, {"app.kubernetes.io/name": "nats"})     # an overlay's NATS, beside the services
+NATS_THERE = pod("nats", {"app.kubernetes.io/name": "nats"})        # the NATS Helm chart's, in a namespace of its own
+PROMETHEUS = pod("monitoring", {"app.kubernetes.io/name": "prometheus"})
+KEDA = pod("keda", {"app": "keda-operator"})
+DNS = pod("kube-system", {"k8s-app": "kube-dns"})
+CLIENT = pod("clients", {"app": "client"})
+STRANGER = pod(NAMESPACE, {"app": "debug"})                          # a pod of the namespace that is none of mfscore's
+
+
+def label_selects(selector: dict, labels: dict) -> bool:
+    """Kubernetes' label selector: every matchLabels pair and matchExpressions term holds ({} selects all)."""
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for term in selector.get("matchExpressions", []):
+        present, value = term["key"] in labels, labels.get(term["key"])
+        holds = {"In": present and value in term.get("values", []), "NotIn": value not in term.get("values", []),
+                 "Exists": present, "DoesNotExist": not present}[term["operator"]]
+        if not holds:
+            return False
+    return True
+
+
+def peer_admits(peer: dict, policy_namespace: str, other: Endpoint) -> bool:
+    if "ipBlock" in peer:
+        block = peer["ipBlock"]
+        return other.address is not None and ipaddress.ip_address(other.address) in ipaddress.ip_network(block["cidr"]) \
+            and not any(ipaddress.ip_address(other.address) in ipaddress.ip_network(e) for e in block.get("except", []))
+    if other.address is not None:
+        return False
+    if "namespaceSelector" in peer:
+        in_namespace = label_selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": other.namespace})
+    else:
+        in_namespace = other.namespace == policy_namespace
+    return in_namespace and label_selects(peer.get("podSelector", {}), other.label_map)
+
+
+def port_admits(ports: list[dict] | None, port: int, protocol: str) -> bool:
+    return not ports or any(p.get("protocol", "TCP") == protocol and p["port"] <= port <= p.get("endPort", p["port"])
+                            for p in ports)
+
+
+def direction_allows(objs: list[dict], kind: str, subject: Endpoint, other: Endpoint, port: int, protocol: str) -> bool:
+    """Whether the policies of NAMESPACE let ``subject`` send (Egress) to or receive (Ingress) from ``other``."""
+    if subject.namespace != NAMESPACE:
+        return True                                      # our policies govern our namespace's pods alone
+    policies = [p for p in find(objs, "NetworkPolicy")
+                if kind in p["spec"]["policyTypes"] and label_selects(p["spec"]["podSelector"], subject.label_map)]
+    peers_key, rules_key = ("to", "egress") if kind == "Egress" else ("from", "ingress")
+    return not policies or any(
+        ("peers_all" if peers_key not in rule else any(peer_admits(peer, NAMESPACE, other) for peer in rule[peers_key]))
+        and port_admits(rule.get("ports"), port, protocol)
+        for policy in policies for rule in policy["spec"].get(rules_key) or [])
+
+
+def connects(objs: list[dict], source: Endpoint, target: Endpoint, port: int, protocol: str = "TCP") -> bool:
+    return direction_allows(objs, "Egress", source, target, port, protocol) and \
+        direction_allows(objs, "Ingress", target, source, port, protocol)
+
+
+def s3_port(objs: list[dict]) -> int:
+    endpoint = urllib.parse.urlsplit(one(objs, "ConfigMap", CONFIGMAP)["data"]["MFSCORE_S3_ENDPOINT"])
+    return endpoint.port or {"https": 443, "http": 80}[endpoint.scheme]
+
+
+def test_every_pod_starts_from_no_traffic():
+    (deny,) = [p for p in find(objects(BASE), "NetworkPolicy") if p["spec"]["podSelector"] == {}
+               and not p["spec"].get("ingress") and not p["spec"].get("egress")]
+    assert sorted(deny["spec"]["policyTypes"]) == ["Egress", "Ingress"], "deny both ways by default"
+
+
+@pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
+def test_network_policies_admit_the_needed_flows(kdir):
+    objs = overlay_view(kdir)
+    port = s3_port(objs)
+    nats_users = set(nats_roles())
+    flows = [(CLIENT, service_pod(objs, "aggregator"), GRPC_PORT, "clients call the aggregator")]
+    flows += [(service_pod(objs, "aggregator"), service_pod(objs, "validator"), GRPC_PORT, "the aggregator calls the validator")]
+    for name in SERVICES:
+        me = service_pod(objs, name)
+        flows += [(me, Endpoint(address=S3_ADDRESS), port, f"{name} reaches S3 at port {port}"),
+                  (PROMETHEUS, me, METRICS_PORT, f"Prometheus scrapes {name}")]
+        flows += [(me, nats, 4222, f"{name} is a NATS client") for nats in (NATS_HERE, NATS_THERE) if name in nats_users]
+    flows += [(KEDA, NATS_HERE, NATS_MONITOR_PORT, "KEDA reads consumer lag"),
+              (NATS_HERE, NATS_HERE, 6222, "NATS cluster routes")]
+    for source, target, number, why in flows:
+        assert connects(objs, source, target, number), f"{kdir.name}: blocked, but needed: {why}"
+    for name in (*SERVICES, "nats"):
+        me = NATS_HERE if name == "nats" else service_pod(objs, name)
+        assert connects(objs, me, DNS, 53, "UDP") and connects(objs, me, DNS, 53, "TCP"), f"{kdir.name}: {name} resolves no name"
+
+
+@pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
+def test_network_policies_refuse_every_other_flow(kdir):
+    objs = overlay_view(kdir)
+    validator, aggregator = service_pod(objs, "validator"), service_pod(objs, "aggregator")
+    refused = [(CLIENT, validator, GRPC_PORT, "a client calls the validator"),
+               (STRANGER, validator, GRPC_PORT, "another pod of the namespace calls the validator"),
+               (CLIENT, aggregator, METRICS_PORT, "a client reads the aggregator's metrics"),
+               (PROMETHEUS, validator, GRPC_PORT, "Prometheus calls the validator"),
+               (validator, NATS_HERE, 4222, "the validator (no NATS user) reaches NATS"),
+               (KEDA, NATS_HERE, 4222, "KEDA connects as a NATS client"),
+               (STRANGER, NATS_HERE, 4222, "another pod of the namespace reaches NATS"),
+               (STRANGER, Endpoint(address=S3_ADDRESS), s3_port(objs), "another pod of the namespace reaches S3"),
+               (CLIENT, NATS_HERE, 6222, "a client joins the NATS cluster"),
+               (aggregator, Endpoint(address=S3_ADDRESS), 22, "a service reaches outside on another port")]
+    for name in SCORERS:
+        refused += [(CLIENT, service_pod(objs, name), GRPC_PORT, f"a client calls {name}"),
+                    (service_pod(objs, name), validator, GRPC_PORT, f"{name} calls the validator")]
+    for source, target, number, why in refused:
+        assert not connects(objs, source, target, number), f"{kdir.name}: admitted, but not needed: {why}"
+
+
+# ----------------------------------------------------------------------------- custom resources against their CRDs
+
+def is_custom(doc: dict) -> bool:
+    """A resource of an API group that is neither core nor *.k8s.io (KEDA's, the Prometheus Operator's)."""
+    group = doc.get("apiVersion", "").rpartition("/")[0]
+    return "." in group and not group.endswith(".k8s.io")
+
+
+def strict(schema):
+    """The schema as ``kubectl apply`` applies it (strict field validation): a field an object's schema does not
+    declare is an error, unless the schema keeps unknown fields."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict(v) if k in ("properties", "items", "additionalProperties", "allOf", "anyOf", "oneOf", "not")
+           else v for k, v in schema.items()}
+    if "properties" in out:
+        out["properties"] = {k: strict(v) for k, v in schema["properties"].items()}
+        if "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    return out
+
+
+@functools.cache
+def crd_schemas() -> dict[tuple[str, str], dict]:
+    """(apiVersion, kind) -> the strict openAPIV3Schema of every version of every vendored CRD."""
+    schemas = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        for crd in load_docs(path):
+            spec = crd["spec"]
+            for version in spec["versions"]:
+                schemas[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = \
+                    strict(version["schema"]["openAPIV3Schema"])
+    return schemas
+
+
+def check_custom_resources(docs: list[dict], where: str) -> int:
+    """Validate every custom resource of ``docs`` against its CRD's schema; the number validated."""
+    count = 0
+    for doc in docs:
+        if not is_custom(doc) or "$patch" in doc:
+            continue
+        schema = crd_schemas().get((doc["apiVersion"], doc["kind"]))
+        assert schema, f"{where}: no CRD of {doc['apiVersion']} {doc['kind']} is vendored in deploy/crds/"
+        errors = sorted(jsonschema.Draft4Validator(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
+        assert not errors, f"{where}: {doc['kind']} {doc['metadata']['name']} does not pass its CRD: " + \
+            "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+        count += 1
+    return count
+
+
+def test_the_crds_are_vendored_with_their_license():
+    assert {kind for _, kind in crd_schemas()} >= {"ScaledObject", "PodMonitor", "PrometheusRule", "ServiceMonitor"}
+    readme = (CRDS / "README.md").read_text()
+    assert "Apache License, Version 2.0" in readme and "kedacore/keda" in readme and "prometheus-operator" in readme
+
+
+def test_every_custom_resource_file_passes_its_crd():
+    """Every ScaledObject, PodMonitor, PrometheusRule... of every YAML file under deploy/k8s/, as written."""
+    counted = sum(check_custom_resources(load_docs(path), str(path.relative_to(REPO)))
+                  for path in sorted(K8S.rglob("*.yaml")) if path != SECRET_EXAMPLE)
+    assert counted >= len(SCORERS) + 1, f"only {counted} custom resources found"
+
+
+@pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
+def test_custom_resources_pass_their_crds_after_the_overlay_patches(kdir):
+    check_custom_resources(overlay_view(kdir), f"{kdir.name} (overlay view)")
+
+
+def test_a_crd_check_fails_on_a_wrong_field():
+    """The check can fail: a misspelt field and a wrong type are both refused."""
+    so = copy.deepcopy(one(objects(BASE), "ScaledObject", "mask-scorer"))
+    so["spec"]["minReplicas"] = 1
+    with pytest.raises(AssertionError, match="minReplicas"):
+        check_custom_resources([so], "test")
+    monitor = copy.deepcopy(one(objects(BASE), "PodMonitor", "mfscore"))
+    monitor["spec"]["podMetricsEndpoints"][0]["interval"] = 30
+    with pytest.raises(AssertionError, match="interval"):
+        check_custom_resources([monitor], "test")
+
+
+# ----------------------------------------------------------------------------- reproducible images
+
+CONSTRAINTS = DEPLOY / "constraints.txt"
+
+
+def cluster_distributions(pins: dict[str, str]) -> set[str]:
+    """Every distribution ``pip install 'mfscore[cluster]'`` installs, from .venv's metadata: mfscore's requirements
+    with the cluster extra, each followed through its own (markers evaluated for this interpreter). A distribution
+    whose .venv release is not the one ``pins`` names is counted but not followed: its requirements in .venv are
+    another release's."""
+    from importlib.metadata import distribution, version
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found, seen, todo = set(), set(), [("mfscore", frozenset({"cluster"}))]
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        for text in distribution(name).requires or []:
+            requirement = Requirement(text)
+            if requirement.marker and not any(requirement.marker.evaluate({"extra": e}) for e in {"", *extras}):
+                continue
+            dependency = canonicalize_name(requirement.name)
+            found.add(dependency)
+            if pins.get(dependency, version(dependency)) == version(dependency):
+                todo.append((dependency, frozenset(requirement.extras)))
+    return found
+
+
+def constraint_lines() -> dict[str, str]:
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            m = re.fullmatch(r"([A-Za-z0-9._-]+)==([\w.+!-]+)", line.strip())
+            assert m, f"deploy/constraints.txt: {line!r} is not an exact pin name==version"
+            pins[canonicalize_name(m[1])] = m[2]
+    return pins
+
+
+def test_constraints_pin_every_distribution_the_cluster_install_needs():
+    pins = constraint_lines()
+    needed = cluster_distributions(pins)
+    assert CLUSTER_RUNTIME <= needed, f"{sorted(CLUSTER_RUNTIME - needed)}: is .venv's mfscore the checkout's?"
+    missing = sorted(needed - pins.keys())
+    assert not missing, f"deploy/constraints.txt pins no version of {missing}: run deploy/freeze-constraints.sh"
+    assert "mfscore" not in pins, "the checkout itself is not a constraint"
+    header = CONSTRAINTS.read_text().split("\n\n")[0]
+    assert "pip install '.[cluster]'" in header and "pip freeze" in header and "freeze-constraints.sh" in header, \
+        "the header records the command that wrote the file"
+
+
+def test_the_image_installs_at_the_constrained_versions():
+    text = dockerfile_text()
+    assert re.search(r"^COPY\s+deploy/constraints\.txt\s+deploy/constraints\.txt$", text, re.MULTILINE)
+    (install,) = re.findall(r"^RUN pip install (.+?) '\.\[cluster\]'", text, re.MULTILINE)
+    assert install.split() == ["-c", "deploy/constraints.txt"], install
+    rules = [ln.strip() for ln in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    assert docker_context_includes("deploy/constraints.txt", rules), "the build context lacks deploy/constraints.txt"
+    assert not docker_context_includes("deploy/k8s/base/aggregator.yaml", rules)
+
+
+@functools.cache
+def pin_images():
+    """deploy/pin-images.py as a module (its name is not an identifier)."""
+    spec = importlib.util.spec_from_file_location("pin_images", DEPLOY / "pin-images.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def deploy_copy(tmp_path: Path) -> Path:
+    shutil.copy2(DEPLOY / "Dockerfile", tmp_path / "Dockerfile")
+    shutil.copytree(K8S, tmp_path / "deploy" / "k8s")
+    (tmp_path / "Dockerfile").rename(tmp_path / "deploy" / "Dockerfile")
+    return tmp_path
+
+
+def tree_text(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_pin_images_refuses_without_a_registry_and_changes_nothing(tmp_path):
+    root = deploy_copy(tmp_path)
+    before = tree_text(root)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = subprocess.run([sys.executable, str(DEPLOY / "pin-images.py"), "--root", str(root)], capture_output=True,
+                            text=True, timeout=60, env={"PATH": str(empty)}, check=False)
+    assert result.returncode == 1 and not result.stdout
+    assert result.stderr.strip() == ("pin-images: No tool to read image digests from a registry is installed: install "
+                                     "docker buildx, crane or skopeo and run this again. Nothing was changed."), result.stderr
+    assert tree_text(root) == before
+
+
+def test_pin_images_rewrites_the_base_and_nats_images_with_the_digests_it_is_given(tmp_path):
+    pins = pin_images()
+    root = deploy_copy(tmp_path)
+    digests = {"python:3.11-slim": "sha256:" + "a" * 64}
+    nats_files = {p: m for p in sorted((root / "deploy" / "k8s").rglob("*.yaml"))
+                  for m in re.findall(r"image:\s*[\"']?(\S*?nats:[\w.-]+)", p.read_text())}
+    assert nats_files, "no NATS image to pin"
+    digests |= {ref: "sha256:" + "b" * 64 for ref in nats_files.values()}
+    asked = []
+
+    def lookup(reference):
+        asked.append(reference)
+        return digests[reference]
+
+    changed = pins.pin_files(root, lookup)
+    assert sorted(set(asked)) == sorted(digests) and len(asked) == len(set(asked)), "each tag is looked up once"
+    dockerfile = changed[root / "deploy" / "Dockerfile"]
+    assert re.findall(r"^FROM (\S+)", dockerfile, re.MULTILINE) == [f"python:3.11-slim@sha256:{'a' * 64}"] * 2
+    assert "FROM python:3.11-slim@sha256:" + "a" * 64 + " AS build" in dockerfile
+    for path, ref in nats_files.items():
+        assert f"{ref}@sha256:{'b' * 64}" in changed[path]
+        assert changed[path].replace(f"@sha256:{'b' * 64}", "") == path.read_text(), "nothing else changes"
+    assert not any("mfscore:" in text and "@sha256" in text.split("mfscore:", 1)[1].split("\n", 1)[0]
+                   for text in changed.values()), "mfscore's own image is set at release, not here"
+    for path, text in changed.items():
+        path.write_text(text)
+    moved = {ref: "sha256:" + "c" * 64 for ref in digests}
+    again = pins.pin_files(root, moved.__getitem__)
+    assert all("a" * 64 not in t and "b" * 64 not in t for t in again.values()), "a pinned tag gets its new digest"
+    assert pins.pin_files(root, digests.__getitem__) == {}, "pinning to the digests already there changes nothing"
+    with pytest.raises(pins.PinError, match="not a sha256 digest"):
+        pins.pin_files(root, lambda ref: "latest")
+
+
 # ----------------------------------------------------------------------------- optional real render
 
 def _renderer() -> list[str] | None:
@@ -1094,7 +1518,7 @@ def test_overlays_render_with_kustomize(kdir):
     check_scaling(rendered, f"{kdir.name} (rendered)")
     for name in SERVICES:
         (c,) = containers(one(rendered, "Deployment", name))
-        assert c["readinessProbe"]["grpc"].get("service") == GRPC_SERVICES[name][0]
+        assert c["readinessProbe"]["grpc"].get("service", "") == READINESS[name]
     check_credentials(rendered, f"{kdir.name} (rendered)")
     if kdir == DEV:
         check_dev_nats(rendered, "dev (rendered)")
