@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
           "--sysDir", str(data.directory), "-s", data.system]
 
     reports = out / "reports"
-    _run(["detection", *io, "-o", str(reports / "all" / "demo"), "--ci", "--semafor", "--optOut"])
+    _run(["detection", *io, "-o", str(reports / "all" / "demo"), "--ci", "--semafor", "--optOut", "--html"])
     _run(["detection", *io, "-o", str(reports / "by_purpose" / "demo"), "--ci",
           "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone']", "Purpose==['heal']"])
     _run(["detection", *io, "-o", str(reports / "partitions" / "demo"), "--plotType", "det",
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
           "--output_revised_system", "revised-system.csv"], expect=1)
     mask_io = ["--refDir", str(masks.directory), "-r", masks.reference, "-x", masks.index,
                "-s", str(masks.directory / masks.system)]
-    _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "--precision", "6"])
+    _run(["mask", *mask_io, "-oR", str(reports / "masks" / "demo"), "--sbin", "128", "--precision", "6", "--html"])
     _run(["mask", *mask_io, "-oR", str(reports / "masks_by_purpose" / "demo"), "--jpeg2000", "--precision", "6",
           "-qm", "Purpose==['add']", "Purpose==['remove']", "Purpose==['clone','heal']"])
 
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     _run(["validate-provenance", "-t", "provenancefiltering", "-x", str(provenance.root / "index.csv"),
           "-s", str(provenance.root / "system" / "system.csv")])
     _run(["provenance-filtering", *provenance.options("system.csv"), "--nodetype", "all",
-          "-o", str(reports / "provenance_filtering")])
+          "-o", str(reports / "provenance_filtering"), "--html"])
     _run(["provenance-graph", *provenance.options("system.csv"), "-o", str(reports / "provenance_graph")])
 
     temporal = sample_temporal_dataset(out / "video-temporal-data")
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nGenerated HDF5 reference and system video masks in {video.root}/; probe vid0003nomask has no "
           f"system mask and is scored as an empty one")
     _run(["video-spatial", *video.cli_args(), "-oR", str(reports / "video_spatial" / "demo"), "--eks", "3",
-          "--dks", "3", "-c", "2", "--video_opt_out", "--optOut", "--sbin", "128", "--precision", "6"])
+          "--dks", "3", "-c", "2", "--video_opt_out", "--optOut", "--sbin", "128", "--precision", "6", "--html"])
 
     shown = sorted(p for p in reports.rglob("*.csv") if "perimage" not in p.name and "journal" not in p.name
                    and "mcc_by_size" not in p.name and "mapping" not in p.name and p.name != "trial_scores.csv"
@@ -129,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _headlines(reports: Path) -> None:
-    """Every run's summary table again, read from its results file (docs/results.md)."""
+    """Every run's summary table again, read from its results file, and its HTML page where it has one
+    (docs/results.md)."""
+    from mfscore.reports.html_report import report_path
     from mfscore.reports.summary_table import summary_lines
     from mfscore.results import Results
 
@@ -137,6 +139,8 @@ def _headlines(reports: Path) -> None:
     for path in sorted(reports.rglob("*results.json")):
         print(f"\n{path}")
         print("\n".join(summary_lines(Results.from_json(path.read_bytes()))))
+        if report_path(path).is_file():
+            print(f"  HTML report: {report_path(path)}")
 
 
 def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> Path:

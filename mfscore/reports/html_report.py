@@ -251,14 +251,32 @@ def _tables(paths: list[Path], directory: Path, columns: dict[str, list[str]]) -
 
 
 def _json_block(path: Path) -> str:
-    """A JSON file: a list of flat objects as a table, anything else as indented text (its first characters)."""
+    """A JSON file: a list of flat objects as a table; an object's such lists each as a table and its other
+    fields as indented text; anything else as indented text (its first characters)."""
     try:
         data = json.loads(path.read_bytes())
     except ValueError:
         return '<p class="note">Not valid JSON.</p>'
-    if isinstance(data, list) and data and all(isinstance(item, dict) for item in data):
-        header = list(dict.fromkeys(key for item in data for key in item))
-        return table(header, [[_cell(item.get(key)) for key in header] for item in data])
+    if _records(data):
+        return _records_table(data)
+    if isinstance(data, dict):
+        lists = {key: value for key, value in data.items() if _records(value)}
+        rest = {key: value for key, value in data.items() if key not in lists}
+        return "\n".join([*([_text(rest)] if rest else []),
+                          *(f"<h4>{escape(key)}</h4>\n{_records_table(value)}" for key, value in lists.items())])
+    return _text(data)
+
+
+def _records(data) -> bool:
+    return isinstance(data, list) and bool(data) and all(isinstance(item, dict) for item in data)
+
+
+def _records_table(data: list[dict]) -> str:
+    header = list(dict.fromkeys(key for item in data for key in item))
+    return table(header, [[_cell(item.get(key)) for key in header] for item in data])
+
+
+def _text(data) -> str:
     text = json.dumps(data, indent=1, ensure_ascii=False)
     cut = len(text) > MAX_JSON_CHARS
     return f"<pre>{escape(text[:MAX_JSON_CHARS])}{' …' if cut else ''}</pre>"
