@@ -37,6 +37,10 @@ test-faults: setup
 test-ops: setup
 	$(BIN)/python -m pytest -q -m promtool tests/unit/test_monitoring.py
 
+# The alert rules and the dashboard (deploy/k8s/monitoring/) checked and tested with promtool (apt-get install prometheus).
+test-ops: setup
+	$(BIN)/python -m pytest -q -m promtool tests/unit/test_monitoring.py
+
 # The HTML reports opened in Debian's chromium (apt-get install chromium), driven by playwright-core from npm.
 test-browser: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m browser tests/browser

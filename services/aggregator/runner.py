@@ -20,7 +20,7 @@ from mfscore.errors import MfscoreError
 from mfscore.records import fold
 from mfscore.run.local import report_into, score_plan
 from mfscore.run_record import ABSENT, run_record
-from mfscore.services.aggregator import reports, uploads
+from mfscore.services.aggregator import reports, run_gauges, uploads
 from mfscore.services.aggregator.retry import one_line, retrying, s3_or_validator_unavailable
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State, now, seal_report
 from mfscore.services.common import input_manifest, metrics
@@ -40,6 +40,7 @@ log = logging.getLogger("mfscore.aggregator")
 class ClusterRunner:
     def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator):
         self.settings, self.store, self.js, self.book, self.validator = settings, store, js, book, validator
+        run_gauges.follow(book)
 
     def start(self, entry: RunEntry) -> None:
         """Run a run just submitted: validate (unless the spec skips it), plan, publish its jobs."""
@@ -78,6 +79,7 @@ class ClusterRunner:
             entry.trials = {job.key: task.trials(job.work) for job in plan.jobs}
             if scored_where_planned(task, plan, self.settings.pool_min_trials):  # see Task.resource, Task.portable
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
+                metrics.TRIALS_RECEIVED.inc(sum(entry.trials.get(key, 1) for key in entry.outcomes))
             elif publish:
                 await self._outlasting(f"run {run_id}: storing its planned files", lambda: asyncio.to_thread(
                     self._store_generated, entry.spec.input_prefix, plan.generated))
@@ -101,7 +103,8 @@ class ClusterRunner:
             entry.status.jobs_received = len(entry.outcomes)
             entry.status.trials_received = sum(entry.trials.get(key, 1) for key in entry.outcomes)
             metrics.TRIALS_PLANNED.inc(entry.status.trials_planned)
-            log.info("run %s: %d jobs planned (%d trials)", run_id, len(plan.jobs), entry.status.trials_planned)
+            log.info("run %s: %d jobs planned (%d trials)", run_id, len(plan.jobs), entry.status.trials_planned,
+                     extra={"run_id": run_id})
             await self._maybe_report(entry)
         except MfscoreError as error:
             await self.book.end(entry, named_by_key(error.sentence(), input_dir))
@@ -198,7 +201,8 @@ class ClusterRunner:
             entry.status.finished_at.CopyFrom(now())
             await self.book.set_state(entry, State.RUN_STATE_DONE)
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
-            log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started)
+            log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started,
+                     extra={"run_id": run_id})
             entry.forget_work()
         except MfscoreError as error:
             await self.book.end(entry, error.sentence())

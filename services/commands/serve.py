@@ -23,7 +23,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--s3-endpoint", help="S3-compatible endpoint, http(s)://host:port (MFSCORE_S3_ENDPOINT)")
     p.add_argument("--bucket", help="bucket of inputs and reports (MFSCORE_BUCKET)")
     p.add_argument("--work-dir", help="scratch directory (MFSCORE_WORK_DIR)")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging (a line per job)")
     p.set_defaults(run=run)
 
 
@@ -58,9 +58,10 @@ async def _serve(name: str, settings) -> None:
 
 
 def run(args) -> int:
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from mfscore.services.common.json_logs import configure
+
     settings = _settings(args)
+    configure(settings.log_format, logging.DEBUG if args.verbose else logging.INFO)
     logging.getLogger("mfscore.services").info("starting %s with %s", args.service, settings.redacted())
     import asyncio
 

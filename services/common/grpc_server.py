@@ -1,21 +1,26 @@
 """An asyncio gRPC server with the standard health and reflection services, and its graceful stop.
 
 Every call but health needs a caller's bearer token (``services/common/auth.py``); a request over
-``MAX_REQUEST_BYTES`` is refused by gRPC (RESOURCE_EXHAUSTED) before a servicer sees it.
+``MAX_REQUEST_BYTES`` is refused by gRPC (RESOURCE_EXHAUSTED) before a servicer sees it. Every call, refused or
+not, is counted and timed (``ServerMetrics``: the ``grpc_server_*`` families of ``services/common/metrics.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
+from google.protobuf import descriptor_pool
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from mfscore.services.common import metrics
 from mfscore.services.common.auth import BearerAuth, Callers, server_credentials
 from mfscore.services.common.settings import Settings
 
@@ -35,6 +40,88 @@ _health_of: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthSe
     weakref.WeakKeyDictionary()
 
 
+UNKNOWN_METHOD = ("unknown", "unknown", "unknown")
+RPC_TYPES = {(False, False): "unary", (False, True): "server_stream", (True, False): "client_stream",
+             (True, True): "bidi_stream"}
+
+
+@functools.lru_cache(maxsize=256)
+def _method_labels(full_method: str) -> tuple[str, str, str]:
+    """``/package.Service/Method`` as its (type, service, method) labels when a registered .proto declares it, else
+    ``unknown`` thrice: a caller's made-up method name never becomes a label."""
+    service, _, method = full_method.lstrip("/").partition("/")
+    try:
+        found = descriptor_pool.Default().FindServiceByName(service).methods_by_name[method]
+    except KeyError:
+        return UNKNOWN_METHOD
+    return RPC_TYPES[(found.client_streaming, found.server_streaming)], service, method
+
+
+class ServerMetrics(grpc.aio.ServerInterceptor):
+    """Counts each call when it starts and when it ends (with its status code) and times it, by service and method,
+    as grpc-ecosystem's interceptors do (py-grpc-prometheus does not serve ``grpc.aio``)."""
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        labels = _method_labels(details.method)
+        serializers = {"request_deserializer": handler.request_deserializer,
+                       "response_serializer": handler.response_serializer}
+        for inner, wrap in ((handler.unary_unary, grpc.unary_unary_rpc_method_handler),
+                            (handler.stream_unary, grpc.stream_unary_rpc_method_handler)):
+            if inner is not None:
+                return wrap(_measured_unary(inner, labels), **serializers)
+        for inner, wrap in ((handler.unary_stream, grpc.unary_stream_rpc_method_handler),
+                            (handler.stream_stream, grpc.stream_stream_rpc_method_handler)):
+            if inner is not None:
+                return wrap(_measured_streaming(inner, labels), **serializers)
+        return handler
+
+
+def _settled(labels: tuple[str, ...], context, started: float, error: BaseException | None) -> None:
+    if isinstance(error, asyncio.CancelledError):
+        code = grpc.StatusCode.CANCELLED
+    else:
+        code = context.code() or (grpc.StatusCode.UNKNOWN if error is not None else grpc.StatusCode.OK)
+    metrics.GRPC_HANDLED.labels(*labels, code.name if isinstance(code, grpc.StatusCode) else str(code)).inc()
+    metrics.GRPC_HANDLING.labels(*labels).observe(time.perf_counter() - started)
+
+
+def _measured_unary(inner, labels: tuple[str, ...]):
+    async def unary(request, context):
+        metrics.GRPC_STARTED.labels(*labels).inc()
+        started, error = time.perf_counter(), None
+        try:
+            return await inner(request, context)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            _settled(labels, context, started, error)
+    return unary
+
+
+def _measured_streaming(inner, labels: tuple[str, ...]):
+    """A streaming behaviour, whether it yields its replies or writes them (``context.write``, as health's Watch)."""
+    async def streaming(request, context):
+        metrics.GRPC_STARTED.labels(*labels).inc()
+        started, error = time.perf_counter(), None
+        try:
+            replies = inner(request, context)
+            if hasattr(replies, "__aiter__"):
+                async for reply in replies:
+                    yield reply
+            else:
+                await replies
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            _settled(labels, context, started, error)
+    return streaming
+
+
 async def start_grpc_server(
     servicers: Sequence[Servicer], *, port: int, callers: Callers, host: str = "127.0.0.1",
     credentials: grpc.ServerCredentials | None = None,
@@ -45,7 +132,7 @@ async def start_grpc_server(
     ``grpc.health.v1.Health``; reflection lists them too. ``port=0`` binds an ephemeral port; with
     ``credentials`` the port speaks TLS.
     """
-    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=[BearerAuth(callers)])
+    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=[ServerMetrics(), BearerAuth(callers)])
     names = []
     for add_to_server, servicer, name in servicers:
         add_to_server(servicer, server)

@@ -27,7 +27,7 @@ from nats.js.kv import KeyValue
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError, OptionError
-from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL
+from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL, task_label
 from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.common.run_layout import RUN_ID
 from mfscore.services.common.settings import Settings
@@ -249,6 +249,11 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:MAX_ERROR_CHARS]
 
 
+def _fields(job: jobs_pb2.Job) -> dict[str, str]:
+    """A job's run and key as fields of its log lines (``extra=``): a JSON log line carries them apart."""
+    return {"run_id": job.run_id, "job_key": job_id(job)}
+
+
 class _Interrupted(Exception):
     """The job was cancelled because shutdown's grace period ran out."""
 
@@ -337,8 +342,10 @@ class JobWorker:
         self._pause = 0.0       # how long the worker waits after an infrastructure failure before taking a job
         self._resume_at = 0.0
         self._pruned = time.monotonic()
-        for outcome in OUTCOMES:
-            JOBS_TOTAL.labels(service, outcome)
+        for task in tasks.load_all():
+            if task.resource == kind:
+                for outcome in OUTCOMES:
+                    JOBS_TOTAL.labels(service, task.name, outcome)
 
     def _delay(self, delivered: int) -> float:
         return min(self.retry_delay_max_seconds, self.retry_delay_seconds * 2 ** min(delivered - 1, 64))
@@ -404,19 +411,22 @@ class JobWorker:
 
     async def _process(self, msg: Msg, stop: asyncio.Event) -> None:
         started = time.monotonic()
-        JOBS_IN_FLIGHT.labels(self.service).inc()
         try:
-            outcome = await self._settle(msg, stop)
-        finally:
-            JOBS_IN_FLIGHT.labels(self.service).dec()
-            JOB_DURATION.labels(self.service).observe(time.monotonic() - started)
-        JOBS_TOTAL.labels(self.service, outcome).inc()
-
-    async def _settle(self, msg: Msg, stop: asyncio.Event) -> str:
-        try:
-            job = jobs_pb2.Job.FromString(msg.data)
+            job: jobs_pb2.Job | DecodeError = jobs_pb2.Job.FromString(msg.data)
         except DecodeError as exc:
-            return await self._dead(msg, None, f"the message is not an mfscore.v1.Job ({exc})")
+            job = exc
+        labels = (self.service, task_label(job.task if isinstance(job, jobs_pb2.Job) else ""))
+        JOBS_IN_FLIGHT.labels(*labels).inc()
+        try:
+            outcome = await self._settle(msg, job, stop)
+        finally:
+            JOBS_IN_FLIGHT.labels(*labels).dec()
+            JOB_DURATION.labels(*labels).observe(time.monotonic() - started)
+        JOBS_TOTAL.labels(*labels, outcome).inc()
+
+    async def _settle(self, msg: Msg, job: jobs_pb2.Job | DecodeError, stop: asyncio.Event) -> str:
+        if isinstance(job, DecodeError):
+            return await self._dead(msg, None, f"the message is not an mfscore.v1.Job ({job})")
         if not RUN_ID.fullmatch(job.run_id):
             return await self._dead(msg, None, f"the job's run id {job.run_id!r} is not a single NATS subject token")
         if job.task not in tasks.names():
@@ -431,7 +441,7 @@ class JobWorker:
             record = await self._score(msg, job, stop)
             await self._publish_record(job, record)
         except _Interrupted:
-            self.log.warning("job %s handed back: shutdown grace period ran out", job_id(job))
+            self.log.warning("job %s handed back: shutdown grace period ran out", job_id(job), extra=_fields(job))
             return await self._nak(msg, 0)
         except INFRASTRUCTURE_ERRORS as exc:
             return await self._retry_infrastructure(msg, job, exc)
@@ -443,12 +453,12 @@ class JobWorker:
                                                   f"{_one_line(exc)}")
             delay = self._delay(delivered)
             self.log.warning("job %s failed on attempt %d of %d, retrying in %.3g s: %s",
-                             job_id(job), failures.errors, self.max_deliver, delay, _one_line(exc))
+                             job_id(job), failures.errors, self.max_deliver, delay, _one_line(exc), extra=_fields(job))
             return await self._nak(msg, delay)
         self._failures.pop(msg.metadata.sequence.stream, None)
         self._pause = 0.0
         await msg.ack()
-        self.log.info("job %s done", job_id(job))
+        self.log.debug("job %s done", job_id(job), extra=_fields(job))
         return "done"
 
     async def _retry_infrastructure(self, msg: Msg, job: jobs_pb2.Job, exc: BaseException) -> str:
@@ -468,7 +478,7 @@ class JobWorker:
         delay = self._pause
         self.log.warning("job %s: infrastructure unavailable, retrying in %.3g s (%.0f s of the %g s retry budget "
                          "left): %s", job_id(job), delay, self.retry_budget_seconds - waited,
-                         self.retry_budget_seconds, _one_line(exc))
+                         self.retry_budget_seconds, _one_line(exc), extra=_fields(job))
         return await self._nak(msg, delay)
 
     async def _nak(self, msg: Msg, delay: float) -> str:
@@ -543,5 +553,5 @@ class JobWorker:
         self._failures.pop(msg.metadata.sequence.stream, None)
         await msg.term()
         name = job_id(job) if job is not None else f"at stream sequence {msg.metadata.sequence.stream}"
-        self.log.error("job %s dead-lettered: %s", name, error)
+        self.log.error("job %s dead-lettered: %s", name, error, extra=_fields(job) if job is not None else {})
         return "dead"

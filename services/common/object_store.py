@@ -23,7 +23,7 @@ from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, S3Error, ServerError
 
 from mfscore.errors import MfscoreError
-from mfscore.services.common.metrics import S3_BYTES, S3_REQUEST_DURATION
+from mfscore.services.common.metrics import S3_BYTES, S3_ERRORS, S3_REQUEST_DURATION
 from mfscore.services.common.settings import Settings
 
 T = TypeVar("T")
@@ -145,6 +145,7 @@ class ObjectStore:
             except S3Error as exc:
                 if exc.code in MISSING_S3_CODES:
                     raise ObjectMissing(key, bucket=self.bucket) from None
+                S3_ERRORS.labels(operation).inc()
                 if exc.code in REFUSED_S3_CODES:
                     raise ObjectStoreRefused(
                         f"S3 at {self.endpoint} refused {operation} of {key!r} in bucket {self.bucket!r} to the "
@@ -158,6 +159,7 @@ class ObjectStore:
             except MfscoreError:
                 raise
             except Exception as exc:
+                S3_ERRORS.labels(operation).inc()
                 if not _is_transient(exc):
                     raise
                 failure = exc

@@ -24,6 +24,7 @@ from mfscore.services.common.grpc_server import follow_health, start_service_ser
 from mfscore.services.common.jetstream import JobWorker, connect, wait_for_streams
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.queue_lag import watch_lag
 from mfscore.services.common.object_store import (
     ObjectMissing,
     ObjectStore,
@@ -137,12 +138,13 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     keep_freed_memory()
-    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
+    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host, role="scorer")
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
     server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
                                                 Scorer(handle, pool), "mfscore.v1.ScorerService")], settings)
     nc, js = await connect(settings)
     health = asyncio.create_task(follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}"))
+    lag = asyncio.create_task(watch_lag(js, [f"{resource}-scorers" for resource in pool.resources]))
     try:
         if not await wait_for_streams(js, stop):
             return
@@ -156,6 +158,7 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
         await asyncio.gather(*(worker.run(stop) for worker in workers))
     finally:
         health.cancel()
+        lag.cancel()
         await stop_grpc_server(server, grace=5)
         await nc.drain()
         log.info("%s: stopped", pool.name)

@@ -13,13 +13,14 @@ import asyncio
 import logging
 import os
 import tempfile
+import time
 
 import grpc
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.services.common.grpc_server import start_service_server, stop_grpc_server
-from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.metrics import VALIDATION_DURATION, VALIDATIONS, start_metrics_server, task_label
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreUnavailable
 from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.settings import Settings
@@ -61,18 +62,27 @@ class Validator(services_pb2_grpc.ValidatorServiceServicer):
         self._work_dir = work_dir
 
     async def Validate(self, request, context):
+        task, started, outcome = task_label(request.run.task), time.perf_counter(), "error"
         try:
             report = await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run)
+            outcome = "valid" if report.valid else "invalid"
         except ObjectStoreUnavailable as error:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"the validator cannot read the run's tables now: "
                                                              f"{error.sentence()}")
+        finally:
+            VALIDATIONS.labels(task, outcome).inc()
+            VALIDATION_DURATION.labels(task).observe(time.perf_counter() - started)
+        log.debug("run %s validated: %s", request.run.run_id, outcome, extra={"run_id": request.run.run_id})
         return services_pb2.ValidateResponse(report=report)
 
 
 async def run_validator(settings: Settings, stop: asyncio.Event) -> None:
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
-    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host)
+    metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host, role="validator")
+    for task in tasks.names():
+        for outcome in ("valid", "invalid", "error"):
+            VALIDATIONS.labels(task, outcome)
     servicer = Validator(ObjectStore(settings), settings.work_dir)
     server, port = await start_service_server(
         [(services_pb2_grpc.add_ValidatorServiceServicer_to_server, servicer, "mfscore.v1.ValidatorService")], settings)

@@ -62,7 +62,8 @@ def test_every_service_serves_health_reflection_and_metrics(service, local_clust
     metrics_port = next(p["metrics_port"] for p in config.processes if p.get("service") == service)
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
         text = response.read().decode()
-    for name in ("mfscore_jobs_total", "mfscore_s3_request_duration_seconds", "mfscore_runs"):
+    own = {"validator": "mfscore_validations_total", "aggregator": "mfscore_runs"}.get(service, "mfscore_jobs_total")
+    for name in ("mfscore_build_info", "grpc_server_handled_total", "mfscore_s3_request_duration_seconds", own):
         assert f"# TYPE {name}" in text
 
 

@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from mfscore.services.common.auth import Caller, Callers, aio_client_channel, client_channel, new_token
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
-from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.metrics import FAMILIES, ROLES, start_metrics_server
 from mfscore.services.local.servers import ProcessError, find_executable, start_nats_server, start_s3_server
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
@@ -91,18 +91,14 @@ def test_servicer_health_and_reflection_are_served_then_drained():
     asyncio.run(scenario())
 
 
-def test_metrics_endpoint_serves_the_mfscore_metrics():
-    port = start_metrics_server(0, host="127.0.0.1")
+@pytest.mark.parametrize("role", ROLES)
+def test_metrics_endpoint_serves_its_roles_families(role):
+    port = start_metrics_server(0, host="127.0.0.1", role=role)
     assert port > 0
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         body = response.read().decode()
-    for name in (
-        "mfscore_jobs_total", "mfscore_job_duration_seconds", "mfscore_jobs_in_flight", "mfscore_s3_bytes_total",
-        "mfscore_s3_request_duration_seconds", "mfscore_runs", "mfscore_trials_planned_total",
-        "mfscore_trials_received_total", "mfscore_aggregator_fold_duration_seconds",
-        "mfscore_aggregator_report_duration_seconds",
-    ):
-        assert f"# TYPE {name} " in body
+    for family in FAMILIES:
+        assert (f"# TYPE {family.name} " in body) == (role in family.roles), family.name
 
 
 def test_a_server_refuses_a_port_in_use(nats_server, nats_users, s3_server, tmp_path):

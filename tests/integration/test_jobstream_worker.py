@@ -11,7 +11,6 @@ import uuid
 import nats
 import pytest
 from nats.js import api
-from prometheus_client import REGISTRY
 
 from mfscore import tasks
 from mfscore.masks.mask_record import MaskRecord
@@ -35,6 +34,7 @@ from mfscore.services.common.jetstream import (
     runs_bucket,
 )
 from mfscore.services.common.messages import job, job_key, job_message, outcome
+from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.wire import jobs_pb2, records_pb2
 from mfscore.tasks.base import PLANNER, Job
@@ -86,10 +86,11 @@ async def eventually(check, timeout: float = 10.0, interval: float = 0.05):
 
 
 def outcomes(service: str) -> dict[str, float]:
-    return {
-        outcome: REGISTRY.get_sample_value("mfscore_jobs_total", {"service": service, "outcome": outcome}) or 0.0
-        for outcome in ("done", "retried", "dead")
-    }
+    """The service's jobs settled by outcome, over every task."""
+    samples = [s for family in REGISTRIES["scorer"].collect() for s in family.samples
+               if s.name == "mfscore_jobs_total" and s.labels["service"] == service]
+    return {outcome: sum(s.value for s in samples if s.labels["outcome"] == outcome)
+            for outcome in ("done", "retried", "dead")}
 
 
 def worker(js, handle, **overrides) -> JobWorker:

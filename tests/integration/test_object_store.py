@@ -11,10 +11,10 @@ import pytest
 from botocore.auth import S3SigV4Auth  # botocore comes with moto, the test S3 server
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from prometheus_client import REGISTRY
 
 from integration.faults import FaultyProxy
 from mfscore.errors import OptionError
+from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import (
     ObjectMissing,
     ObjectStore,
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 
 
 def sample(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+    return REGISTRIES["scorer"].get_sample_value(name, labels) or 0.0
 
 
 def get_attempts() -> float:

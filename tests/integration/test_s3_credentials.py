@@ -18,10 +18,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from prometheus_client import REGISTRY
 
 from mfscore.errors import OptionError
 from mfscore.services.commands.cluster_config import ClusterConfig
+from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreRefused
 from mfscore.services.local.servers import start_s3_server
 from mfscore.services.common.settings import Settings
@@ -38,7 +38,7 @@ def settings_for(s3_server, credentials, **overrides) -> Settings:
 
 
 def attempts(operation: str) -> float:
-    return REGISTRY.get_sample_value("mfscore_s3_request_duration_seconds_count", {"operation": operation}) or 0.0
+    return REGISTRIES["scorer"].get_sample_value("mfscore_s3_request_duration_seconds_count", {"operation": operation}) or 0.0
 
 
 @pytest.fixture

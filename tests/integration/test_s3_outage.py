@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from prometheus_client import REGISTRY
 
 from integration.equivalence import without_created
 from integration.faults import FaultyProxy
@@ -33,6 +32,7 @@ from mfscore.services.common.jetstream import (
     runs_bucket,
 )
 from mfscore.services.common.messages import job_key, outcome
+from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.scorer_pool import JobScorer
 from mfscore.services.wire import records_pb2, runs_pb2
@@ -65,8 +65,10 @@ def scored_job(run):
 
 
 def outcomes(service: str) -> dict[str, float]:
-    return {name: REGISTRY.get_sample_value("mfscore_jobs_total", {"service": service, "outcome": name}) or 0.0
-            for name in ("done", "retried", "dead")}
+    """The service's jobs settled by outcome, over every task."""
+    samples = [s for family in REGISTRIES["scorer"].collect() for s in family.samples
+               if s.name == "mfscore_jobs_total" and s.labels["service"] == service]
+    return {name: sum(s.value for s in samples if s.labels["outcome"] == name) for name in ("done", "retried", "dead")}
 
 
 async def messages(js, stream: str) -> list:

@@ -1,0 +1,47 @@
+"""The aggregator's gauges read from its run book at each scrape: the trials outstanding (planned, not yet received,
+over the runs that have not ended) and, per unfinished state, how long the run longest in it has been there.
+
+The run book holds no time of a run's last state change, so the age is this aggregator's own observation: from the
+first scrape that saw the run in that state (a restarted aggregator starts counting again).
+"""
+
+from __future__ import annotations
+
+import time
+
+from mfscore.services.aggregator.state import TERMINAL, RunBook, State
+from mfscore.services.common import metrics
+
+UNFINISHED = tuple(state for state in State.values() if state not in TERMINAL and state != State.RUN_STATE_UNSPECIFIED)
+
+
+def outstanding(book: RunBook) -> int:
+    """Trials planned and not yet received, over the runs that have not ended."""
+    return sum(max(0, e.status.trials_planned - e.status.trials_received) for e in book.runs.values()
+               if e.status.state not in TERMINAL)
+
+
+class StateClock:
+    """When this aggregator first saw each unfinished run in its current state."""
+
+    def __init__(self, book: RunBook, clock=time.monotonic):
+        self.book, self.clock = book, clock
+        self.since: dict[str, tuple[int, float]] = {}
+
+    def oldest(self, state: int) -> float:
+        """Seconds the run longest in ``state`` has been in it; 0 for none."""
+        now, seen = self.clock(), {}
+        for run_id, entry in self.book.runs.items():
+            if entry.status.state in UNFINISHED:
+                was = self.since.get(run_id)
+                seen[run_id] = was if was is not None and was[0] == entry.status.state else (entry.status.state, now)
+        self.since = seen
+        return max((now - since for in_state, since in seen.values() if in_state == state), default=0.0)
+
+
+def follow(book: RunBook) -> None:
+    """Compute the aggregator's run gauges from ``book`` whenever they are scraped."""
+    metrics.TRIALS_OUTSTANDING.set_function(lambda: outstanding(book))
+    clock = StateClock(book)
+    for state in UNFINISHED:
+        metrics.RUN_STATE_AGE.labels(State.Name(state)).set_function(lambda state=state: clock.oldest(state))
