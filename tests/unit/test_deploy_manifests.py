@@ -34,6 +34,22 @@ validator as nobody; a secret variable never has a literal value. The dev overla
 those users, with exactly the permissions of ``services/common/nats_auth.py``, and nothing else in the
 manifests is a NATS client (KEDA reads the monitoring port). ``secret.example.yaml`` shows every
 Secret referenced, with placeholders only.
+
+Safe by default (docs/deploy.md): every Deployment has a PodDisruptionBudget a node drain can meet (one per
+Deployment; ``minAvailable`` below the replicas); the scorer pools and the aggregators spread over nodes
+(``topologySpreadConstraints`` on ``kubernetes.io/hostname``, ``ScheduleAnyway``); the aggregator runs two replicas
+rolled one new pod at a time, ready on its whole server's health (a standby never serves AggregatorService, so a
+readiness on it would hold every rollout) behind a headless Service, with a grace period above the lease. The
+NetworkPolicies are evaluated, per overlay view, on the flows the system needs (clients to the aggregator, the
+aggregator to the validator, NATS clients to 4222, every service to S3 at the port of ``MFSCORE_S3_ENDPOINT``,
+Prometheus to 9100, KEDA to 8222, NATS routes on 6222, DNS) and on flows nobody needs, which must be refused.
+Every custom resource under ``deploy/k8s/`` (ScaledObject, PodMonitor, ServiceMonitor, PrometheusRule), as written and
+after each overlay's patches, passes the ``openAPIV3Schema`` of its CRD, vendored in ``deploy/crds/``, with
+``jsonschema`` and undeclared fields refused as ``kubectl apply`` refuses them; a kind with no vendored CRD fails.
+Built-in kinds are checked field by field as above, not against the Kubernetes OpenAPI schema (none is vendored).
+The image: ``deploy/constraints.txt`` pins every distribution the ``cluster`` install reaches (from ``.venv``'s
+metadata) and the Dockerfile installs with it; ``deploy/pin-images.py`` refuses, changing nothing, when it cannot
+read a registry, and rewrites the base and NATS images to the digests a lookup gives it.
 """
 
 from __future__ import annotations
@@ -82,7 +98,8 @@ GRPC_SERVICES = {
 # names of an old layout: provenance jobs are class json
 RETIRED_NAMES = ("provenance-scorers", "mfscore.jobs.provenance")
 OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config",  # not services
-                         *("mfscore-default-deny", "mfscore-dns", "mfscore-nats-clients", "mfscore-s3", "mfscore-metrics")})
+                         *("mfscore-default-deny", "mfscore-dns", "mfscore-nats-clients", "mfscore-s3", "mfscore-metrics"),
+                         "nats-headless"})  # production's NATS: its routes' Service
 SECRET_KEYS = frozenset({"MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY"})
 CONFIGMAP_KEYS = frozenset({
     "MFSCORE_NATS_URL", "MFSCORE_S3_ENDPOINT", "MFSCORE_S3_REGION", "MFSCORE_BUCKET", "MFSCORE_ACK_WAIT",
@@ -1005,9 +1022,9 @@ def test_every_deployment_has_a_disruption_budget_a_drain_can_meet(kdir):
     assert budget_of(objs, "aggregator")["spec"] == budget_of(objs, "aggregator")["spec"] | (
         {} if kdir == DEV else {"minAvailable": 1}), f"{kdir.name}: the aggregator keeps one of its two replicas"
     for pdb in find(objs, "PodDisruptionBudget"):
-        selected = [d for d in find(objs, "Deployment")
+        selected = [d for d in find(objs, "Deployment") + find(objs, "StatefulSet")   # production's NATS too
                     if pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels(d).items()]
-        assert selected, f"PodDisruptionBudget {pdb['metadata']['name']} selects no Deployment"
+        assert selected, f"PodDisruptionBudget {pdb['metadata']['name']} selects no Deployment or StatefulSet"
 
 
 @pytest.mark.parametrize("name", [*SCORERS, "aggregator"])
