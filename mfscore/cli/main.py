@@ -33,7 +33,7 @@ from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
 VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
-OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands that are not tasks: reading runs' results
+OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
                     "delete": "cluster", "dataset": "cluster", "local-cluster": "cluster,local"}

@@ -29,7 +29,7 @@ MAX_ROWS = 500            # rows of one table shown in full
 MAX_IMAGES = 200          # images of one directory embedded
 MAX_IMAGE_BYTES = 8 << 20  # a larger PNG is named, not embedded
 MAX_JSON_CHARS = 20_000   # of a JSON file that is not a table
-REPORT_FILE = "mfscore_report.html"  # <prefix>_mfscore_report.html beside the reports (provenance-graph's -H writes report.html)
+REPORT_FILE = "mfscore_report.html"  # <prefix>_mfscore_report.html (provenance-graph's -H writes report.html)
 BETTER = {HIGHER: "higher is better", LOWER: "lower is better"}
 
 STYLE = """
@@ -51,8 +51,8 @@ document.querySelectorAll("table.sortable").forEach(function(t){
   var up=th.getAttribute("aria-sort")!=="ascending",b=t.tBodies[0],rows=Array.from(b.rows);
   var key=function(r){var c=r.cells[i];return c?c.textContent.trim():""};
   var num=rows.every(function(r){var k=key(r);return k===""||!isNaN(Number(k))});
-  rows.sort(function(x,y){var p=key(x),q=key(y),d=num?(p===""?Infinity:Number(p))-(q===""?Infinity:Number(q)):p.localeCompare(q);
-   return (up?d:-d)||0});
+  var value=function(k){return k===""?Infinity:Number(k)};
+  rows.sort(function(x,y){var p=key(x),q=key(y),d=num?value(p)-value(q):p.localeCompare(q);return (up?d:-d)||0});
   t.querySelectorAll("thead th").forEach(function(h){h.removeAttribute("aria-sort")});
   th.setAttribute("aria-sort",up?"ascending":"descending");rows.forEach(function(r){b.appendChild(r)});
  })})});
@@ -177,7 +177,8 @@ def provenance_section(run: dict | None) -> str:
         return '<p class="note">No provenance file (*run.json) beside the results.</p>'
     plain = [[key, str(run.get(key, ""))] for key in ("mfscore", "task", "runner", "started", "finished", "cpus")]
     tables = [[key, digest] for key, digest in sorted(run.get("tables", {}).items())]
-    files = [[root, str(v.get("count", "")), str(v.get("sha256", ""))] for root, v in sorted(run.get("files", {}).items())]
+    files = [[root, str(v.get("count", "")), str(v.get("sha256", ""))]
+             for root, v in sorted(run.get("files", {}).items())]
     options = json.dumps(run.get("options", {}), indent=1, sort_keys=True, ensure_ascii=False)
     return "\n".join([
         table(["field", "value"], plain, sortable=False, attributes={"data-table": "provenance"}),
