@@ -153,3 +153,37 @@ def test_runs_of_other_tasks_are_refused(two_systems, tmp_path, capsys):
     assert not (tmp_path / "c").exists()
     with pytest.raises(MfscoreError):
         core.compare([local_run(two_systems / "A")])
+
+
+def test_two_mask_systems_are_tested_on_their_per_probe_values(tmp_path):
+    """System B is A with every other mask inverted: worse on those probes, the same on the rest."""
+    import shutil
+
+    import cv2
+
+    from mfscore.sample_data.masks import generate_mask_dataset
+
+    masks = generate_mask_dataset(tmp_path / "masks", 16)
+    system = masks.directory / masks.system
+    worse = system.parent.with_name("worse")
+    shutil.copytree(system.parent, worse)
+    for path in sorted((worse / "mask").glob("*.png"))[::2]:
+        cv2.imwrite(str(path), 255 - cv2.imread(str(path), cv2.IMREAD_GRAYSCALE))
+    for name, csv_file in (("A", system), ("B", worse / system.name)):
+        assert main(["mask", "--refDir", str(masks.directory), "-r", masks.reference, "-x", masks.index,
+                     "-s", str(csv_file), "-oR", str(tmp_path / name / "run"), "--precision", "12", "--quiet"]) == 0
+    comparison = core.compare([local_run(tmp_path / "B"), local_run(tmp_path / "A")], n_resamples=RESAMPLES)
+    assert [line.label for line in comparison.board.ranking().lines] == ["A", "B"]
+    (pair,) = comparison.paired
+    values = {}
+    for name in ("A", "B"):
+        table = read_table(tmp_path / name / "run_mask_scores_perimage.csv")
+        table = table[table["Scored"] == "Y"].assign(ProbeFileID=lambda t: t["ProbeFileID"].astype(str))
+        values[name] = pd.to_numeric(table.set_index("ProbeFileID")["OptimumMCC"]).sort_index()
+    assert list(values["A"].index) == list(values["B"].index)
+    a, b = values["A"].to_numpy(), values["B"].to_numpy()
+    observed, p_value = _slow_paired(lambda i: float(np.mean(a[i])), lambda i: float(np.mean(b[i])), a.size,
+                                     RESAMPLES, lb.SEED)
+    assert pair.test.trials == a.size
+    assert abs(pair.test.difference - observed) <= 1e-12 and abs(pair.test.p_value - p_value) <= 1e-12
+    assert pair.test.difference > 0.1 and pair.test.interval[0] > 0
