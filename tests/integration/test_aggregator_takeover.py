@@ -1,0 +1,156 @@
+"""Two aggregator processes on a local cluster: the leader killed (or paused) mid-run, the standby takes over within
+a lease and a little, ``mfscore submit`` through both addresses finishes with the embedded run's files, and a paused
+leader that comes back finds its writes refused and exits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from nats.js.errors import KeyNotFoundError
+
+from integration.test_aggregator_restart import queue_drained, stop, wait_for
+from mfscore.cli.main import main
+from mfscore.sample_data.masks import generate_mask_dataset
+from mfscore.services.commands import local_cluster as commands
+from mfscore.services.common.jetstream import RUNS_BUCKET, connect
+from mfscore.services.wire import runs_pb2, services_pb2_grpc
+from output_files import tree
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
+LEASE = 3  # seconds (MFSCORE_LEASE_SECONDS)
+TAKEOVER_BOUND = LEASE + 5  # seconds from the leader's end to the standby SERVING
+State = runs_pb2.RunState
+
+
+def mask_arguments(tmp_path) -> list[str]:
+    data = generate_mask_dataset(tmp_path / "data", 12)
+    return ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index, "--sysDir",
+            str(data.directory), "-s", data.system, "--sbin", "120", "-qm", "Purpose==['add']", "Purpose==['clone']"]
+
+
+def start_submit(config, arguments: list[str], out: str, log) -> subprocess.Popen:
+    """``mfscore submit`` in a process of its own, finding both aggregators in MFSCORE_AGGREGATOR_ADDRESS."""
+    env = {k: v for k, v in os.environ.items() if k != "MFSCORE_CLUSTER"}
+    env.update({"MFSCORE_AGGREGATOR_ADDRESS": config.aggregator_address, "MFSCORE_TOKEN": config.token})
+    return subprocess.Popen([sys.executable, "-m", "mfscore", "submit", "mask", *arguments, "-oR", out], env=env,
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def scoring_run(config):
+    with config.channel() as channel:
+        runs = services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5).runs
+    return next((run for run in runs if run.state == State.RUN_STATE_SCORING), None)
+
+
+def stored(config, run_id: str) -> dict[str, tuple[int, bytes]]:
+    """The run's keys in the bucket: revision and value."""
+    async def read():
+        nc, js = await connect(commands.nats_settings(config, "aggregator"))
+        try:
+            kv = await js.key_value(RUNS_BUCKET)
+            found = {}
+            for key in (f"spec.{run_id}", f"status.{run_id}", f"report.{run_id}"):
+                try:
+                    entry = await kv.get(key)
+                    found[key] = (entry.revision, entry.value)
+                except KeyNotFoundError:
+                    found[key] = None
+            return found
+        finally:
+            await nc.close()
+    return asyncio.run(read())
+
+
+def done(keys: dict, run_id: str) -> bool:
+    status = keys[f"status.{run_id}"]
+    return status is not None and runs_pb2.RunStatus.FromString(status[1]).state == State.RUN_STATE_DONE
+
+
+def cluster(tmp_path):
+    path = tmp_path / "cluster" / "cluster.json"
+    return path, commands.up(path, aggregators=2, environment={"MFSCORE_LEASE_SECONDS": str(LEASE)})
+
+
+def takeover(config, leader: dict) -> tuple[dict, float]:
+    """The standby, once SERVING, and how long after ``leader`` stopped answering it took."""
+    [standby] = [p for p in config.processes if p.get("service") == "aggregator" and p is not leader]
+    started = time.monotonic()
+    wait_for(lambda: commands.health(f"127.0.0.1:{standby['grpc_port']}", timeout=0.2) == "SERVING",
+             "the standby to take over", timeout=60)
+    return standby, time.monotonic() - started
+
+
+def test_the_standby_takes_over_a_killed_leaders_run(tmp_path, capsys):
+    arguments = mask_arguments(tmp_path)
+    assert main(["mask", *arguments, "-oR", str(tmp_path / "embedded" / "x")]) == 0
+    path, config = cluster(tmp_path)
+    try:
+        scorer = next(p for p in config.processes if p.get("service") == "mask-scorer")
+        stop(scorer)  # jobs wait in the queue
+        leader = commands.wait_leader(config.processes)
+        with open(tmp_path / "submit.log", "wb") as log:
+            submit = start_submit(config, arguments, str(tmp_path / "cluster-out" / "x"), log)
+            run = wait_for(lambda: scoring_run(config), "the run to be planned")
+            stop(leader, signal.SIGKILL)
+            standby, took = takeover(config, leader)
+            restarted = commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again",
+                                               "mask-scorer", scorer["grpc_port"])
+            config.processes.append(restarted)
+            config.write(path)
+            status = submit.wait(timeout=300)
+        said = (tmp_path / "submit.log").read_text()
+        assert status == 0, said
+        assert run.trials_planned > 0
+        print(f"takeover after SIGKILL: {took:.2f} s")
+        assert took <= TAKEOVER_BOUND
+        assert tree(tmp_path / "cluster-out") == tree(tmp_path / "embedded")
+        assert "took it over" in Path(standby["log"]).read_text()
+    finally:
+        commands.down(path)
+
+
+def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_path):
+    arguments = mask_arguments(tmp_path)
+    assert main(["mask", *arguments, "-oR", str(tmp_path / "embedded" / "x")]) == 0
+    path, config = cluster(tmp_path)
+    try:
+        scorer = next(p for p in config.processes if p.get("service") == "mask-scorer")
+        stop(scorer)
+        leader = commands.wait_leader(config.processes)
+        with open(tmp_path / "submit.log", "wb") as log:
+            submit = start_submit(config, arguments, str(tmp_path / "cluster-out" / "x"), log)
+            run = wait_for(lambda: scoring_run(config), "the run to be planned")
+            os.kill(leader["pid"], signal.SIGSTOP)
+            try:
+                standby, took = takeover(config, leader)
+                restarted = commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again",
+                                                   "mask-scorer", scorer["grpc_port"])
+                config.processes.append(restarted)
+                config.write(path)
+                wait_for(lambda: queue_drained(config), "the scorer to empty the queue")
+                wait_for(lambda: (stored(config, run.run_id)[f"report.{run.run_id}"] is not None
+                                  and done(stored(config, run.run_id), run.run_id)), "the new leader to finish the run")
+                before = stored(config, run.run_id)
+            finally:
+                os.kill(leader["pid"], signal.SIGCONT)
+            wait_for(lambda: not commands.pid_alive(leader["pid"]), "the old leader to exit", timeout=30)
+            status = submit.wait(timeout=300)  # its watch on the paused leader ends with it: it reconnects
+        after = stored(config, run.run_id)
+        old_log = Path(leader["log"]).read_text()
+        assert status == 0, (tmp_path / "submit.log").read_text()
+        print(f"takeover after SIGSTOP: {took:.2f} s")
+        assert took <= TAKEOVER_BOUND
+        assert runs_pb2.RunStatus.FromString(before[f"status.{run.run_id}"][1]).state == State.RUN_STATE_DONE
+        assert after == before  # nothing the old leader did after it came back reached the bucket
+        assert "deposed: " in old_log  # its one line, then the command's exit status 1 with its sentence:
+        assert "mfscore: another aggregator took the lease" in old_log
+        assert tree(tmp_path / "cluster-out") == tree(tmp_path / "embedded")
+    finally:
+        commands.down(path)
