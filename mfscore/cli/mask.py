@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_noscore_zone_arguments, add_strict_argument, threshold_or_off
+from mfscore.cli.arguments import (
+    TaskRun,
+    add_noscore_zone_arguments,
+    add_strict_argument,
+    checked,
+    integer,
+    threshold_or_off,
+)
 from mfscore.cli.documentation import see
 from mfscore.errors import OptionError
 from mfscore.limits import DEFAULT_MAX_JOB_BYTES, DEFAULT_MAX_PIXELS
@@ -18,6 +25,9 @@ def _task(text: str) -> str:
     if task not in (MANIPULATION, SPLICE):
         raise argparse.ArgumentTypeError(f"{text!r} is not a task type; use manipulation or splice")
     return task
+
+
+HTML_VISUALS = 10  # MediScore's -html: the visuals of the 10 best and 10 worst masks, unless --visuals says
 
 
 HELP = "score image manipulation masks (MaskScorer-compatible)"
@@ -64,12 +74,24 @@ def add_arguments(p) -> None:
                         f"their headers (default {DEFAULT_MAX_JOB_BYTES:,})")
     add_strict_argument(p)
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
-    p.add_argument("-html", action="store_true", help="accepted; mfscore writes no HTML report yet")
+    p.add_argument("--visuals", type=checked(integer, "mfscore.tasks.mask:Options.visuals"), metavar="N",
+                   help="draw the reference mask, the system mask at its optimum threshold and an overlay of TP, FP, "
+                        "FN and the no-score zones for the N best and N worst probe masks by OptimumMCC, as PNGs "
+                        "under PREFIX_visuals/ with an index.json")
+    p.add_argument("-html", action="store_true",
+                   help=f"MediScore's per-probe pages: here --visuals {HTML_VISUALS} (unless --visuals is given)")
     for flag in ("--speedup", "--cache_flush", "--debug_off"):
         p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     p.add_argument("--mediscore-compat", action="store_true",
                    help=f"reproduce MediScore where mfscore corrects it ({see(p, 'compatibility.md')})")
+
+
+def _visuals(args) -> int:
+    """``--visuals N``; MediScore's ``-html`` alone asks for ``HTML_VISUALS``."""
+    if args.visuals is not None:
+        return args.visuals
+    return HTML_VISUALS if args.html else 0
 
 
 def options(args) -> TaskRun:
@@ -99,5 +121,5 @@ def options(args) -> TaskRun:
     return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
                            system=str(Path(args.sysDir) / args.inSys), scoring=scoring, report=report,
                            index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ()),
-                           strict=args.strict),
+                           strict=args.strict, visuals=_visuals(args)),
                    out_root=args.outRoot, processes=args.processors, verbose=bool(args.verbose))

@@ -22,7 +22,7 @@ from mfscore.formats.images import DEFAULT_MAX_PIXELS, ImageHeader, checked_head
 from mfscore.limits import DECODE_SAMPLE_BYTES, DEFAULT_MAX_JOB_BYTES, JOB_MAP_BYTES, JPEG2000_SAMPLE_BYTES
 from mfscore.masks import KERNEL_SHAPES
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
-from mfscore.masks.noscore_zones import noscore_counts, noscore_zones
+from mfscore.masks.noscore_zones import NoScoreZones, noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
 from mfscore.options import odd_or_zero, one_of, option, validate
 
@@ -155,12 +155,23 @@ def _check_job_memory(job: MaskJob) -> None:
                          path=paths[0])
 
 
-def score_mask(job: MaskJob) -> MaskRecord:
-    """The job's record; unreadable files and jobs over the memory limit give an ``UNREADABLE`` record
-    naming the files.
+@dataclass
+class MaskMaps:
+    """The maps a scored mask's record is counted over: the reference-positive pixels as scored, the no-score zones
+    (their ``weight``: the scored pixels) and the system mask as read."""
 
-    Each map is dropped once it is no longer needed: the reference image after the selection, the
-    distractors after the no-score zones, the zones after their weight map.
+    region: np.ndarray
+    zones: NoScoreZones | None
+    system: np.ndarray
+    missing_bitplanes: tuple[int, ...]
+
+
+def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
+    """The job's maps, or the record of a mask that is not scored: unreadable files and jobs over the memory limit
+    (``UNREADABLE``, naming the files), an empty selected region (``NOT_SCOREABLE``). Scoring counts the maps
+    (``score_mask``); a report's per-probe visuals draw them (``mfscore.reports.mask_visuals``).
+
+    The reference image is dropped after the selection and the distractors after the no-score zones.
     """
     try:
         _check_job_memory(job)
@@ -187,10 +198,20 @@ def score_mask(job: MaskJob) -> MaskRecord:
                           erode_size=z.erode_size, dilate_size=z.dilate_size,
                           distraction_size=z.distraction_size, kernel=z.kernel,
                           pixel_value=job.pixel_value)
-    del distractors
-    counts = noscore_counts(zones)
-    weight = zones.weight
-    del zones
-    return histogram_record(scored_region, weight, system, pixel_bns=counts["PixelBNS"],
+    return MaskMaps(scored_region, zones, system, missing)
+
+
+def score_mask(job: MaskJob) -> MaskRecord:
+    """The job's record (``mask_maps`` counted), or the record ``mask_maps`` gives a mask that is not scored.
+
+    The zones are dropped after their weight map.
+    """
+    maps = mask_maps(job)
+    if isinstance(maps, MaskRecord):
+        return maps
+    counts = noscore_counts(maps.zones)
+    weight = maps.zones.weight
+    maps.zones = None
+    return histogram_record(maps.region, weight, maps.system, pixel_bns=counts["PixelBNS"],
                             pixel_sns=counts["PixelSNS"], pixel_pns=counts["PixelPNS"],
-                            missing_bitplanes=missing, system_given=bool(job.system_path))
+                            missing_bitplanes=maps.missing_bitplanes, system_given=bool(job.system_path))

@@ -137,6 +137,11 @@ class Task(ABC):
         plan (``scored_where_planned``): one, unless a job scores many (detection: its share of a subset's)."""
         return 1
 
+    def report_blobs(self, plan: Plan, outcomes: dict[JobKey, Any]) -> list[JobKey]:
+        """The jobs whose blobs the report reads again (a mask run's per-probe visuals): none by default. A local
+        runner's are on disk already; a cluster fetches them to where the plan names them first (``report_files``)."""
+        return []
+
     def with_blobs(self, work, paths: dict[str, str]):
         """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
         return work
@@ -176,6 +181,13 @@ def with_generated(task: Task, work, generated: dict[str, bytes], directory: str
     blobs = task.blobs(work)
     moved = {name: os.path.join(directory, *key.split("/")) for name, key in blobs.items() if key in generated}
     return task.with_blobs(work, {**blobs, **moved}) if moved else work
+
+
+def report_files(task: Task, plan: Plan, outcomes: dict[JobKey, Any]) -> list[str]:
+    """The paths, as planned, of the files ``task``'s report reads again (``Task.report_blobs``), each once."""
+    works = {job.key: job.work for job in plan.jobs}
+    paths = (path for key in task.report_blobs(plan, outcomes) for path in task.blobs(works[key]).values())
+    return list(dict.fromkeys(path for path in paths if path))
 
 
 def path_fields(options) -> list[str]:

@@ -24,8 +24,9 @@ from mfscore.masks.trials import (
     index_dimensions,
     load_trials,
 )
-from mfscore.options import option, valid_queries, validate
+from mfscore.options import at_least, option, valid_queries, validate
 from mfscore.reports.mask_outputs import Averaged, ReportOptions, write_query_outputs
+from mfscore.reports.mask_visuals import Chosen, choose, write_visuals
 from mfscore.results import HIGHER, LOWER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
@@ -52,6 +53,8 @@ class Options(ReferenceLayout):
     manipulation_queries: tuple[str, ...] = field(default=(), metadata=option(  # one scored run per query
         "-qm/--queryManipulation", valid_queries()))
     strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
+    visuals: int = field(default=0, metadata=option(  # PNGs of the N best and N worst probe masks of each query
+        "--visuals", at_least(0, what="the number of best and of worst masks drawn")))
 
     def __post_init__(self):
         validate(self)
@@ -136,6 +139,11 @@ class Mask(Task):
     def with_blobs(self, work: MaskJob, paths: dict[str, str]) -> MaskJob:
         return replace(work, reference_path=paths["reference"] or None, system_path=paths["system"] or None)
 
+    def report_blobs(self, plan: Plan, outcomes: dict) -> list[JobKey]:
+        """The probe masks drawn by ``--visuals``: each query's best and worst (``chosen_masks``)."""
+        return [JobKey(q, "probe", item.position) for q, chosen in chosen_masks(plan, outcomes).items()
+                for item in chosen]
+
     def score(self, work: MaskJob) -> MaskRecord | Problem:
         """The mask's record; an unreadable mask is a Problem that still counts as its (unscored) record."""
         record = score_mask(work)
@@ -151,6 +159,7 @@ class Mask(Task):
         failed_trials = set()
         averaged: list[tuple[Averaged, dict]] = []  # every averaged row written, in the order written
         perimage = []                                # the per-image files written
+        visuals = chosen_masks(plan, outcomes)
         for q, query_plan in enumerate(state.plans):
             records = [_record(outcomes[JobKey(q, role, position)]) for position, role in enumerate(query_plan.roles)]
             result = assemble_plan(query_plan, records, options.scoring)
@@ -170,6 +179,10 @@ class Mask(Task):
                 lines.append(f"mfscore: {note}" + (f" (query {query_plan.query!r})" if query_plan.query else ""))
             averaged += written.averaged
             perimage.append(written.perimage)
+            if q in visuals:
+                columns = ("ProbeFileID", "DonorFileID") if options.scoring.task == SPLICE else ("ProbeFileID",)
+                lines += [f"mfscore: {note}" for note in write_visuals(
+                    stage, subdir, visuals[q], query_plan.jobs, trial_columns=columns, query=query_plan.query)]
         closing, status = conclusion(len(unusable), len(failed_trials), "their trials are left unscored",
                                      strict=options.strict, mediscore_compat=options.scoring.mediscore_compat,
                                      rule=MASKSCORER)
@@ -206,6 +219,22 @@ def mask_results(task: str, averaged: list[tuple[Averaged, dict]], perimage: lis
     records = Records(perimage[0], ("ProbeFileID", "DonorFileID") if task == SPLICE else ("ProbeFileID",)) \
         if perimage else None
     return Results("mask", "pOptimumMCC" if task == SPLICE else "OptimumMCC", specs, tuple(rows), records=records)
+
+
+def chosen_masks(plan: Plan, outcomes: dict) -> dict[int, list[Chosen]]:
+    """With ``--visuals N``, each matched query's N best and N worst probe masks by OptimumMCC (the primary metric;
+    splice: the probe side's, pOptimumMCC), ties to the smaller trial ids (docs/masks.md "Per-probe visuals")."""
+    options: Options = plan.options
+    if not options.visuals:
+        return {}
+    chosen = {}
+    for q, query_plan in enumerate(plan.state.plans):
+        if not query_plan.matched:
+            continue
+        records = [(position, _trial(query_plan, position), _record(outcomes[JobKey(q, role, position)]))
+                   for position, role in enumerate(query_plan.roles) if role == "probe"]
+        chosen[q] = choose(records, options.visuals)
+    return chosen
 
 
 def _trial(query_plan, position: int) -> tuple:

@@ -29,9 +29,10 @@ from mfscore.services.common.messages import job_key, job_message, outcome
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common.run_layout import work_dir
+from mfscore.services.common.scorer_pool import MAX_BLOB_BYTES
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, services_pb2
-from mfscore.tasks.base import Job, scored_where_planned
+from mfscore.tasks.base import Job, report_files, scored_where_planned
 
 VALIDATION_TIMEOUT = 600
 log = logging.getLogger("mfscore.aggregator")
@@ -186,6 +187,8 @@ class ClusterRunner:
         try:
             digests = await self._outlasting(f"run {run_id}: reading the digests of its uploads",
                                              lambda: asyncio.to_thread(uploads.uploaded_digests, self.store, run_id))
+            await self._outlasting(f"run {run_id}: fetching the files its report reads", lambda: asyncio.to_thread(
+                self._fetch_report_files, entry))
             failure = await asyncio.to_thread(self._write_report, entry, digests)
             if failure is not None:
                 await self.book.end(entry, failure)
@@ -209,6 +212,18 @@ class ClusterRunner:
         except Exception as error:
             log.exception("run %s: reporting failed", run_id)
             await self.book.end(entry, f"internal error while reporting: {type(error).__name__}: {error}")
+
+    def _fetch_report_files(self, entry: RunEntry) -> None:
+        """Fetch the job files the report reads again (``Task.report_blobs``: a mask run's visuals) to where the plan
+        names them under the run's inputs, from the objects its input manifest names (blocking)."""
+        run_id, input_dir = entry.spec.run_id, self._dir(entry.spec.run_id, "inputs")
+        paths = report_files(entry.task, entry.plan, entry.outcomes)
+        if not paths:
+            return
+        inputs = input_manifest.read(self.store, run_id)
+        names = [os.path.relpath(path, input_dir).replace(os.sep, "/") for path in paths]
+        self.store.download_objects({name: input_manifest.stored_key(entry.spec.input_prefix, inputs, name)
+                                     for name in names}, input_dir, max_bytes=MAX_BLOB_BYTES)
 
     def _write_report(self, entry: RunEntry, digests: dict[str, str]) -> str | None:
         """Report into a scratch directory, with what the command says beside it and the run's provenance (the job

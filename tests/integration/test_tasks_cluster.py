@@ -55,6 +55,26 @@ def test_the_local_and_the_cluster_runner_write_the_same_files(name, local_clust
     assert json.loads(runs[-1].provenance_json) == cluster_record
 
 
+def test_a_mask_runs_visuals_on_the_cluster_are_the_embedded_bytes(local_cluster, tmp_path, capsys):
+    """``--visuals 2`` (docs/masks.md "Per-probe visuals"): the aggregator fetches just the drawn probes' masks from
+    the object store at report time (``Task.report_blobs``) and writes the PNGs and index the embedded run writes."""
+    cluster_file, _ = local_cluster
+    arguments = [*example_arguments("mask", tmp_path / "data", tmp_path / "out"), "--visuals", "2"]
+    assert main(["mask", *arguments]) == 0
+    embedded = tree(tmp_path / "out")
+    (tmp_path / "out").rename(tmp_path / "embedded")
+    capsys.readouterr()
+    status = main(["submit", "--cluster", str(cluster_file), "mask", *arguments])
+    said = capsys.readouterr()
+    assert status == 0, said.err
+    assert "visuals leave out" not in said.err
+    cluster = tree(tmp_path / "out")
+    visuals = sorted(name for name in embedded if "_visuals/" in name)
+    assert len(visuals) == 2 * (2 * 2 * 3 + 1)  # two -qm queries: 2 best and 2 worst, three PNGs each, the index
+    assert sorted(cluster) == sorted(embedded)
+    assert [name for name in embedded if embedded[name] != cluster[name]] == []
+
+
 def provenance(directory) -> dict:
     """The run's provenance file under ``directory`` (there is one)."""
     (path,) = [p for p in directory.rglob("*.json") if is_provenance(p.relative_to(directory).as_posix())]
