@@ -109,8 +109,8 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
                                  options=MESSAGE_OPTIONS)
     background: list[asyncio.Task] = []
     try:
-        await ensure_streams(js)
-        bucket = await runs_bucket(js)
+        await ensure_streams(js, settings)
+        bucket = await runs_bucket(js, settings)
         lease = Lease(bucket, settings.lease_seconds)
         aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
                                 services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)

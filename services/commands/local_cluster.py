@@ -43,6 +43,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", metavar="FILE",
                    help="token: write a cluster file for the caller (mode 0600: its token, no S3 or NATS credential) "
                         "instead of printing the token")
+    p.add_argument("--nats-nodes", type=int, choices=(1, 3), default=1,
+                   help="up: nats-server processes (default 1); 3 make one JetStream cluster whose streams and run "
+                        "state are replicated on all three (MFSCORE_STREAM_REPLICAS=3)")
     p.add_argument("--aggregators", type=int, choices=(1, 2), default=1,
                    help="up: aggregator processes (default 1); 2 share a lease, one leads, the other stands by")
     p.add_argument("--tls", action="store_true",
@@ -61,7 +64,7 @@ def run(args) -> int:
     if args.action == "up":
         config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers,
                     detection_scorers=args.detection_scorers, tls=args.tls,
-                    aggregators=args.aggregators)
+                    aggregators=args.aggregators, nats_nodes=args.nats_nodes)
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -81,14 +84,17 @@ def run(args) -> int:
 
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
        aggregators: int = 1, tls: bool = False,
-       environment: dict[str, str] | None = None) -> ClusterConfig:
+       nats_nodes: int = 1, environment: dict[str, str] | None = None) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
+    With ``nats_nodes`` above 1, NATS is a JetStream cluster of that many servers, every service is given all
+    their URLs and keeps the streams and run state on all of them (``MFSCORE_STREAM_REPLICAS``).
     With ``aggregators=2`` two aggregators share the leader's lease (one leads, the other stands by) and the
     cluster file lists both addresses.
     ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say)."""
     from mfscore.services.local.servers import (
         free_ports,
+        start_nats_cluster,
         start_nats_server,
         start_s3_server,
     )
@@ -97,6 +103,8 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
     if min(mask_scorers, provenance_scorers, detection_scorers) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
+    if nats_nodes > 1:
+        environment = {"MFSCORE_STREAM_REPLICAS": str(nats_nodes), **(environment or {})}
     state_dir = path.parent / (path.stem + "-state")
     path.parent.mkdir(parents=True, exist_ok=True)
     state_dir.mkdir(mode=0o700, exist_ok=True)
@@ -107,9 +115,15 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
     ca, cert, key = new_tls(state_dir) if tls else ("", "", "")
     processes: list[dict] = []
     try:
-        nats = start_nats_server(state_dir / "jetstream", users=nats_users, tls_cert=cert, tls_key=key,
-                                 log_dir=state_dir / "logs", detach=True)
-        processes.append({"name": "nats-server", "pid": nats.popen.pid, "log": str(nats.log_path)})
+        if nats_nodes > 1:
+            nats = start_nats_cluster(state_dir / "jetstream", nats_nodes, users=nats_users, tls_cert=cert,
+                                      tls_key=key, log_dir=state_dir / "logs", detach=True)
+            nodes = nats.nodes
+        else:
+            nats = start_nats_server(state_dir / "jetstream", users=nats_users, tls_cert=cert, tls_key=key,
+                                     log_dir=state_dir / "logs", detach=True)
+            nodes = [nats]
+        processes += [{"name": "nats-server", "pid": node.popen.pid, "log": str(node.log_path)} for node in nodes]
         s3 = start_s3_server(bucket=BUCKET, log_dir=state_dir / "logs", tls_cert=cert, tls_key=key, tls_ca=ca,
                              detach=True)
         _write_secret(_secrets(state_dir) / "s3-service.json",
@@ -128,8 +142,9 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
         for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
             processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
                                            environment=environment))
-        for process in processes[2:]:
-            wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
+        for process in processes:
+            if "service" in process:
+                wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
         if aggregators > 1:
             wait_leader(processes)
         config.write(path)

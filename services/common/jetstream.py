@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import ssl
@@ -22,7 +23,13 @@ from google.protobuf.message import DecodeError
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
-from nats.js.errors import BucketNotFoundError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
+from nats.js.errors import (
+    APIError,
+    BucketNotFoundError,
+    NoStreamResponseError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 from nats.js.kv import KeyValue
 
 from mfscore import tasks
@@ -39,6 +46,7 @@ DEAD_STREAM = "MFSCORE_DEAD"
 RUNS_BUCKET = "mfscore_runs"
 JOB_KINDS = tasks.resources()  # the registered tasks' resource classes (Task.resource; every job kind is a task's)
 DUPLICATE_WINDOW_SECONDS = 120.0
+REPLICAS_CATCH_UP_SECONDS = 60.0  # how long a change of replicas is waited for (the jobs stream's took 11 s)
 ERROR_HEADER = "Mfscore-Error"
 MSG_ID_HEADER = "Nats-Msg-Id"
 MAX_ERROR_CHARS = 1000
@@ -113,6 +121,10 @@ class NatsRefused(MfscoreError):
     """NATS refused this process's user, password or certificate check: retrying cannot help."""
 
 
+class StreamRefused(MfscoreError):
+    """NATS refused a stream or bucket as the settings ask for it (its storage changed, more replicas than servers)."""
+
+
 class _Refused(Exception):
     def __init__(self, cause: Exception):
         super().__init__(str(cause))
@@ -127,15 +139,24 @@ def inbox_prefix(user: str) -> str:
     return f"_INBOX.{user}" if user else "_INBOX"
 
 
+def nats_servers(url: str) -> list[str]:
+    """The servers ``MFSCORE_NATS_URL`` names: one URL, or several separated by commas (a cluster's nodes; the
+    client connects to any and moves to another when it goes)."""
+    servers = [part.strip() for part in url.split(",") if part.strip()]
+    if not servers:
+        raise OptionError("MFSCORE_NATS_URL names no NATS server")
+    return servers
+
+
 def public_url(url: str) -> str:
-    """``url`` without a user or password in it, for logs and messages."""
-    return re.sub(r"//[^/@]*@", "//", url)
+    """``url`` (one URL or a comma-separated list) without a user or password in it, for logs and messages."""
+    return re.sub(r"//[^/@,]*@", "//", url)
 
 
 def nats_tls(settings: Settings) -> ssl.SSLContext | None:
-    """The TLS context for NATS, trusting ``settings.tls_ca`` (the system's CAs for a ``tls://`` URL without one);
-    None for a ``nats://`` URL and no CA."""
-    if not settings.tls_ca and urlsplit(settings.nats_url).scheme != "tls":
+    """The TLS context for NATS, trusting ``settings.tls_ca`` (the system's CAs for ``tls://`` URLs without one);
+    None for ``nats://`` URLs and no CA."""
+    if not settings.tls_ca and all(urlsplit(url).scheme != "tls" for url in nats_servers(settings.nats_url)):
         return None
     try:
         return ssl.create_default_context(cafile=settings.tls_ca or None)
@@ -145,14 +166,16 @@ def nats_tls(settings: Settings) -> ssl.SSLContext | None:
 
 
 async def connect(settings: Settings, *, name: str = "mfscore") -> tuple[Client, JetStreamContext]:
-    """Connect to ``settings.nats_url`` as ``settings.nats_user``, reconnecting for ever after a loss; returns (nc, js).
+    """Connect to a server of ``settings.nats_url`` as ``settings.nats_user``, reconnecting for ever after a loss (to
+    any server listed, or any the cluster announces); returns (nc, js).
 
     With TLS (``nats_tls``) the handshake comes first, before the server says anything, so nobody between
     can make the client send its password in the clear. A server refusing the user or failing the certificate
     check raises ``NatsRefused`` at once; an unreachable one is waited for.
     """
     log = logging.getLogger("mfscore.nats")
-    url, user = public_url(settings.nats_url), settings.nats_user
+    servers, user = nats_servers(settings.nats_url), settings.nats_user
+    url = public_url(", ".join(servers))
     if user and not _USER.fullmatch(user):
         raise OptionError("MFSCORE_NATS_USER must be 1 to 64 letters, digits, '-' or '_'")
     tls = nats_tls(settings)
@@ -174,7 +197,7 @@ async def connect(settings: Settings, *, name: str = "mfscore") -> tuple[Client,
     nc = Client()
     try:
         await nc.connect(
-            servers=[settings.nats_url], name=name, connect_timeout=5, reconnect_time_wait=1,
+            servers=servers, name=name, connect_timeout=5, reconnect_time_wait=1,
             max_reconnect_attempts=-1, disconnected_cb=disconnected, reconnected_cb=reconnected, error_cb=error,
             tls=tls, tls_handshake_first=tls is not None, inbox_prefix=inbox_prefix(user), **credentials,
         )
@@ -189,15 +212,62 @@ async def connect(settings: Settings, *, name: str = "mfscore") -> tuple[Client,
     return nc, nc.jetstream()
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
-    """Create the jobs, results and dead-letter streams, or bring existing ones to this configuration."""
-    for config in STREAMS:
+def stream_configs(settings: Settings) -> tuple[api.StreamConfig, ...]:
+    """``STREAMS`` with the replicas, storage, age and size limits of ``settings`` (``MFSCORE_STREAM_*``). The
+    duplicate window is at most the age limit, as NATS requires."""
+    max_age = settings.stream_max_age_seconds
+    return tuple(dataclasses.replace(
+        config, num_replicas=settings.stream_replicas, storage=api.StorageType(settings.stream_storage),
+        max_age=max_age or None, max_bytes=settings.stream_max_bytes,
+        duplicate_window=min(DUPLICATE_WINDOW_SECONDS, max_age) if max_age else DUPLICATE_WINDOW_SECONDS,
+    ) for config in STREAMS)
+
+
+def scorer_consumer(kind: str, ack_wait: float) -> api.ConsumerConfig:
+    """The durable consumer ``<kind>-scorers`` the scorers of ``kind`` share (and KEDA reads the lag of)."""
+    name = f"{kind}-scorers"
+    return api.ConsumerConfig(name=name, durable_name=name, filter_subject=job_filter(kind),
+                              ack_policy=api.AckPolicy.EXPLICIT, ack_wait=ack_wait, max_deliver=-1)
+
+
+async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
+    """Create the jobs, results and dead-letter streams as ``settings`` ask, or bring existing ones to them (more
+    or fewer replicas, other limits), then the scorers' durable consumers, so an autoscaler reading their lag
+    finds them before any scorer starts. Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a
+    stream's storage, or place more replicas than it has servers."""
+    for config in stream_configs(settings):
         try:
-            await js.stream_info(config.name)
+            info = await js.stream_info(config.name)
         except NotFoundError:
-            await js.add_stream(config)
-        else:
-            await js.update_stream(config)
+            await _configure(js.add_stream(config), f"the stream {config.name}", settings)
+            continue
+        _check_storage(info.config, f"the stream {config.name}", settings)
+        await _configure(js.update_stream(config), f"the stream {config.name}", settings)
+        if info.config.num_replicas != config.num_replicas:
+            await _caught_up(js, config.name)
+    for kind in JOB_KINDS:
+        await js.add_consumer(JOBS_STREAM, scorer_consumer(kind, settings.ack_wait_seconds))
+
+
+def _check_storage(current: api.StreamConfig, what: str, settings: Settings) -> None:
+    kept = api.StorageType(current.storage).value  # nats-py reads it back as a plain string
+    if kept != settings.stream_storage:
+        raise StreamRefused(
+            f"{what} is kept in {kept} storage and NATS cannot change a stream's storage: set "
+            f"MFSCORE_STREAM_STORAGE={kept}, or delete it (its messages are lost) to have it made in "
+            f"{settings.stream_storage} storage")
+
+
+async def _configure(request: Awaitable, what: str, settings: Settings):
+    """Await a stream create or update, turning NATS's refusal into one sentence naming the settings."""
+    try:
+        return await request
+    except APIError as exc:
+        if isinstance(exc, NotFoundError):
+            raise
+        raise StreamRefused(
+            f"NATS refused {what} with {settings.stream_replicas} replicas (MFSCORE_STREAM_REPLICAS) in "
+            f"{settings.stream_storage} storage: {exc.description or exc}") from None
 
 
 async def wait_for_streams(js: JetStreamContext, stop: asyncio.Event, *, poll_seconds: float = 0.5) -> bool:
@@ -222,12 +292,38 @@ async def wait_for_streams(js: JetStreamContext, stop: asyncio.Event, *, poll_se
     return True
 
 
-async def runs_bucket(js: JetStreamContext) -> KeyValue:
-    """The key-value bucket holding run state, created on first use."""
+async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
+    """The key-value bucket holding run state, created on first use with the replicas and storage of
+    ``settings``, or brought to its replicas (``StreamRefused`` as for ``ensure_streams``). No age or size limit:
+    a run's state is kept for the retention period, which the aggregator enforces."""
+    storage = api.StorageType(settings.stream_storage)
     try:
-        return await js.key_value(RUNS_BUCKET)
+        kv = await js.key_value(RUNS_BUCKET)
     except BucketNotFoundError:
-        return await js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=api.StorageType.FILE)
+        return await _configure(js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=storage,
+                                                    replicas=settings.stream_replicas), f"the bucket {RUNS_BUCKET}", settings)
+    current = (await kv.status()).stream_info.config
+    _check_storage(current, f"the bucket {RUNS_BUCKET}", settings)
+    if current.num_replicas != settings.stream_replicas:
+        await _configure(js.update_stream(dataclasses.replace(current, num_replicas=settings.stream_replicas)),
+                         f"the bucket {RUNS_BUCKET}", settings)
+        await _caught_up(js, current.name)
+    return kv
+
+
+async def _caught_up(js: JetStreamContext, stream: str, timeout: float = REPLICAS_CATCH_UP_SECONDS) -> None:
+    """Wait until ``stream`` has a leader and every replica is current. Meanwhile NATS may not answer a request on
+    it within the client's timeout (an update of the jobs stream, moving its consumers too), and a replica still
+    copying does not answer the direct gets a bucket is read with."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = await js.stream_info(stream)
+        peers = (info.cluster.replicas if info.cluster else None) or []
+        leader = info.cluster.leader if info.cluster else "single server"
+        if leader and len(peers) == info.config.num_replicas - 1 and all(peer.current for peer in peers):
+            return
+        await asyncio.sleep(0.1)
+    logging.getLogger("mfscore.nats").warning("%s's replicas are not all current after %g s", stream, timeout)
 
 
 async def publish_job(js: JetStreamContext, kind: str, job: jobs_pb2.Job) -> api.PubAck:
@@ -336,7 +432,7 @@ class JobWorker:
         self.max_deliveries = max_deliveries or 3 * (max_deliver + self._deliveries_within(retry_budget_seconds))
         self.fetch_timeout_seconds = fetch_timeout_seconds
         self.concurrency = concurrency
-        self.consumer = f"{kind}-scorers"
+        self.consumer = scorer_consumer(kind, ack_wait).durable_name
         self.log = logging.getLogger(f"mfscore.{service}")
         self._failures: dict[int, _Failures] = {}
         self._pause = 0.0       # how long the worker waits after an infrastructure failure before taking a job
@@ -359,10 +455,7 @@ class JobWorker:
         return deliveries
 
     async def _subscribe(self) -> JetStreamContext.PullSubscription:
-        config = api.ConsumerConfig(
-            name=self.consumer, durable_name=self.consumer, filter_subject=job_filter(self.kind),
-            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
-        )
+        config = scorer_consumer(self.kind, self.ack_wait)
         await self.js.add_consumer(JOBS_STREAM, config)  # creates the consumer, or updates one of another config
         return await self.js.pull_subscribe_bind(durable=self.consumer, stream=JOBS_STREAM)
 

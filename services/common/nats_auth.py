@@ -41,7 +41,9 @@ def _aggregator() -> list[str]:
         f"{api}.STREAM.PURGE.{JOBS_STREAM}",                  # a finished or failed run's queued jobs
         f"{api}.CONSUMER.CREATE.{RESULTS_STREAM}",          # the ordered consumer replaying records
         f"$JS.FC.{RESULTS_STREAM}.>",                         # its flow-control replies
+        *(f"{api}.CONSUMER.CREATE.{JOBS_STREAM}.{kind}-scorers.{job_filter(kind)}" for kind in JOB_KINDS),
         f"{api}.STREAM.CREATE.{RUNS_STREAM}", f"{api}.STREAM.INFO.{RUNS_STREAM}",
+        f"{api}.STREAM.UPDATE.{RUNS_STREAM}",                # its replicas brought to MFSCORE_STREAM_REPLICAS
         f"{api}.STREAM.PURGE.{RUNS_STREAM}",                 # dropping old delete markers (purge_deletes)
         f"{api}.DIRECT.GET.{RUNS_STREAM}.>", f"{api}.STREAM.MSG.GET.{RUNS_STREAM}",
         f"{api}.CONSUMER.CREATE.{RUNS_STREAM}", f"{api}.CONSUMER.INFO.{RUNS_STREAM}.*",   # listing its keys

@@ -21,7 +21,7 @@ from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
-from mfscore.services.common.jetstream import JobWorker, connect, wait_for_streams
+from mfscore.services.common.jetstream import JobWorker, connect, public_url, wait_for_streams
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.queue_lag import watch_lag
@@ -143,7 +143,8 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
                                                 Scorer(handle, pool), "mfscore.v1.ScorerService")], settings)
     nc, js = await connect(settings)
-    health = asyncio.create_task(follow_health(server, lambda: nc.is_connected, f"NATS at {settings.nats_url}"))
+    health = asyncio.create_task(follow_health(server, lambda: nc.is_connected,
+                                               f"NATS at {public_url(settings.nats_url)}"))
     lag = asyncio.create_task(watch_lag(js, [f"{resource}-scorers" for resource in pool.resources]))
     try:
         if not await wait_for_streams(js, stop):

@@ -211,14 +211,7 @@ def start_nats_server(
     text = server_config(users, tls_cert=str(tls_cert), tls_key=str(tls_key))
     port = port or free_port()
     name = f"mfscore-{uuid.uuid4().hex[:12]}"
-    config = Path(data_dir) / "nats-server.conf"
-    try:
-        config.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        config.unlink(missing_ok=True)
-        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(text)
-    except OSError as exc:
-        raise ProcessError(f"nats-server cannot keep its configuration in {data_dir}: {exc.strerror or exc}") from None
+    config = _write_nats_config(Path(data_dir), text)
     argv = [
         find_executable("nats-server"), "-c", str(config), "-js", "-a", LOOPBACK, "-p", str(port),
         "-sd", str(data_dir), "-n", name,
@@ -227,6 +220,119 @@ def start_nats_server(
     server = _spawn("nats-server", argv, Path(log_dir or data_dir), "tls" if tls else "nats", port, detach)
     _wait_until(server, lambda: _nats_jetstream_ready(port, name, tls), timeout)
     return server
+
+
+def _write_nats_config(data_dir: Path, text: str) -> Path:
+    """``data_dir/nats-server.conf`` holding ``text``, mode 0600 (it holds the users' passwords)."""
+    config = data_dir / "nats-server.conf"
+    try:
+        config.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config.unlink(missing_ok=True)
+        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ProcessError(f"nats-server cannot keep its configuration in {data_dir}: {exc.strerror or exc}") from None
+    return config
+
+
+class NatsCluster:
+    """Clustered nats-server processes on loopback sharing one JetStream; ``stop()`` stops them all.
+
+    ``url`` lists every node's client URL, comma-separated, as ``MFSCORE_NATS_URL`` takes it; ``nodes[i]``
+    is one node, for a test that kills it."""
+
+    def __init__(self, nodes: list[ServerProcess], monitor_ports: list[int]):
+        self.nodes = nodes
+        self.monitor_ports = monitor_ports
+
+    @property
+    def url(self) -> str:
+        return ",".join(node.url for node in self.nodes)
+
+    def meta_leader(self) -> str | None:
+        """The JetStream meta leader's server name as a running node sees it, or None while there is none."""
+        for node, port in zip(self.nodes, self.monitor_ports):
+            if not node.running():
+                continue
+            leader = (_monitoring(port, "/jsz") or {}).get("meta_cluster", {}).get("leader")
+            if leader:
+                return leader
+        return None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for node in self.nodes:
+            node.stop(timeout)
+
+    def __enter__(self) -> NatsCluster:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+def _monitoring(port: int, path: str) -> dict | None:
+    """A nats-server monitoring endpoint's JSON, or None when it does not answer."""
+    try:
+        with _DIRECT.open(f"http://{LOOPBACK}:{port}{path}", timeout=0.5) as response:
+            return json.loads(response.read())
+    except (OSError, ValueError):
+        return None
+
+
+def start_nats_cluster(
+    data_dir: str | os.PathLike, nodes: int = 3, *, users: Mapping[str, str],
+    tls_cert: str | os.PathLike = "", tls_key: str | os.PathLike = "", log_dir: str | os.PathLike | None = None,
+    timeout: float = 30.0, detach: bool = False,
+) -> NatsCluster:
+    """``nodes`` nats-server processes forming one JetStream cluster on loopback, each storing under
+    ``data_dir/node-<i>`` and admitting ``users`` (clients over TLS with ``tls_cert``) as ``start_nats_server``
+    does; returns once every node has JetStream up and they agree on a meta leader that sees them all, so streams
+    of ``nodes`` replicas can be created at once.
+
+    The nodes route to each other on ports of their own (``cluster.routes``), each with a monitoring port
+    (``/jsz`` tells the meta leader). ``detach`` as for ``start_nats_server``."""
+    from mfscore.services.common.nats_auth import server_config
+
+    if nodes < 1:
+        raise ProcessError("a NATS cluster needs at least one node")
+    ports = free_ports(3 * nodes)
+    client, route, monitor = ports[:nodes], ports[nodes:2 * nodes], ports[2 * nodes:]
+    cluster_name = f"mfscore-{uuid.uuid4().hex[:8]}"
+    routes = [f"nats://{LOOPBACK}:{port}" for port in route]
+    started: list[ServerProcess] = []
+    names = []
+    try:
+        for i in range(nodes):
+            node_dir = Path(data_dir) / f"node-{i}"
+            config = json.loads(server_config(users, tls_cert=str(tls_cert), tls_key=str(tls_key)))
+            config["cluster"] = {"name": cluster_name, "listen": f"{LOOPBACK}:{route[i]}",
+                                 "routes": [r for j, r in enumerate(routes) if j != i]}
+            path = _write_nats_config(node_dir, json.dumps(config, indent=2))
+            names.append(f"{cluster_name}-{i}")
+            argv = [find_executable("nats-server"), "-c", str(path), "-js", "-a", LOOPBACK, "-p", str(client[i]),
+                    "-m", str(monitor[i]), "-sd", str(node_dir), "-n", names[-1]]
+            started.append(_spawn("nats-server", argv, Path(log_dir or node_dir), "tls" if tls_cert else "nats",
+                                  client[i], detach))
+        cluster = NatsCluster(started, monitor)
+        for node, name in zip(started, names):
+            _wait_until(node, lambda node=node, name=name: _nats_jetstream_ready(node.port, name, bool(tls_cert)),
+                        timeout)
+        _wait_until(started[0], lambda: _one_leader(cluster, names), timeout)
+        return cluster
+    except BaseException:
+        for node in started:
+            node.stop()
+        raise
+
+
+def _one_leader(cluster: NatsCluster, names: list[str]) -> bool:
+    """Every node names the same leader among them, and the leader sees every other node current."""
+    metas = [(_monitoring(port, "/jsz") or {}).get("meta_cluster", {}) for port in cluster.monitor_ports]
+    leaders = {meta.get("leader") for meta in metas}
+    if len(leaders) != 1 or not leaders <= set(names) or any(m.get("cluster_size") != len(names) for m in metas):
+        return False
+    replicas = metas[names.index(leaders.pop())].get("replicas") or []
+    return len(replicas) == len(names) - 1 and all(replica.get("current") for replica in replicas)
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ def jetstream(cluster_settings):
             for stream in (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM):
                 with contextlib.suppress(NotFoundError):
                     await js.delete_stream(stream)
-            await ensure_streams(js)
+            await ensure_streams(js, cluster_settings)
             yield nc, js
         finally:
             await nc.close()

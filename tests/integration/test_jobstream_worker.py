@@ -118,12 +118,12 @@ def test_publish_job_drops_a_repeated_message_id(jetstream):
     asyncio.run(scenario())
 
 
-def test_runs_bucket_is_created_once_and_then_bound(jetstream):
+def test_runs_bucket_is_created_once_and_then_bound(jetstream, cluster_settings):
     async def scenario():
         async with jetstream() as (_, js):
-            kv = await runs_bucket(js)
+            kv = await runs_bucket(js, cluster_settings)
             await kv.put("run1", b"planned")
-            again = await runs_bucket(js)
+            again = await runs_bucket(js, cluster_settings)
             assert (await again.get("run1")).value == b"planned"
 
     asyncio.run(scenario())

@@ -179,7 +179,7 @@ def test_only_the_aggregator_changes_the_streams_and_the_run_state(role, jetstre
 
     async def scenario():
         async with jetstream() as (_, admin):
-            bucket = await runs_bucket(admin)
+            bucket = await runs_bucket(admin, Settings())
             await bucket.put("status.r1", b"true state")
             async with as_role(nats_server, nats_users, role) as (nc, js):
                 attempts = {
@@ -229,9 +229,9 @@ def test_each_role_does_its_own_work_without_a_violation(jetstream, nats_server,
                 waiting = asyncio.create_task(wait_for_streams(scorer, stop, poll_seconds=0.1))
                 await asyncio.sleep(0.3)
                 assert not waiting.done()
-                await ensure_streams(agg)
+                await ensure_streams(agg, Settings())
                 assert await asyncio.wait_for(waiting, 5)
-                bucket = await runs_bucket(agg)
+                bucket = await runs_bucket(agg, Settings())
                 await bucket.put(f"status.{run_id}", b"scoring")
                 assert (await bucket.get(f"status.{run_id}")).value == b"scoring"
                 assert f"status.{run_id}" in await bucket.keys()
@@ -325,7 +325,7 @@ def test_nats_over_tls_admits_only_a_client_trusting_its_ca(tmp_path, nats_users
         for url in (server.url, server.url.replace("tls://", "nats://")):
             nc, js = await connect(settings_for(server, nats_users, "aggregator", nats_url=url, tls_ca=str(ca_file)))
             try:
-                await ensure_streams(js)
+                await ensure_streams(js, Settings())
                 assert nc.is_connected
             finally:
                 await nc.close()

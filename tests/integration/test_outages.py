@@ -165,7 +165,7 @@ def messages_of(config: ClusterConfig, run_id: str) -> tuple[int, int]:
 
 def stored_status(config: ClusterConfig, run_id: str) -> runs_pb2.RunStatus:
     async def check(nc, js):
-        kv = await runs_bucket(js)
+        kv = await runs_bucket(js, Settings())
         return runs_pb2.RunStatus.FromString((await kv.get(f"status.{run_id}")).value)
     return on_nats(config, check)
 
@@ -341,7 +341,7 @@ def test_a_finished_run_leaves_its_status_and_reports_only_for_the_retention_per
                                    s3_endpoint=f"http://{s3.endpoint}")
 
     async def sweep(nc, js):  # another aggregator over the same bucket and streams: it holds no state of its own
-        aggregator = Aggregator(settings, ObjectStore(settings), js, await runs_bucket(js), None, nc=nc)
+        aggregator = Aggregator(settings, ObjectStore(settings), js, await runs_bucket(js, settings), None, nc=nc)
         await aggregator.restore()
         assert {done.run_id, failed.run_id} <= set(aggregator.runs)
         s3.refuse()

@@ -181,7 +181,7 @@ def test_a_poison_job_dead_letters_after_max_deliver_attempts_and_its_run_counts
         async with jetstream() as (_, js):
             result, calls, worker = await work_one(js, via_proxy, message)
             [dead] = await messages(js, DEAD_STREAM)
-            kv = await runs_bucket(js)
+            kv = await runs_bucket(js, cluster_settings)
             aggregator = Aggregator(cluster_settings, ObjectStore(cluster_settings), js, kv, validator=None)
             run_id = mask_run.run_id
             entry = RunEntry(mask_run.spec(run_id=run_id),
