@@ -31,6 +31,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_from_counts
+from mfscore.detection.roc_band import FAR_GRID, RocBand, tpr_on_grid
 from mfscore.detection.semafor import (
     PAUC_FAR,
     PLAN_FARS,
@@ -179,6 +180,7 @@ class Replicates:
     cdr: tuple[float | int, ...] = ()
     both_classes: tuple[bool, ...] = ()
     semafor: tuple[tuple[str, np.ndarray], ...] = ()
+    band: np.ndarray | None = None  # (count, len(FAR_GRID)) detection rates (``roc_band``), NaN rows for one class
 
 
 def semafor_names(semafor: SemaforDraws) -> list[str]:
@@ -188,11 +190,13 @@ def semafor_names(semafor: SemaforDraws) -> list[str]:
 
 
 def replicate_slice(trials: SortedTrials, far_stop: float | None, semafor: SemaforDraws | None, first: int = 0,
-                    count: int = N_RESAMPLES, seed: int = SEED) -> Replicates:
-    """Replicates ``first`` to ``first + count`` in one pass: MediScore's metrics (with ``far_stop``) and the SemaFor
-    ones (with ``semafor``) of each, so the draws and cumulative counts are made once."""
+                    count: int = N_RESAMPLES, seed: int = SEED, *, band: bool = False) -> Replicates:
+    """Replicates ``first`` to ``first + count`` in one pass: MediScore's metrics (with ``far_stop``), the SemaFor
+    ones (with ``semafor``) and the detection rates of the ROC band (with ``band``) of each, so the draws and
+    cumulative counts are made once."""
     mediscore = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
     plan = {name: np.full(count, np.nan) for name in ([] if semafor is None else semafor_names(semafor))}
+    rates = np.full((count, FAR_GRID.size), np.nan) if band else None
     if trials.scores.size:
         fixed = semafor is not None and semafor.threshold is not None
         n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
@@ -206,7 +210,9 @@ def replicate_slice(trials: SortedTrials, far_stop: float | None, semafor: Semaf
                 mediscore["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
             if semafor is not None:
                 _semafor_replicate(plan, i, trials, weights, (fps, tps, thr), roc, semafor, n_above)
-    return Replicates(first, count, *(tuple(values) for values in mediscore.values()), tuple(plan.items()))
+            if band and roc.n_target > 0 and roc.n_nontarget > 0:
+                rates[i] = tpr_on_grid(roc.fpr, roc.tpr)
+    return Replicates(first, count, *(tuple(values) for values in mediscore.values()), tuple(plan.items()), rates)
 
 
 def joined(slices: list[Replicates]) -> Replicates:
@@ -217,10 +223,12 @@ def joined(slices: list[Replicates]) -> Replicates:
             raise ValueError(f"bootstrap slices do not follow each other: replicates {before.first}+{before.count} "
                              f"then {after.first}")
     names = [name for name, _ in slices[0].semafor] if slices else []
+    bands = [r.band for r in slices if r.band is not None]
     return Replicates(slices[0].first if slices else 0, sum(r.count for r in slices),
                       *(sum((getattr(r, part) for r in slices), ()) for part in ("auc", "partial_auc", "cdr",
                                                                                   "both_classes")),
-                      tuple((name, np.concatenate([dict(r.semafor)[name] for r in slices])) for name in names))
+                      tuple((name, np.concatenate([dict(r.semafor)[name] for r in slices])) for name in names),
+                      np.concatenate(bands) if bands and len(bands) == len(slices) else None)
 
 
 def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials, weights: np.ndarray,
@@ -256,6 +264,19 @@ def replicate_metrics(scores: np.ndarray, labels: np.ndarray, far_stop: float,
     and whether the replicate drew both classes."""
     reps = replicate_slice(SortedTrials.from_arrays(scores, labels), far_stop, None, 0, n_resamples, seed)
     return {name: list(getattr(reps, name)) for name in ("auc", "partial_auc", "cdr", "both_classes")}
+
+
+def roc_band(reps: Replicates, ci_level: float) -> RocBand | None:
+    """The pointwise percentile band of the replicates' ROCs (``mfscore.detection.roc_band``): at each rate of the
+    grid the order statistics the intervals take, among the replicates that drew both classes; None without any."""
+    if reps.band is None:
+        return None
+    rows = reps.band[~np.isnan(reps.band).any(axis=1)]
+    if not rows.shape[0]:
+        return None
+    ordered = np.sort(rows, axis=0)
+    lo, hi = quantile_positions(ci_level, rows.shape[0])
+    return RocBand(FAR_GRID.copy(), ordered[lo], ordered[min(hi, rows.shape[0] - 1)], ci_level)
 
 
 def _interval(values: list, both_classes: list, ci_level: float, mediscore_compat: bool) -> Interval:

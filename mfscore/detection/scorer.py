@@ -24,10 +24,12 @@ from mfscore.detection.bootstrap import (
     SemaforDraws,
     intervals,
     replicate_slice,
+    roc_band,
     semafor_names,
 )
 from mfscore.detection.metrics import DetectionMetrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, eer, partial_auc, roc_from_counts
+from mfscore.detection.roc_band import RocBand
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
 from mfscore.options import each, one_of, option, valid_queries, validate, within
 
@@ -63,6 +65,7 @@ class SubsetResult:
     trr: float
     semafor: dict = field(default_factory=dict)        # SemaFor column -> value, in report order
     semafor_ci: dict = field(default_factory=dict)     # SemaFor column -> bootstrap Interval (--ci)
+    band: RocBand | None = None                         # the ROC's bootstrap band (--ci, when figures are drawn)
 
 
 def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[subsets_mod.Subset]:
@@ -133,6 +136,8 @@ def subset_result(subset: subsets_mod.Subset, total_num: int, trials: SortedTria
     metrics = DetectionMetrics(point.n_target, point.n_nontarget, roc, point.auc, point.eer, point.partial_auc,
                                point.cdr, bootstrap)
     result = SubsetResult(subset, metrics, trial_response_rate(metrics.n_trials, total_num))
+    if options.ci and replicates is not None:
+        result.band = roc_band(replicates, options.ci_level)
     if options.semafor:
         result.semafor = dict(point.semafor)
         if options.ci:  # an empty subset has no replicates: its intervals are empty, column by column
@@ -143,12 +148,13 @@ def subset_result(subset: subsets_mod.Subset, total_num: int, trials: SortedTria
 
 
 def score_subset(subset: subsets_mod.Subset, total_num: int, options: DetectionOptions,
-                 competition_threshold: float | None = None) -> SubsetResult:
+                 competition_threshold: float | None = None, *, band: bool = False) -> SubsetResult:
     """Metrics of one subset; with ``competition_threshold`` (a ``-qp`` bucket) the SemaFor
-    rates at θ* are read at that threshold rather than at the subset's own θ*."""
+    rates at θ* are read at that threshold rather than at the subset's own θ*; with ``band`` (and ``--ci``)
+    the ROC's bootstrap band too."""
     trials = SortedTrials.from_arrays(*scores_and_labels(subset.rows))
     replicates = (replicate_slice(trials, options.far_stop, semafor_draws(options, competition_threshold), 0,
-                                  N_RESAMPLES) if options.ci and trials.labels.size else None)
+                                  N_RESAMPLES, band=band) if options.ci and trials.labels.size else None)
     return subset_result(subset, total_num, trials, point_metrics(trials, options, competition_threshold),
                          replicates, options)
 

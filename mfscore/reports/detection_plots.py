@@ -11,7 +11,7 @@ import numpy as np
 from mfscore.detection.dprime import dprime
 from mfscore.detection.scorer import DetectionOptions, SubsetResult
 from mfscore.reports.detection_outputs import PlotOptions
-from mfscore.reports.figure_data import Curve, OperatingMark, SemaforPanel
+from mfscore.reports.figure_data import Band, Curve, CurveFigure, OperatingMark, SemaforPanel
 from mfscore.reports.stage import Stage
 
 
@@ -55,25 +55,36 @@ def _curve(r: SubsetResult, options: DetectionOptions, plot: PlotOptions) -> Cur
     fpr, tpr = (m.roc.fpr, m.roc.tpr) if m.roc is not None else (np.array([np.nan]), np.array([np.nan]))
     d = dprime(fpr, tpr, plot.d_level)
     ci = (m.intervals.auc.lower, m.intervals.auc.upper) if m.intervals else None
+    band = Band(r.band.far, r.band.lower, r.band.upper, r.band.level) if r.band is not None else None
     return Curve(label=r.subset.label, fpr=fpr, tpr=tpr, auc=float(m.auc), eer=float(m.eer),
                  n_target=m.n_target, n_nontarget=m.n_nontarget,
-                 trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d)
+                 trr=r.trr if options.opt_out else None, auc_ci=ci, dprime=d, band=band)
+
+
+def figure_title(options: DetectionOptions, plot: PlotOptions) -> str:
+    """``--plotTitle``, saying when only the opted-in trials were scored (``--optOut``). MediScore glues "tr" to
+    the title ("trPerformance"); ``--mediscore-compat`` keeps that (docs/compatibility.md)."""
+    if not options.opt_out:
+        return plot.title
+    return f"tr{plot.title}" if options.mediscore_compat else f"{plot.title} (opted-in trials)"
+
+
+def curve_figures(results: list[SubsetResult], options: DetectionOptions,
+                  plot: PlotOptions) -> list[tuple[str, CurveFigure]]:
+    """Each ROC/DET figure a run writes with its file suffix: all subsets in one, or one each with ``--multiFigs``."""
+    kind = plot.kind.upper()
+    curves = [_curve(r, options, plot) for r in results]
+    common = dict(kind=plot.kind, title=figure_title(options, plot), subtitle=plot.subtitle,
+                  far_stop=options.far_stop, no_num=plot.no_num, opt_out=options.opt_out)
+    if plot.multi_figs:
+        return [(f"{_mode_prefix(options)}_{i}_{kind}", CurveFigure([c], **common)) for i, c in enumerate(curves)]
+    return [(f"{_mode_prefix(options)}_{kind}", CurveFigure(curves, **common))]
 
 
 def write_plots(results: list[SubsetResult], stage: Stage, options: DetectionOptions, plot: PlotOptions) -> None:
-    """MediScore's ROC or DET figure: all subsets in one, or one each with ``--multiFigs``."""
-    kind = plot.kind.upper()
-    curves = [_curve(r, options, plot) for r in results]
-    common = dict(kind=plot.kind, title=plot.title, subtitle=plot.subtitle, no_num=plot.no_num, opt_out=options.opt_out)
-    if plot.multi_figs:
-        for i, c in enumerate(curves):
-            _plot(stage, f"{_mode_prefix(options)}_{i}_{kind}", [c], common)
-    else:
-        _plot(stage, f"{_mode_prefix(options)}_{kind}", curves, common)
-
-
-def _plot(stage: Stage, suffix: str, curves: list, common: dict) -> None:
-    """One figure, written by ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
-    stem = stage.path(suffix + ".pdf").with_suffix("")
-    stage.path(suffix + ".png")
-    stage.draw("mfscore.reports.plots:plot_curves", curves, stem, **common)
+    """MediScore's ROC or DET figure: all subsets in one, or one each with ``--multiFigs``; each written by
+    ``plot_curves`` as ``<stem>.pdf`` and ``<stem>.png``."""
+    for suffix, figure in curve_figures(results, options, plot):
+        stem = stage.path(suffix + ".pdf").with_suffix("")
+        stage.path(suffix + ".png")
+        stage.draw("mfscore.reports.plots:plot_curve_figure", figure, stem)

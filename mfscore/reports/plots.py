@@ -1,5 +1,6 @@
-"""ROC and DET plots of detection curves (docs/detection.md §10), and the SemaFor ROC with its
-marked operating points (``plot_semafor_roc``), written as PDF and PNG.
+"""ROC and DET plots of detection curves (docs/detection.md §10): AUC and EER in the legend, the EER point and
+the false-alarm stop marked, the bootstrap band with ``--ci``; and the SemaFor ROC with its marked operating
+points (``plot_semafor_roc``), written as PDF and PNG. Their look is ``style``'s.
 
 Rendering uses the non-interactive Agg backend, so no display is ever needed. Every figure is
 closed after saving, and each file is written under a temporary name in its final directory and
@@ -21,22 +22,19 @@ import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
 import numpy as np  # noqa: E402
 
 from mfscore.detection.probit import probit  # noqa: E402
-from mfscore.reports.figure_data import Curve, OperatingMark, SemaforPanel  # noqa: E402,F401
-
-FIG_SIZE = (7.0, 6.5)  # inches
-DPI = 120
+from mfscore.reports import style  # noqa: E402
+from mfscore.reports.figure_data import Band, Curve, CurveFigure, OperatingMark, SemaforPanel  # noqa: E402,F401
+from mfscore.reports.style import DPI, FIG_SIZE  # noqa: E402,F401
 
 _CLIP = 1e-5
-_COLOURS = [plt.get_cmap("tab20")(i) for i in range(20)]
-_LINESTYLES = ["-", "--", "-.", ":"]
-_MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 _DET_TICKS = [0.01, 0.1, 1, 2, 5, 10, 20, 40, 60, 80, 90, 95, 98, 99, 99.9]  # percent
 _MAX_LABEL = 60  # characters of a query label kept in a multi-curve legend
 
 
 def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", title: str = "Performance",
-                subtitle: str = "", no_num: bool = False, opt_out: bool = False) -> list[Path]:
-    """Draw ``curves`` as a ROC or DET plot and write ``<stem>.pdf`` and ``<stem>.png``.
+                subtitle: str = "", no_num: bool = False, opt_out: bool = False,
+                far_stop: float | None = None) -> list[Path]:
+    """Draw ``curves`` as a ROC or DET plot and write ``<stem>.pdf`` and ``<stem>.png``; ``far_stop`` is marked.
 
     Returns the two paths, PDF first. ``stem`` is used verbatim (a dot in it is not a suffix).
     """
@@ -48,14 +46,21 @@ def plot_curves(curves: list[Curve], stem: str | Path, *, kind: str = "roc", tit
     stem = Path(stem)
     paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
 
-    with matplotlib.rc_context({"font.size": 10, "axes.titlesize": 10, "legend.framealpha": 0.9}):
+    with style.figure_style():
         fig, ax = plt.subplots(figsize=FIG_SIZE, dpi=DPI, layout="constrained")
         try:
-            _draw(fig, ax, curves, kind=kind, title=title, subtitle=subtitle, no_num=no_num, opt_out=opt_out)
+            _draw(fig, ax, curves, kind=kind, title=title, subtitle=subtitle, no_num=no_num, opt_out=opt_out,
+                  far_stop=far_stop)
             save_figure(fig, paths)
         finally:
             plt.close(fig)
     return paths
+
+
+def plot_curve_figure(figure: CurveFigure, stem: str | Path) -> list[Path]:
+    """``plot_curves`` of a ``CurveFigure``."""
+    return plot_curves(figure.curves, stem, kind=figure.kind, title=figure.title, subtitle=figure.subtitle,
+                       no_num=figure.no_num, opt_out=figure.opt_out, far_stop=figure.far_stop)
 
 
 def save_figure(fig, paths: list[Path]) -> None:
@@ -73,16 +78,20 @@ def save_figure(fig, paths: list[Path]) -> None:
 
 
 def _draw(fig, ax, curves: list[Curve], *, kind: str, title: str, subtitle: str, no_num: bool,
-          opt_out: bool) -> None:
+          opt_out: bool, far_stop: float | None = None) -> None:
+    """Axes and guides first, then each curve with its band and EER point; marks are named by their gid."""
     single = len(curves) == 1
     if kind == "roc":
         _setup_roc_axes(ax)
     else:
         _setup_det_axes(ax)
+    if far_stop is not None:
+        x = far_stop * 100.0 if kind == "roc" else float(_probit(np.asarray(far_stop)))
+        ax.axvline(x, color="0.3", linestyle=":", linewidth=1.4, label=f"FAR stop = {far_stop:g}",
+                   gid="far_stop", zorder=2)
 
     for i, curve in enumerate(curves):
-        style = dict(color=_COLOURS[i % len(_COLOURS)], linestyle=_LINESTYLES[i % len(_LINESTYLES)],
-                     marker=_MARKERS[i % len(_MARKERS)], linewidth=1.8, markersize=5)
+        look = style.line(i)
         missing = _missing_class(curve)
         if single:
             label = _single_text(curve, kind=kind, no_num=no_num, opt_out=opt_out, missing=missing)
@@ -90,30 +99,56 @@ def _draw(fig, ax, curves: list[Curve], *, kind: str, title: str, subtitle: str,
             label = _legend_entry(curve, kind=kind, no_num=no_num, opt_out=opt_out, missing=missing,
                                   max_label=_MAX_LABEL // _legend_columns(len(curves)))
         if missing is not None:
-            ax.plot([], [], label=label, **style)  # legend entry only: there is no curve to draw
+            ax.plot([], [], label=label, gid=f"curve{i}", **look)  # legend entry only: there is no curve to draw
             continue
+        if curve.band is not None:
+            _draw_band(ax, curve.band, kind, look["color"], label=f"{curve.band.level:.0%} CI band" if single
+                       or i == 0 else None)
         x, y = _coordinates(curve, kind)
-        ax.plot(x, y, label=label, markevery=0.1, **style)
+        ax.plot(x, y, label=label, markevery=0.1, gid=f"curve{i}", zorder=3, **look)
+        if curve.eer_point is not None:
+            _mark_eer(ax, curve.eer_point, kind, look["color"], label="EER point" if i == 0 else None, gid=f"eer{i}")
         if single and kind == "roc" and curve.dprime is not None:
             _mark_dprime(ax, curve.dprime)
 
-    full_title = f"tr{title}" if opt_out else title
-    fig.suptitle(full_title, fontsize=13, fontweight="bold")
+    fig.suptitle(title)
     if subtitle:
-        ax.set_title(subtitle, fontsize=10, style="italic")
+        ax.set_title(subtitle, style="italic")
 
+    handles, labels = ax.get_legend_handles_labels()
+    first = sorted(range(len(handles)), key=lambda j: not str(handles[j].get_gid() or "").startswith("curve"))
+    legend = dict(handles=[handles[j] for j in first], labels=[labels[j] for j in first], handlelength=3.0)
     if single:
         # ROC curves of useful systems live above the diagonal, DET curves below the anti-diagonal:
         # the lower-right (ROC) and upper-right (DET) corners are where a small box hides nothing.
         loc = "lower right" if kind == "roc" else "upper right"
-        ax.legend(loc=loc, fontsize=9, handlelength=3.0, borderaxespad=0.8)
+        ax.legend(loc=loc, borderaxespad=0.8, **legend)
     else:
         # Query labels are long and there may be many: below the axes, the legend covers no curve.
         # Past eight entries two columns keep the axes from being squeezed flat.
         ncol = _legend_columns(len(curves))
-        fontsize = 8.5 if len(curves) <= 6 else (7.5 if ncol == 1 else 6.5)
-        fig.legend(loc="outside lower center", ncol=ncol, fontsize=fontsize, handlelength=3.0,
-                   frameon=False, labelspacing=0.3, columnspacing=1.2)
+        fontsize = style.SMALL_SIZE if len(curves) <= 6 else (7.5 if ncol == 1 else 6.5)
+        fig.legend(loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False, labelspacing=0.3,
+                   columnspacing=1.2, **legend)
+
+
+def _draw_band(ax, band: Band, kind: str, colour, label: str | None) -> None:
+    far, lower, upper = (np.asarray(v, dtype=np.float64) for v in (band.far, band.lower, band.upper))
+    if kind == "roc":
+        x, low, high = far * 100.0, lower * 100.0, upper * 100.0
+    else:  # the miss rate falls as the detection rate rises: the upper detection bound is the lower miss bound
+        inside = (far > 0.0) & (far < 1.0)  # the ends lie off a DET's axes
+        far, lower, upper = far[inside], lower[inside], upper[inside]
+        x, low, high = _probit(far), _probit(1.0 - upper), _probit(1.0 - lower)
+    ax.fill_between(x, low, high, color=colour, alpha=0.22, linewidth=0, label=label, gid="band", zorder=2)
+
+
+def _mark_eer(ax, point: tuple[float, float], kind: str, colour, label: str | None, gid: str) -> None:
+    far, pd = point
+    x, y = (far * 100.0, pd * 100.0) if kind == "roc" else (float(_probit(np.asarray(far))),
+                                                            float(_probit(np.asarray(1.0 - pd))))
+    ax.plot([x], [y], linestyle="none", marker="o", markersize=9, markerfacecolor="white",
+            markeredgecolor=colour, markeredgewidth=2.2, label=label, gid=gid, zorder=6)
 
 
 def _setup_roc_axes(ax) -> None:
@@ -124,8 +159,10 @@ def _setup_roc_axes(ax) -> None:
     ax.set_ylim(-1, 101)
     ax.set_xlabel("False Alarm Rate [%]")
     ax.set_ylabel("Correct Detection Rate [%]")
-    ax.plot([0, 100], [0, 100], color="grey", linestyle="--", linewidth=1.0, zorder=1)
-    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.plot([0, 100], [0, 100], zorder=1, **style.GUIDE)
+    ax.plot([0, 100], [100, 0], color="0.6", linestyle=(0, (1, 3)), linewidth=1.0, zorder=1,
+            label="EER line (FAR = miss rate)", gid="eer_line")
+    ax.grid(True, **style.GRID)
     ax.set_axisbelow(True)
 
 
@@ -139,10 +176,11 @@ def _setup_det_axes(ax) -> None:
     ax.set_ylim(-lim, lim)
     ax.set_xlabel("False Alarm Rate [%]")
     ax.set_ylabel("Miss Detection Rate [%]")
-    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.plot([-lim, lim], [-lim, lim], color="0.6", linestyle=(0, (1, 3)), linewidth=1.0, zorder=1,
+            label="EER line (FAR = miss rate)", gid="eer_line")
+    ax.grid(True, **style.GRID)
     ax.set_axisbelow(True)
-    ax.tick_params(axis="x", labelsize=8.5)
-    ax.tick_params(axis="y", labelsize=8.5)
+    ax.tick_params(axis="both", labelsize=style.SMALL_SIZE)
 
 
 def _coordinates(curve: Curve, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -168,15 +206,10 @@ def _probit(rate: np.ndarray) -> np.ndarray:
 
 
 def _mark_dprime(ax, dprime: tuple[float, float, float]) -> None:
+    """The d' point, named in the legend: a label beside the point could cross the tick labels or a curve."""
     d, f, t = dprime
-    x, y = f * 100.0, t * 100.0
-    ax.plot([x], [y], linestyle="none", marker="*", markersize=13, color="crimson",
-            markeredgecolor="black", markeredgewidth=0.6, zorder=5)
-    # Below-right of the point is under the curve, normally empty; flip when near the right edge.
-    dx = 10 if x < 80 else -10
-    ax.annotate(f"d'={d:.2f}", (x, y), xytext=(dx, -14), textcoords="offset points",
-                ha="left" if dx > 0 else "right", va="top", fontsize=9, color="crimson",
-                bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none", alpha=0.8))
+    ax.plot([f * 100.0], [t * 100.0], linestyle="none", marker="*", markersize=13, color=style.HIGHLIGHT,
+            markeredgecolor="black", markeredgewidth=0.6, zorder=5, label=f"d' = {d:.2f}", gid="dprime")
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,12 +248,11 @@ def _single_text(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missin
     lines = [curve.label] if curve.label else []
     if missing is not None:
         lines.append(f"no curve ({missing})")
-    elif kind == "roc":
+    else:
         text = f"{prefix}AUC={_num(curve.auc)}"
         if curve.auc_ci is not None:
             text += f" [{_num(curve.auc_ci[0])}, {_num(curve.auc_ci[1])}]"
         lines.append(text)
-    else:
         lines.append(f"{prefix}EER={_num(curve.eer)}")
     if opt_out and curve.trr is not None:
         lines.append(f"TRR: {_num(curve.trr)}")
@@ -235,14 +267,12 @@ def _legend_columns(n_curves: int) -> int:
 
 def _legend_entry(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missing: str | None,
                   max_label: int = _MAX_LABEL) -> str:
-    """``<label> (AUC: 0.52[, TRR: t], T#: n, NT#: m)``; ``EER:`` for DET. Long labels are cut."""
+    """``<label> (AUC: 0.52, EER: 0.31[, TRR: t], T#: n, NT#: m)``. Long labels are cut."""
     label = curve.label if len(curve.label) <= max_label else curve.label[: max_label - 1] + "…"
     if missing is not None:
         parts = [f"no curve ({missing})"]
-    elif kind == "roc":
-        parts = [f"AUC: {_num(curve.auc)}"]
     else:
-        parts = [f"EER: {_num(curve.eer)}"]
+        parts = [f"AUC: {_num(curve.auc)}", f"EER: {_num(curve.eer)}"]
     if opt_out and curve.trr is not None:
         parts.append(f"TRR: {_num(curve.trr)}")
     if not no_num:
@@ -254,7 +284,7 @@ def _legend_entry(curve: Curve, *, kind: str, no_num: bool, opt_out: bool, missi
 # SemaFor ROC: θ* and pD@FAR marked (plan Appendix A, Figures 31 and 32)
 
 _THIN_CELLS = 1000
-_FAR_COLOURS = ["tab:green", "tab:purple", "tab:orange", "tab:brown"]
+_FAR_COLOURS = [style.colour(i) for i in (1, 2, 4, 5)]
 _FAR_MARKERS = ["s", "^", "D", "v"]
 
 
@@ -289,14 +319,14 @@ def draw_semafor_roc(panels: list[SemaforPanel], *, title: str = "SemaFor ROC"):
         _draw_semafor_panel(ax, panel)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=13, fontweight="bold")
+    fig.suptitle(title)
     return fig
 
 
 def plot_semafor_roc(panels: list[SemaforPanel], stem: str | Path, *, title: str = "SemaFor ROC") -> list[Path]:
     """Draw once, write ``<stem>.pdf`` and ``<stem>.png``; returns the two paths."""
     paths = [Path(f"{stem}.pdf"), Path(f"{stem}.png")]
-    with matplotlib.rc_context({"font.size": 9, "axes.titlesize": 9, "legend.framealpha": 0.9}):
+    with style.figure_style():
         fig = draw_semafor_roc(panels, title=title)
         try:
             save_figure(fig, paths)
@@ -311,15 +341,15 @@ def _draw_semafor_panel(ax, panel: SemaforPanel) -> None:
     ax.set_aspect("equal")
     ax.set_xlabel("FAR")
     ax.set_ylabel("p(D)")
-    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8, zorder=1)
-    ax.grid(True, color="0.88", linewidth=0.6)
+    ax.plot([0, 1], [0, 1], zorder=1, **style.GUIDE)
+    ax.grid(True, **style.GRID)
     ax.set_axisbelow(True)
     ax.set_title(panel.title if len(panel.title) <= _MAX_LABEL else panel.title[: _MAX_LABEL - 1] + "…")
     fpr, tpr = np.asarray(panel.fpr, dtype=np.float64), np.asarray(panel.tpr, dtype=np.float64)
     if panel.note or fpr.size == 0 or np.isnan(fpr).any() or np.isnan(tpr).any():
         ax.text(0.5, 0.5, panel.note or "no curve", ha="center", va="center", transform=ax.transAxes)
         return
-    ax.plot(*thin_curve(fpr, tpr), color="tab:blue", linewidth=1.6, label="ROC", gid="roc", zorder=2)
+    ax.plot(*thin_curve(fpr, tpr), color=style.colour(0), linewidth=style.LINE_WIDTH, label="ROC", gid="roc", zorder=2)
     for i, mark in enumerate(panel.at_far):
         ax.axvline(mark.far, color="0.45", linestyle=":", linewidth=1.0, gid=f"far_guide{mark.far:g}", zorder=1)
         if math.isfinite(mark.pd):
@@ -328,11 +358,11 @@ def _draw_semafor_panel(ax, panel: SemaforPanel) -> None:
                     label=mark.text, gid=f"pd@far{mark.far:g}", zorder=4)
     eer = panel.eer
     if math.isfinite(eer.far) and math.isfinite(eer.pd):
-        ax.plot([eer.far], [eer.pd], linestyle="none", marker="o", markersize=9, color="crimson",
+        ax.plot([eer.far], [eer.pd], linestyle="none", marker="o", markersize=9, color=style.HIGHLIGHT,
                 markeredgecolor="black", markeredgewidth=0.6, label=eer.text, gid="eer", zorder=5)
-        ax.annotate("θ*", (eer.far, eer.pd), xytext=(8, -12), textcoords="offset points", color="crimson",
-                    fontsize=10, fontweight="bold")
-    ax.legend(loc="lower right", fontsize=7.5, handlelength=1.5, borderaxespad=0.5)
+        ax.annotate("θ*", (eer.far, eer.pd), xytext=(8, -12), textcoords="offset points",
+                    color=style.HIGHLIGHT, fontweight="bold")
+    ax.legend(loc="lower right", fontsize=style.SMALL_SIZE, handlelength=1.5, borderaxespad=0.5)
 
 
 # --------------------------------------------------------------------------------------------

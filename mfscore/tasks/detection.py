@@ -25,6 +25,7 @@ import pandas as pd
 
 from mfscore.detection import KINDS
 from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice, semafor_names
+from mfscore.detection.roc_band import FAR_GRID
 from mfscore.detection.roc import SortedTrials
 from mfscore.detection.scorer import (
     DetectionOptions,
@@ -94,6 +95,7 @@ class SubsetJob:
     count: int
     scoring: DetectionOptions
     threshold: float | None = None  # a -qp bucket's competition θ* (--semafor; mfscore.detection.scorer)
+    band: bool = False  # the replicates also read their ROC on the band's grid (--ci with figures)
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,9 @@ class Detection(Task):
             return Plan(options, [], state, stderr=stderr)
         jobs, generated = [], {}
         draws = semafor_draws(options.scoring, threshold)
-        values = 4 + (len(semafor_names(draws)) if draws is not None else 0)  # a replicate's, in its record
+        band = options.scoring.ci and options.plot.enabled
+        values = (4 + (len(semafor_names(draws)) if draws is not None else 0)  # a replicate's, in its record
+                  + (FAR_GRID.size if band else 0))
         for i, subset in enumerate(subsets):
             trials = SortedTrials.from_arrays(*scores_and_labels(subset.rows))
             state.subsets.append(subset)
@@ -169,7 +173,7 @@ class Detection(Task):
             generated[key] = trials.to_npy()
             n = trials.labels.size
             jobs += [Job(JobKey(i, "subset", first),
-                         SubsetJob(key, n, first == 0, first, count, options.scoring, threshold))
+                         SubsetJob(key, n, first == 0, first, count, options.scoring, threshold, band))
                      for first, count in slices(n, options.scoring.ci, values)]
         return Plan(options, jobs, state, stderr=stderr, generated=generated)
 
@@ -201,7 +205,7 @@ class Detection(Task):
             return Problem(f"the planned trial table {work.trials} cannot be read ({error})", fatal=True)
         point = point_metrics(trials, work.scoring, work.threshold) if work.metrics else None
         replicates = (replicate_slice(trials, work.scoring.far_stop, semafor_draws(work.scoring, work.threshold),
-                                      work.first, work.count) if work.count else None)
+                                      work.first, work.count, band=work.band) if work.count else None)
         return SubsetRecord(point, replicates)
 
     def draws(self, options: Options) -> bool:

@@ -236,19 +236,20 @@ def test_replace_is_atomic(tmp_path, monkeypatch):
 def test_single_annotation_text():
     c = _curve(auc_ci=(0.49, 0.54), trr=0.75)
     text = plots._single_text(c, kind="roc", no_num=False, opt_out=False, missing=None)
-    assert text == f"AUC={c.auc:.2f} [0.49, 0.54]\nT#: {c.n_target}, NT#: {c.n_nontarget}"
+    assert text == f"AUC={c.auc:.2f} [0.49, 0.54]\nEER={c.eer:.2f}\nT#: {c.n_target}, NT#: {c.n_nontarget}"
     text = plots._single_text(c, kind="roc", no_num=True, opt_out=True, missing=None)
-    assert text == f"trAUC={c.auc:.2f} [0.49, 0.54]\nTRR: 0.75"
+    assert text == f"trAUC={c.auc:.2f} [0.49, 0.54]\ntrEER={c.eer:.2f}\nTRR: 0.75"
     text = plots._single_text(c, kind="det", no_num=False, opt_out=True, missing=None)
-    assert text.startswith(f"trEER={c.eer:.2f}\nTRR: 0.75\nT#: ")
+    assert text.startswith(f"trAUC={c.auc:.2f} [0.49, 0.54]\ntrEER={c.eer:.2f}\nTRR: 0.75\nT#: ")
 
 
 def test_legend_entry_text():
     c = _curve(label="Operation == 'crop'", trr=0.5)
     entry = plots._legend_entry(c, kind="roc", no_num=False, opt_out=True, missing=None)
-    assert entry == f"Operation == 'crop' (AUC: {c.auc:.2f}, TRR: 0.50, T#: {c.n_target}, NT#: {c.n_nontarget})"
+    assert entry == (f"Operation == 'crop' (AUC: {c.auc:.2f}, EER: {c.eer:.2f}, TRR: 0.50, T#: {c.n_target}, "
+                     f"NT#: {c.n_nontarget})")
     entry = plots._legend_entry(c, kind="det", no_num=True, opt_out=False, missing=None)
-    assert entry == f"Operation == 'crop' (EER: {c.eer:.2f})"
+    assert entry == f"Operation == 'crop' (AUC: {c.auc:.2f}, EER: {c.eer:.2f})"
 
 
 def test_missing_class_text():
