@@ -73,6 +73,9 @@ def add_arguments(p) -> None:
                    help="leave unscored a trial whose masks would need more memory than this to score, judged from "
                         f"their headers (default {DEFAULT_MAX_JOB_BYTES:,})")
     add_strict_argument(p)
+    p.add_argument("--plots", action="store_true",
+                   help="also draw PREFIX_mask_roc[_ROLE].png per query: the pixel- and mask-weighted average ROCs "
+                        "(mfscore extension)")
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
     p.add_argument("--visuals", type=checked(integer, "mfscore.tasks.mask:Options.visuals"), metavar="N",
                    help="draw the reference mask, the system mask at its optimum threshold and an overlay of TP, FP, "
@@ -117,7 +120,7 @@ def options(args) -> TaskRun:
     report = ReportOptions(task=task, precision=precision, truncate=args.truncate, opt_out=args.optOut,
                            display_scored_only=args.displayScoredOnly, queries=tuple(args.query or ()),
                            partition=args.queryPartition, mediscore_compat=args.mediscore_compat,
-                           extras_pixels=args.extras_pixels)
+                           extras_pixels=args.extras_pixels, plots=args.plots)
     return TaskRun(Options(ref_dir=args.refDir, reference=args.inRef, index=args.inIndex,
                            system=str(Path(args.sysDir) / args.inSys), scoring=scoring, report=report,
                            index_filter=args.indexFilter, manipulation_queries=tuple(args.queryManipulation or ()),

@@ -19,11 +19,14 @@ def add_arguments(p) -> None:
     p.add_argument("-H", "--html-report", action="store_true", help="accepted; mfscore writes no HTML report")
     p.add_argument("--nodetype", nargs="+", choices=NODE_TYPE_CHOICES, metavar="TYPE",
                    help="add per-node-type rows: donor, base, final, interim; * or all for the four")
+    p.add_argument("--plots", action="store_true",
+                   help="also draw recall_at_k.png: the mean node recall at each rank, a bar per node type "
+                        "(mfscore extension)")
 
 
 def options(args) -> TaskRun:
     """ProvenanceFilteringScorer's flags as the filtering task's options."""
     from mfscore.tasks.provenance_filtering import Options
 
-    return TaskRun(Options(**input_options(args), nodetype=tuple(args.nodetype or ())),
+    return TaskRun(Options(**input_options(args), nodetype=tuple(args.nodetype or ()), plots=args.plots),
                    out_root=os.path.join(args.output_dir, ""))

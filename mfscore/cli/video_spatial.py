@@ -61,6 +61,9 @@ def add_arguments(p) -> None:
     p.add_argument("--max-elements", type=int, default=DEFAULT_MAX_VIDEO_ELEMENTS,
                    help=f"refuse masks declaring more pixels than this (default {DEFAULT_MAX_VIDEO_ELEMENTS:,})")
     add_strict_argument(p)
+    p.add_argument("--plots", action="store_true",
+                   help="also draw mcc_distribution.png: each query's per-video temporal MCC as a histogram and "
+                        "a box (mfscore extension)")
     p.add_argument("-v", "--verbose", type=int, nargs="?", const=1, default=None, help="1: progress messages")
     p.add_argument("-l", "--log", help="accepted; per-video threshold tables go beside the outputs")
     p.add_argument("--scoreDir", help="accepted, unused (as in MediScore)")
@@ -100,5 +103,5 @@ def options(args) -> TaskRun:
                            query=tuple(args.query or ()), query_partition=args.queryPartition,
                            query_manipulation=tuple(args.queryManipulation or ()),
                            sbin=None if args.sbin == -10 else args.sbin, precision=args.precision,
-                           strict=args.strict, command_line=" ".join(sys.argv), flags=flags),
+                           strict=args.strict, plots=args.plots, command_line=" ".join(sys.argv), flags=flags),
                    args.outRoot, processes=args.processors, verbose=bool(args.verbose))

@@ -49,6 +49,9 @@ def add_arguments(p) -> None:
                    help="write scores_probes.html, a plain HTML table of the per-probe scores")
     p.add_argument("-T", "--timeline-report", dest="timeline_report", action="store_true",
                    help="write plots/timeline_<ProbeFileID>_<query>.png per probe and a Timeline column")
+    p.add_argument("--plots", action="store_true",
+                   help="also draw mcc_distribution.png: each query's per-probe MCC as a histogram and a box "
+                        "(mfscore extension)")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="reproduce MediScore: always clip system and opt-out intervals at FrameCount")
 
@@ -65,5 +68,5 @@ def options(args) -> TaskRun:
                            probe_journal_join=str(args.path_probejournaljoin), system=str(args.path_sysout),
                            reference=None if args.path_ref is None else str(args.path_ref), scoring=scoring,
                            dump=args.dump_dataframe_file_name if args.dump_dataframe else None, log=args.log,
-                           html=args.html_report, timeline=args.timeline_report),
+                           html=args.html_report, timeline=args.timeline_report, plots=args.plots),
                    os.path.join(args.output_path, ""))

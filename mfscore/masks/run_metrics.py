@@ -20,17 +20,21 @@ def global_thresholds(records: list[MaskRecord]) -> np.ndarray:
     return mask_thresholds(MaskRecord(status="", present=present))
 
 
-def _closed_auc(fpr: np.ndarray, tpr: np.ndarray) -> float:
+def closed_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points with a rate, and (0, 0) and (1, 1), sorted by FPR then TPR: the curve whose area is the AUC."""
     keep = ~(np.isnan(fpr) | np.isnan(tpr))
     fpr = np.concatenate([fpr[keep], [0.0, 1.0]])
     tpr = np.concatenate([tpr[keep], [0.0, 1.0]])
-    return trapezoid_auc(fpr, tpr)
+    order = np.lexsort((tpr, fpr))
+    return fpr[order], tpr[order]
 
 
-def average_aucs(records: list[MaskRecord]) -> tuple[float, float]:
-    """(PixelAverageAUC, MaskAverageAUC) over the scored masks; NaN when there are none."""
+def average_rocs(records: list[MaskRecord]) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The pixel-average and the mask-average ROC over the scored masks, each as (FPR, TPR) ``closed_roc`` points;
+    with no mask, the diagonal's two ends."""
     if not records:
-        return math.nan, math.nan
+        ends = np.array([0.0, 1.0])
+        return (ends, ends), (ends, ends)
     thresholds = global_thresholds(records)
     counts = [confusion_at(r, thresholds) for r in records]
     tp = np.sum([c.tp for c in counts], axis=0)
@@ -38,13 +42,21 @@ def average_aucs(records: list[MaskRecord]) -> tuple[float, float]:
     fp = np.sum([c.fp for c in counts], axis=0)
     tn = np.sum([c.tn for c in counts], axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        pixel = _closed_auc(fp / (fp + tn), tp / (tp + fn))
+        pixel = closed_roc(fp / (fp + tn), tp / (tp + fn))
         tprs = np.array([c.tp / (c.tp + c.fn) for c in counts])
         fprs = np.array([c.fp / (c.fp + c.tn) for c in counts])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a NaN point, dropped
-        mask = _closed_auc(np.nanmean(fprs, axis=0), np.nanmean(tprs, axis=0))
+        mask = closed_roc(np.nanmean(fprs, axis=0), np.nanmean(tprs, axis=0))
     return pixel, mask
+
+
+def average_aucs(records: list[MaskRecord]) -> tuple[float, float]:
+    """(PixelAverageAUC, MaskAverageAUC) over the scored masks; NaN when there are none."""
+    if not records:
+        return math.nan, math.nan
+    pixel, mask = average_rocs(records)
+    return trapezoid_auc(*pixel), trapezoid_auc(*mask)
 
 
 def maximum_threshold(records: list[MaskRecord]) -> float:

@@ -43,6 +43,7 @@ class ReportOptions:
     mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
     extras_pixels: str = field(default=IMAGE, metadata=option(  # what the paper's metrics sum over
         "--extras-pixels", one_of((IMAGE, SCORED_PIXELS), what="the pixels")))
+    plots: bool = field(default=False, metadata=option("--plots"))  # each query's average-ROC figure
 
     def __post_init__(self):
         validate(self)
@@ -114,6 +115,8 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: Stage, options:
     written. The extras come first: their heat map is drawn (by a figure worker, if one runs) while the other
     tables are written."""
     write_extras(run, stage, options, subdir)
+    if options.plots:
+        write_average_rocs(run, stage, options, subdir)
     notes = []
     raw = round_metrics(perimage_frame(run, table, options.task), 16)
     averaged = averaged_subsets(raw, run, options)
@@ -141,6 +144,17 @@ def write_query_outputs(run: QueryRun, table: TrialTable, stage: Stage, options:
     write_table(format_frame(perimage), stage.path(PERIMAGE, subdir))
     write_table(run.journal, stage.path("_journalResults.csv", subdir))
     return QueryOutputs(notes, written, f"{subdir}/{stage.prefix}{PERIMAGE}" if subdir else stage.prefix + PERIMAGE)
+
+
+def write_average_rocs(run: QueryRun, stage: Stage, options: ReportOptions, subdir: str = "") -> None:
+    """``--plots``: ``_mask_roc[_<role>].png``, the query's pixel- and mask-weighted average ROCs."""
+    from mfscore.reports.mask_figures import average_roc_figure
+
+    for role, _, _ in mask_roles(options.task):
+        suffix = f"_{role}" if options.task == SPLICE else ""
+        title = "Average mask ROC" + (f" ({role})" if suffix else "") + (f": {run.query}" if run.query else "")
+        stage.draw("mfscore.reports.summary_plots:plot_average_roc", average_roc_figure(run.roles[role], title),
+                   stage.path(f"_mask_roc{suffix}.png", subdir))
 
 
 def write_extras(run: QueryRun, stage: Stage, options: ReportOptions, subdir: str = "") -> None:

@@ -11,9 +11,11 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mfscore.formats.tables import TextTable, write_table, write_text_table
+from mfscore.reports.figure_data import BarFigure, Series
 from mfscore.provenance.filtering import (
     CORRECT,
     FALSE_ALARM,
@@ -119,6 +121,17 @@ def _confidences_are_floats(records: list[FilteringRecord]) -> bool:
 
 def _float_text(confidence) -> str:
     return repr(float(confidence))
+
+
+RECALL_FIGURE = "recall_at_k.png"
+
+
+def recall_figure(means: pd.DataFrame) -> BarFigure:
+    """``--plots``: the mean node recall at each rank (``scores.csv``'s values), one bar per node type."""
+    series = tuple(Series(str(row["NodeType"]), np.array([row[f"NodeRecallAt{n}"] for n in RANKS], dtype=np.float64))
+                   for row in means.to_dict("records"))
+    return BarFigure("Provenance filtering: mean node recall at rank k", tuple(f"k = {n}" for n in RANKS), series,
+                     xlabel="rank k (the system's k most confident nodes)", ylabel="mean node recall")
 
 
 def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> pd.DataFrame:

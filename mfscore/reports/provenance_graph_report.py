@@ -39,7 +39,7 @@ LINK_COLUMNS = TRIAL_LABELS + ["SourceWorldFileID", "TargetWorldFileID", "LinkCo
 TABLES = (("trial_scores.csv", "Trial Scores"), ("scores.csv", "Aggregate Scores"),
           ("node_mapping.csv", "Node Mapping"), ("link_mapping.csv", "Link Mapping"))
 
-COLOURS = {CORRECT: "tab:green", FALSE_ALARM: "tab:red", MISSING: "tab:gray"}
+COLOURS = {CORRECT: "#009E73", FALSE_ALARM: "#D55E00", MISSING: "#999999"}  # Okabe-Ito, as mfscore.reports.style
 
 
 def _value(x: float) -> str:
@@ -106,6 +106,7 @@ def figure_name(probe: str) -> str:
 
 def write_figure(record: GraphRecord, path: Path) -> None:
     """The mapped graph: green correct, red false alarm, gray missing (nodes and links)."""
+    from mfscore.reports import style
     from mfscore.reports.plots import plt, save_figure
 
     graph = nx.DiGraph()
@@ -119,18 +120,19 @@ def write_figure(record: GraphRecord, path: Path) -> None:
     else:
         position = nx.spring_layout(graph, seed=0)
     size = max(4.0, min(20.0, 1.2 * graph.number_of_nodes() ** 0.5 + 3))
-    fig, ax = plt.subplots(figsize=(size, size), dpi=100)
-    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.96)  # no constrained layout: one draw, not two
-    try:
-        nx.draw_networkx(graph, position, ax=ax, node_size=300, font_size=7, arrows=True,
-                         node_color=[graph.nodes[n].get("colour", COLOURS[MISSING]) for n in graph.nodes],
-                         edge_color=[graph.edges[e]["colour"] for e in graph.edges],
-                         labels={n: n[:8] for n in graph.nodes})
-        ax.set_title(f"{record.probe} ({record.output_file})", fontsize=8)
-        ax.set_axis_off()
-        save_figure(fig, [path])
-    finally:
-        plt.close(fig)
+    with style.figure_style():
+        fig, ax = plt.subplots(figsize=(size, size), dpi=100)
+        fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.96)  # no constrained layout: one draw, not two
+        try:
+            nx.draw_networkx(graph, position, ax=ax, node_size=300, font_size=7, arrows=True,
+                             node_color=[graph.nodes[n].get("colour", COLOURS[MISSING]) for n in graph.nodes],
+                             edge_color=[graph.edges[e]["colour"] for e in graph.edges],
+                             labels={n: n[:8] for n in graph.nodes})
+            ax.set_title(f"{record.probe} ({record.output_file})", fontsize=style.SMALL_SIZE)
+            ax.set_axis_off()
+            save_figure(fig, [path])
+        finally:
+            plt.close(fig)
 
 
 def html_report(tables: dict[str, TextTable], figures: Iterable[str]) -> str:

@@ -19,9 +19,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mfscore.formats.tables import write_table
+from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.video.temporal_confusion import (
     COLLAR,
     FN,
@@ -149,36 +151,56 @@ def timeline_name(probe_id: str, query: int) -> str:
     return f"timeline_{probe_id}_{query}.png"
 
 
-_CODE_STYLE = {TP: ("TP", "#2ca02c"), TN: ("TN", "#d9d9d9"), FP: ("FP", "#d62728"), FN: ("FN", "#ff7f0e"),
-               COLLAR: ("collar", "#9467bd"), NO_SCORE: ("opt-out", "#7f7f7f")}
+MCC_FIGURE = "mcc_distribution.png"
+
+
+def mcc_figure(records: list[ProbeRecord], queries: tuple[str, ...]) -> DistributionFigure:
+    """``--plots``: each query's per-probe MCC (``scores_probes.csv``'s), as a histogram and a box."""
+    series = tuple(Series("all probes" if text.strip() == "*" else text,
+                          np.array([r.mcc for r in records if r.query == q], dtype=np.float64))
+                   for q, text in enumerate(queries))
+    return DistributionFigure("Temporal MCC per probe", series, "temporal MCC")
+
+
+# Okabe-Ito (mfscore.reports.style): green right, vermillion false alarm, orange miss
+_CODE_STYLE = {TP: ("TP", "#009E73"), TN: ("TN", "#d9d9d9"), FP: ("FP", "#D55E00"), FN: ("FN", "#E69F00"),
+               COLLAR: ("collar", "#CC79A7"), NO_SCORE: ("opt-out", "#7f7f7f")}
 
 
 def write_timeline(probe: ProbeIntervals, record: ProbeRecord, path: Path) -> None:
     """One probe's timeline (``-T``): reference, system, collars, opt-out and the confusion coding as bars."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from mfscore.reports import style
+    from mfscore.reports.plots import plt
+
+    with style.figure_style():
+        fig = draw_timeline(probe, record)
+        try:
+            fig.savefig(path, format="png")
+        finally:
+            plt.close(fig)
+
+
+def draw_timeline(probe: ProbeIntervals, record: ProbeRecord):
+    """The timeline's figure; the caller closes it."""
     from matplotlib.patches import Patch
+
+    from mfscore.reports import style
+    from mfscore.reports.plots import plt
 
     segments, codes = confusion_codes((1, probe.frame_count), probe.reference, probe.system, collar=probe.collar,
                                       no_score=probe.no_score)
-    lanes = [("Reference", probe.reference, "#1f77b4"), ("System", probe.system, "#17becf"),
+    lanes = [("Reference", probe.reference, style.colour(0)), ("System", probe.system, style.colour(5)),
              ("Collars", probe.collars, _CODE_STYLE[COLLAR][1]), ("Opt-out", probe.no_score, _CODE_STYLE[NO_SCORE][1])]
     fig, ax = plt.subplots(figsize=(10, 3.2), dpi=100)
-    try:
-        for y, (_, intervals, colour) in enumerate(reversed(lanes), start=1):
-            ax.broken_barh([(a, b - a) for a, b in intervals], (y - 0.35, 0.7), facecolors=colour)
-        ax.broken_barh([(a, b - a) for a, b in segments], (0 - 0.35, 0.7),
-                       facecolors=[_CODE_STYLE[c][1] for c in codes])
-        ax.set_yticks(range(len(lanes) + 1), ["Scoring"] + [name for name, _, _ in reversed(lanes)])
-        ax.set_xlim(1, max(probe.frame_count, 2))
-        ax.set_xlabel("frame")
-        ax.set_title(f"{probe.probe_id}, query {probe.query}: MCC {round(record.mcc, 6)} "
-                     f"(TP {record.counts.tp}, TN {record.counts.tn}, FP {record.counts.fp}, FN {record.counts.fn})",
-                     fontsize=9)
-        ax.legend(handles=[Patch(color=colour, label=label) for label, colour in _CODE_STYLE.values()],
-                  loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=6, fontsize=8, frameon=False)
-        fig.tight_layout()
-        fig.savefig(path, format="png")
-    finally:
-        plt.close(fig)
+    for y, (_, intervals, colour) in enumerate(reversed(lanes), start=1):
+        ax.broken_barh([(a, b - a) for a, b in intervals], (y - 0.35, 0.7), facecolors=colour)
+    ax.broken_barh([(a, b - a) for a, b in segments], (0 - 0.35, 0.7), facecolors=[_CODE_STYLE[c][1] for c in codes])
+    ax.set_yticks(range(len(lanes) + 1), ["Scoring"] + [name for name, _, _ in reversed(lanes)])
+    ax.set_xlim(1, max(probe.frame_count, 2))
+    ax.set_xlabel("frame")
+    ax.set_title(f"{probe.probe_id}, query {probe.query}: MCC {round(record.mcc, 6)} "
+                 f"(TP {record.counts.tp}, TN {record.counts.tn}, FP {record.counts.fp}, FN {record.counts.fn})")
+    ax.legend(handles=[Patch(color=colour, label=label) for label, colour in _CODE_STYLE.values()],
+              loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=6, frameon=False)
+    fig.tight_layout()
+    return fig

@@ -37,7 +37,7 @@ from mfscore.provenance.trials import (
     load_journal,
     trial_table,
 )
-from mfscore.reports.provenance_filtering_report import write_filtering_report
+from mfscore.reports.provenance_filtering_report import RECALL_FIGURE, recall_figure, write_filtering_report
 from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
@@ -49,6 +49,7 @@ class Options(provenance.Options):
 
     nodetype: tuple[str, ...] = field(default=(), metadata=option(
         "--nodetype", each(one_of(NODE_TYPE_CHOICES, what="a node type"))))
+    plots: bool = field(default=False, metadata=option("--plots"))  # recall_at_k.png
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
     record_type = FilteringRecord
     primary_metric = PRIMARY
     metric_names = "|".join(f"NodeRecallAt{n}" for n in RANKS)
+
+    def draws(self, options: Options) -> bool:
+        return options.plots
 
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial; no system JSON is read. With ``-v`` the
@@ -131,6 +135,8 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
         if walked.error is not None:
             return Lines(error=walked.error)
         means = write_filtering_report(walked.records, stage.path)
+        if options.plots:
+            stage.draw("mfscore.reports.summary_plots:plot_bars", recall_figure(means), stage.path(RECALL_FIGURE))
         stderr = [f"mfscore: ERROR: {problem}; the trial is left out of the tables" for problem in walked.problems]
         if options.html_report:
             stderr.append("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)")

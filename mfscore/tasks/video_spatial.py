@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from mfscore.errors import OptionError
@@ -28,6 +29,7 @@ from mfscore.masks.mask_record import UNREADABLE
 from mfscore.masks.run_metrics import maximum_threshold
 from mfscore.masks.trials import MANIPULATION
 from mfscore.options import Check, option, valid_queries, validate
+from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.reports.mask_outputs import FULL, partitions, select_rows
 from mfscore.reports.video_spatial_report import (
     METRIC_COLUMNS,
@@ -63,6 +65,9 @@ from mfscore.video.video_record import VideoRecord
 from mfscore.video.video_scoring import VideoJob, score_video
 
 
+MCC_FIGURE = "_mcc_distribution.png"
+
+
 @dataclass(frozen=True)
 class Options(ReferenceLayout):
     """A video-spatial run: where its tables are, how to score and average, and what ``_parameters.json`` says."""
@@ -76,6 +81,7 @@ class Options(ReferenceLayout):
                         else "the actual threshold is in [-1, 255]", bad=(256, -2))))
     precision: int = field(default=16, metadata=option("--precision"))
     strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
+    plots: bool = field(default=False, metadata=option("--plots"))  # mcc_distribution.png
     command_line: str = ""                    # _parameters.json's "command"
     flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
 
@@ -159,6 +165,9 @@ class VideoSpatial(Task):
         record = score_video(work)
         return Problem(record.error, counts_as=record) if record.error else record
 
+    def draws(self, options: Options) -> bool:
+        return options.plots
+
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         state: State = plan.state
@@ -166,6 +175,7 @@ class VideoSpatial(Task):
         unusable: dict[tuple[str, str], None] = {}  # (probe, message) of each unusable mask, once whatever the queries
         averaged: list[tuple[str, dict, int]] = []   # every averaged row written
         pervideo = []                                # the per-video files written
+        distribution = []                            # each query's per-video temporal MCCs (--plots)
         for q, (text, selection) in enumerate(zip(state.queries, state.selections)):
             subdir = f"index_{q}" if len(state.queries) > 1 else ""
             if selection is None:
@@ -180,12 +190,19 @@ class VideoSpatial(Task):
                         stderr.append(f"mfscore: ERROR: probe {job.work.probe_id}: {outcome.message}")
                     outcome = outcome.counts_as or VideoRecord(job.work.probe_id, UNREADABLE, error=outcome.message)
                 records.append(outcome)
-            averaged += _write_query(stage, subdir, state.trials, selection.trials, records, state.journal, options,
-                                     text)
+            written, mccs = _write_query(stage, subdir, state.trials, selection.trials, records, state.journal,
+                                         options, text)
+            averaged += written
+            distribution.append(Series(text or "all videos", mccs))
             pervideo.append(f"{subdir}/{stage.prefix}{PERVIDEO}" if subdir else stage.prefix + PERVIDEO)
             write_table(journal_results(state.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
                         stage.path("_journalResults.csv", subdir))
             stage.path("_parameters.json", subdir).write_text(_parameters(options, text))
+        if options.plots:
+            stage.draw("mfscore.reports.summary_plots:plot_distribution",
+                       DistributionFigure("Temporal MCC per video", tuple(distribution), "temporal MCC",
+                                          ylabel="Videos"),
+                       stage.path(MCC_FIGURE))
         closing, status = conclusion(len(unusable), len({probe for probe, _ in unusable}),
                                      "an unusable system mask is scored as all white, an unusable reference with "
                                      "the minimum scores", strict=options.strict,
@@ -218,9 +235,11 @@ def _averaged(pervideo: pd.DataFrame, journal: pd.DataFrame, options: Options,
 
 
 def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, records: list[VideoRecord],
-                 journal: pd.DataFrame, options: Options, query: str | None) -> list[tuple[str, dict, int]]:
+                 journal: pd.DataFrame, options: Options,
+                 query: str | None) -> tuple[list[tuple[str, dict, int]], np.ndarray]:
     """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables; returns each
-    averaged row written (its query, its values before ``--precision``, how many videos it averages).
+    averaged row written (its query, its values before ``--precision``, how many videos it averages), and the
+    per-video temporal MCCs.
 
     A video whose reference is blank (no target pixel in any frame) is in none of them (docs/video.md §B.6)."""
     listed = [not r.blank_reference for r in records]
@@ -246,8 +265,9 @@ def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, re
     for record in records:
         if record.scored:
             write_table(threshold_table(record), stage.path(f"_thresholds/{record.probe_id}.csv", subdir))
-    return [(text, row, len(averaged_videos(subset, mediscore_compat=compat)))
-            for (_, text, subset), row in zip(subsets, averaged)]
+    mccs = pd.to_numeric(pervideo.get("TemporalMCC", pd.Series(dtype=float)), errors="coerce")
+    return ([(text, row, len(averaged_videos(subset, mediscore_compat=compat)))
+             for (_, text, subset), row in zip(subsets, averaged)], mccs.to_numpy(dtype=np.float64))
 
 
 def video_spatial_results(averaged: list[tuple[str, dict, int]], pervideo: list[str], *,

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from mfscore.options import file_name, option, validate
 from mfscore.reports.video_temporal_report import (
+    MCC_FIGURE,
     empty_queries,
+    mcc_figure,
     probe_scores,
     query_means,
     timeline_name,
@@ -64,6 +66,7 @@ class Options:
     log: bool = field(default=False, metadata=option("-l/--log"))
     html: bool = field(default=False, metadata=option("-R/--html-report"))
     timeline: bool = field(default=False, metadata=option("-T/--timeline-report"))
+    plots: bool = field(default=False, metadata=option("--plots"))  # mcc_distribution.png
 
     def __post_init__(self):
         validate(self)
@@ -110,6 +113,9 @@ class VideoTemporal(Task):
     def score(self, work: ProbeIntervals) -> ProbeRecord:
         return score_probe(work)
 
+    def draws(self, options: Options) -> bool:
+        return options.plots
+
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         queries = options.scoring.queries
@@ -125,6 +131,9 @@ class VideoTemporal(Task):
                 write_timeline(probe, record, stage.path(name, subdir=PLOTS))
                 timelines[record.query, record.probe_id] = f"{PLOTS}/{name}"
         write_scores(records, queries, stage.path, timelines)
+        if options.plots:
+            stage.draw("mfscore.reports.summary_plots:plot_distribution", mcc_figure(records, queries),
+                       stage.path(MCC_FIGURE))
         if options.dump is not None:
             name, note = dump_name(options.dump)
             write_records(records, stage.path(name))
