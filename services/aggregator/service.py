@@ -14,10 +14,11 @@
 The aggregator holds no state of its own: on start it reads every run from the bucket and replays the results
 stream from the beginning, so a restart loses nothing (docs/distributed.md, "What happens to a run").
 
-Two may run (``lease``): the one holding the lease leads and its health is SERVING; the other stands by, its books
-following the bucket so it serves the calls that read, NOT_SERVING, until the lease is free or lapses. Then it
-reads the bucket again, takes over the runs that have not ended and replays the records. A leader deposed (another
-took the lease) exits with status 1, to come back as a standby (docs/reliability.md, "Two aggregators").
+Two may run (``lease``): the one holding the lease leads and its AggregatorService is SERVING; the other stands by,
+its books following the bucket so it serves the calls that read (its whole server "" SERVING, its services
+NOT_SERVING), until the lease is free or lapses. Then it reads the bucket again, takes over the runs that have
+not ended and replays the records. A leader deposed (another took the lease) exits with status 1, to come back as
+a standby (docs/reliability.md, "Two aggregators").
 """
 
 from __future__ import annotations
@@ -119,8 +120,8 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
               "mfscore.v1.AggregatorService"),
              (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
               "mfscore.v1.DatasetService")], settings)
-        await set_serving(server, False)
-        background.append(asyncio.create_task(_follow_leading(server, lambda: nc.is_connected and lease.leading())))
+        await set_serving(server, True, services=False)
+        background.append(asyncio.create_task(follow_leading(server, lambda: nc.is_connected, lease.leading)))
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
         if not await _lead(aggregator, lease, bucket, stop):
             await stop_grpc_server(server, grace=5)
@@ -171,13 +172,17 @@ async def _first(*awaitables) -> int:
             task.cancel()
 
 
-async def _follow_leading(server, leading) -> None:
-    """The server's health: SERVING while this aggregator leads and reaches NATS, else NOT_SERVING."""
-    serving = False
+async def follow_leading(server, reaches_nats, leading) -> None:
+    """Keep the server's health in step, until cancelled: the whole server ("", what Kubernetes probes) SERVING
+    while this aggregator reaches NATS, a standby too (it serves reads); AggregatorService and DatasetService
+    SERVING only while it also leads (what clients' health checking picks the leader by)."""
+    health = None
     while True:
-        now = leading()
-        if now != serving:
-            serving = now
-            await set_serving(server, serving)
-            log.info("health: %s", "SERVING, leading" if serving else "NOT_SERVING, standing by or NATS unreachable")
+        alive = reaches_nats()
+        now = (alive, alive and leading())
+        if now != health:
+            health = now
+            await set_serving(server, alive, services=now[1])
+            log.info("health: %s", "SERVING, leading" if now[1] else "SERVING, standing by" if alive
+                     else "NOT_SERVING, NATS unreachable")
         await asyncio.sleep(HEALTH_POLL)

@@ -338,9 +338,9 @@ def caller_file(config: ClusterConfig, token: str) -> ClusterConfig:
                          bucket=config.bucket, token=token, tls_ca=config.tls_ca)
 
 
-def health(address: str, timeout: float = 1.0, tls_ca: str = "") -> str:
-    """The gRPC health status of a service ("SERVING", ...), or why it has none; over TLS checked against
-    ``tls_ca`` when set."""
+def health(address: str, timeout: float = 1.0, tls_ca: str = "", service: str = "") -> str:
+    """The gRPC health status ("SERVING", ...) of the server at ``address`` (``service`` "") or of one of its
+    services, or why it has none; over TLS checked against ``tls_ca`` when set."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -348,7 +348,8 @@ def health(address: str, timeout: float = 1.0, tls_ca: str = "") -> str:
 
     with client_channel(address, tls_ca=tls_ca) as channel:
         try:
-            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service),
+                                                              timeout=timeout)
         except grpc.RpcError as error:
             return f"unreachable ({error.code().name})"
     return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
@@ -372,12 +373,15 @@ def wait_healthy(process: dict, *, standby_ok: bool = False) -> None:
 
 
 def wait_leader(processes: list[dict], timeout: float = START_TIMEOUT) -> dict:
-    """The aggregator among ``processes`` that leads (SERVING), once one does."""
+    """The aggregator among ``processes`` that leads (its AggregatorService SERVING), once one does."""
+    from mfscore.services.common.auth import LEADER_SERVICE
+
     aggregators = [p for p in processes if p.get("service") == "aggregator" and pid_alive(p["pid"])]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for process in aggregators:
-            if health(f"127.0.0.1:{process['grpc_port']}", timeout=0.5, tls_ca=process.get("tls_ca", "")) == "SERVING":
+            if health(f"127.0.0.1:{process['grpc_port']}", timeout=0.5, tls_ca=process.get("tls_ca", ""),
+                      service=LEADER_SERVICE) == "SERVING":
                 return process
         time.sleep(0.05)
     raise OptionError(f"no aggregator took the lead within {timeout:g} s")

@@ -301,11 +301,23 @@ def _read_ca(tls_ca: str) -> bytes:
         raise OptionError(f"the CA certificate cannot be read ({error.strerror})", path=tls_ca) from None
 
 
+# Every client pings its connection after 10 s without a frame from the server, and a ping unanswered within 5 s
+# closes it: a call open to a frozen server (a paused process, a vanished host) fails UNAVAILABLE within about
+# 15 s, so a caller retries (a WatchRun otherwise waits on a silent stream for ever). Pings go on while nothing is
+# sent (max_pings_without_data 0: no limit) and without calls; the servers permit them (grpc_server.SERVER_OPTIONS).
+# grpcio 1.85 times a keepalive ping's answer by ping_timeout_ms (default 60 s), and only when keepalive_timeout_ms
+# is set too: both are 5 s (docs/reliability.md, "Two aggregators").
+KEEPALIVE_OPTIONS = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000),
+                     ("grpc.http2.ping_timeout_ms", 5_000), ("grpc.keepalive_permit_without_calls", 1),
+                     ("grpc.http2.max_pings_without_data", 0)]
+
 # A service with several addresses (two aggregators, one leading): gRPC's own round robin over them, skipping those
-# whose health is not SERVING (a standby), and calls answered UNAVAILABLE tried again on another.
+# whose AggregatorService is not SERVING (a standby, which reports the whole server "" SERVING: it is alive and
+# serves reads), and calls answered UNAVAILABLE tried again on another.
+LEADER_SERVICE = "mfscore.v1.AggregatorService"
 SEVERAL_CONFIG = json.dumps({
     "loadBalancingConfig": [{"round_robin": {}}],
-    "healthCheckConfig": {"serviceName": ""},
+    "healthCheckConfig": {"serviceName": LEADER_SERVICE},
     "methodConfig": [{"name": [{}], "retryPolicy": {
         "maxAttempts": 4, "initialBackoff": "0.2s", "maxBackoff": "2s", "backoffMultiplier": 2,
         "retryableStatusCodes": ["UNAVAILABLE"]}}],
@@ -317,8 +329,9 @@ def target(address: str, options=()) -> tuple[str, list]:
     addresses: an ``ipv4:``/``ipv6:`` target; host names are resolved now), or a ``dns:`` name standing for several
     (a headless Kubernetes Service). One ``host:port`` is used as it is, with no service config."""
     addresses = [part.strip() for part in address.split(",") if part.strip()]
+    options = [*KEEPALIVE_OPTIONS, *options]
     if len(addresses) == 1 and not addresses[0].startswith("dns:"):
-        return addresses[0], list(options)
+        return addresses[0], options
     several = [*options, ("grpc.service_config", SEVERAL_CONFIG)]
     if len(addresses) == 1:
         return addresses[0], several

@@ -32,8 +32,13 @@ MAX_MESSAGE_BYTES = 64 << 20
 MAX_REQUEST_BYTES = 1 << 20
 MESSAGE_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+# Clients ping a quiet connection every 10 s to find a frozen server (auth.KEEPALIVE_OPTIONS). By default a server
+# answers pings closer than 5 minutes apart on a connection sending no data (a silent WatchRun) with GOAWAY
+# "too_many_pings", so it takes them every 5 s, with or without calls.
 SERVER_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                  ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+                  ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+                  ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                  ("grpc.keepalive_permit_without_calls", 1)]
 
 # Each server's health servicer and the names it reports on ("" is the whole server).
 _health_of: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServicer, tuple[str, ...]]] = \
@@ -166,15 +171,18 @@ async def stop_grpc_server(server: grpc.aio.Server, grace: float | None) -> None
     await server.stop(grace)
 
 
-async def set_serving(server: grpc.aio.Server, serving: bool) -> None:
-    """Report the whole server and each of its services SERVING or NOT_SERVING, say while a dependency it cannot
-    work without (NATS) is unreachable. Nothing changes once the server is shutting down."""
+async def set_serving(server: grpc.aio.Server, serving: bool, *, services: bool = True) -> None:
+    """Report the whole server ("") SERVING or NOT_SERVING, say while a dependency it cannot work without (NATS)
+    is unreachable; each of its services the same, unless ``services`` is false: then they are NOT_SERVING while
+    the server is up (an aggregator standing by, alive and serving reads, while another takes the service's
+    calls). Nothing changes once the server is shutting down."""
     health_servicer, names = _health_of.get(server, (None, ()))
     if health_servicer is None:
         return
-    status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in names:
-        await health_servicer.set(name, status)
+        up = serving and (services or name == "")
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING if up
+                                  else health_pb2.HealthCheckResponse.NOT_SERVING)
 
 
 async def follow_health(server: grpc.aio.Server, healthy: Callable[[], bool], what: str, *,

@@ -12,16 +12,19 @@ import grpc
 import pytest
 
 from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
-from mfscore.services.aggregator.service import Aggregator
+from mfscore.services.aggregator.service import Aggregator, follow_leading
 from mfscore.services.aggregator.state import RunEntry, State, now, status_key
+from mfscore.services.commands.local_cluster import health
 from mfscore.services.common.auth import Callers, Caller, client_channel
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
+from mfscore.services.common.jetstream import connect
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.wire import datasets_pb2, runs_pb2, services_pb2_grpc
+from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, runs_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration
 LEASE = 1.0  # seconds: short, so a takeover takes about a second
 OPERATOR = Caller("op", "operator")
+NAMES = ("", "mfscore.v1.AggregatorService", "mfscore.v1.DatasetService")
 
 
 class Frozen:
@@ -190,3 +193,63 @@ def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream,
     assert cancel_refused == grpc.StatusCode.UNAVAILABLE
     assert stored.state == State.RUN_STATE_SCORING  # the standby's refusal changed nothing
     assert runs == {"r2"}
+
+
+async def health_settles(port: int, expected: tuple[str, ...], timeout: float = 10.0) -> tuple[str, ...]:
+    """The server's health for ``NAMES`` (Health.Check of each), polled until it is ``expected`` or ``timeout``
+    s have passed; the last answers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = tuple([await asyncio.to_thread(health, f"127.0.0.1:{port}", 2.0, "", name) for name in NAMES])
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        await asyncio.sleep(0.1)
+
+
+def test_a_standby_is_alive_and_only_the_leader_serves_the_aggregator_service(jetstream, cluster_settings):
+    """Kubernetes probes the whole server (""), SERVING on a standby too; clients pick the leader by its
+    AggregatorService, SERVING on the leader alone. Without NATS the whole server is NOT_SERVING."""
+    serving, not_serving = "SERVING", "NOT_SERVING"
+
+    async def scenario():
+        async with bucket(jetstream) as (nc, js, kv, name):
+            first, second = Lease(kv, LEASE), Lease(kv, LEASE)
+            assert await first.take() and not await second.take()
+            renewing = asyncio.create_task(first.keep())
+            ports, background, servers, connections = [], [], [], []
+            for lease in (first, second):
+                own, _ = await connect(cluster_settings, name="mfscore-tests-health")  # what health sees of NATS
+                connections.append(own)
+                agg = aggregator(cluster_settings, js, kv, name, lease, nc)
+                server, port = await start_grpc_server(
+                    [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, agg.api, NAMES[1]),
+                     (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, agg.dataset_api, NAMES[2])],
+                    port=0, callers=Callers.of_tokens({"t" * 32: OPERATOR}))
+                servers.append(server)
+                ports.append(port)
+                background.append(asyncio.create_task(
+                    follow_leading(server, lambda own=own: own.is_connected, lease.leading)))
+            try:
+                seen = {"first leads": [await health_settles(port, expected) for port, expected in
+                                        zip(ports, [(serving,) * 3, (serving, not_serving, not_serving)])]}
+                renewing.cancel()  # the first's renewals stop: the second takes over
+                await asyncio.wait_for(second.wait_to_lead(), 5 * LEASE)
+                renewing = asyncio.create_task(second.keep())
+                seen["second leads"] = [await health_settles(port, expected) for port, expected in
+                                        zip(ports, [(serving, not_serving, not_serving), (serving,) * 3])]
+                await connections[1].close()  # the leader loses NATS
+                seen["leader without NATS"] = [await health_settles(ports[1], (not_serving,) * 3)]
+                return seen
+            finally:
+                renewing.cancel()
+                for task in background:
+                    task.cancel()
+                for server in servers:
+                    await stop_grpc_server(server, grace=0)
+                for own in connections:
+                    await own.close()
+
+    seen = asyncio.run(scenario())
+    assert seen["first leads"] == [("SERVING", "SERVING", "SERVING"), ("SERVING", "NOT_SERVING", "NOT_SERVING")]
+    assert seen["second leads"] == [("SERVING", "NOT_SERVING", "NOT_SERVING"), ("SERVING", "SERVING", "SERVING")]
+    assert seen["leader without NATS"] == [("NOT_SERVING", "NOT_SERVING", "NOT_SERVING")]

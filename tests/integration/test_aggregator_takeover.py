@@ -1,6 +1,7 @@
 """Two aggregator processes on a local cluster: the leader killed (or paused) mid-run, the standby takes over within
-a lease and a little, ``mfscore submit`` through both addresses finishes with the embedded run's files, and a paused
-leader that comes back finds its writes refused and exits."""
+a lease and a little, ``mfscore submit`` through both addresses finishes with the embedded run's files (from a
+paused leader its watch moves on by gRPC keepalive), and a paused leader that comes back finds its writes refused
+and exits."""
 
 from __future__ import annotations
 
@@ -19,13 +20,15 @@ from integration.test_aggregator_restart import queue_drained, stop, wait_for
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster as commands
+from mfscore.services.common.auth import LEADER_SERVICE
 from mfscore.services.common.jetstream import RUNS_BUCKET, connect
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from output_files import tree
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 LEASE = 3  # seconds (MFSCORE_LEASE_SECONDS)
-TAKEOVER_BOUND = LEASE + 5  # seconds from the leader's end to the standby SERVING
+TAKEOVER_BOUND = LEASE + 5  # seconds from the leader's end to the standby's AggregatorService SERVING
+KEEPALIVE_BOUND = 60  # seconds from the new leader's end of the run to submit's exit, the old leader still paused
 State = runs_pb2.RunState
 
 
@@ -78,13 +81,32 @@ def cluster(tmp_path):
     return path, commands.up(path, aggregators=2, environment={"MFSCORE_LEASE_SECONDS": str(LEASE)})
 
 
-def takeover(config, leader: dict) -> tuple[dict, float]:
-    """The standby, once SERVING, and how long after ``leader`` stopped answering it took."""
+def health(process: dict, service: str = "") -> str:
+    return commands.health(f"127.0.0.1:{process['grpc_port']}", timeout=2, service=service)
+
+
+def standing_by(config, leader: dict) -> tuple[dict, tuple[str, str]]:
+    """The standby, and its health: the whole server's (alive, serving reads) and its AggregatorService's."""
     [standby] = [p for p in config.processes if p.get("service") == "aggregator" and p is not leader]
+    return standby, (health(standby), health(standby, LEADER_SERVICE))
+
+
+def takeover(standby: dict) -> float:
+    """How long from now ``standby``'s AggregatorService takes to turn SERVING (it leads)."""
     started = time.monotonic()
-    wait_for(lambda: commands.health(f"127.0.0.1:{standby['grpc_port']}", timeout=0.2) == "SERVING",
-             "the standby to take over", timeout=60)
-    return standby, time.monotonic() - started
+    wait_for(lambda: health(standby, LEADER_SERVICE) == "SERVING", "the standby to take over", timeout=60)
+    return time.monotonic() - started
+
+
+def exit_status(pid: int, timeout: float = 30) -> int:
+    """The exit status of this process's child ``pid`` (``commands.up`` started it), once it has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        waited, status = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.1)
+    raise AssertionError(f"process {pid} did not exit within {timeout:g} s")
 
 
 def test_the_standby_takes_over_a_killed_leaders_run(tmp_path, capsys):
@@ -95,20 +117,26 @@ def test_the_standby_takes_over_a_killed_leaders_run(tmp_path, capsys):
         scorer = next(p for p in config.processes if p.get("service") == "mask-scorer")
         stop(scorer)  # jobs wait in the queue
         leader = commands.wait_leader(config.processes)
+        standby, standby_health = standing_by(config, leader)
         with open(tmp_path / "submit.log", "wb") as log:
             submit = start_submit(config, arguments, str(tmp_path / "cluster-out" / "x"), log)
             run = wait_for(lambda: scoring_run(config), "the run to be planned")
             stop(leader, signal.SIGKILL)
-            standby, took = takeover(config, leader)
+            killed = time.monotonic()
+            took = takeover(standby)
             restarted = commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again",
                                                "mask-scorer", scorer["grpc_port"])
             config.processes.append(restarted)
             config.write(path)
+            wait_for(lambda: done(stored(config, run.run_id), run.run_id), "the new leader to finish the run",
+                     timeout=120)
+            finished = time.monotonic() - killed
             status = submit.wait(timeout=300)
         said = (tmp_path / "submit.log").read_text()
         assert status == 0, said
         assert run.trials_planned > 0
-        print(f"takeover after SIGKILL: {took:.2f} s")
+        print(f"takeover after SIGKILL: {took:.2f} s to AggregatorService SERVING, {finished:.2f} s to DONE")
+        assert standby_health == ("SERVING", "NOT_SERVING")
         assert took <= TAKEOVER_BOUND
         assert tree(tmp_path / "cluster-out") == tree(tmp_path / "embedded")
         assert "took it over" in Path(standby["log"]).read_text()
@@ -124,12 +152,13 @@ def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_
         scorer = next(p for p in config.processes if p.get("service") == "mask-scorer")
         stop(scorer)
         leader = commands.wait_leader(config.processes)
+        standby, _ = standing_by(config, leader)
         with open(tmp_path / "submit.log", "wb") as log:
             submit = start_submit(config, arguments, str(tmp_path / "cluster-out" / "x"), log)
             run = wait_for(lambda: scoring_run(config), "the run to be planned")
             os.kill(leader["pid"], signal.SIGSTOP)
             try:
-                standby, took = takeover(config, leader)
+                took = takeover(standby)
                 restarted = commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again",
                                                    "mask-scorer", scorer["grpc_port"])
                 config.processes.append(restarted)
@@ -138,19 +167,25 @@ def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_
                 wait_for(lambda: (stored(config, run.run_id)[f"report.{run.run_id}"] is not None
                                   and done(stored(config, run.run_id), run.run_id)), "the new leader to finish the run")
                 before = stored(config, run.run_id)
+                # Its watch on the paused leader fails by keepalive (no ping answered): it re-watches on the new one.
+                status = submit.wait(timeout=KEEPALIVE_BOUND)
+                paused = commands.pid_alive(leader["pid"])
             finally:
                 os.kill(leader["pid"], signal.SIGCONT)
-            wait_for(lambda: not commands.pid_alive(leader["pid"]), "the old leader to exit", timeout=30)
-            status = submit.wait(timeout=300)  # its watch on the paused leader ends with it: it reconnects
+            old_status = exit_status(leader["pid"])
         after = stored(config, run.run_id)
         old_log = Path(leader["log"]).read_text()
-        assert status == 0, (tmp_path / "submit.log").read_text()
+        said = (tmp_path / "submit.log").read_text()
+        assert status == 0, said
+        assert paused  # submit finished while the old leader was still stopped
+        assert "reconnecting" in said
         print(f"takeover after SIGSTOP: {took:.2f} s")
         assert took <= TAKEOVER_BOUND
+        assert old_status == 1
         assert runs_pb2.RunStatus.FromString(before[f"status.{run.run_id}"][1]).state == State.RUN_STATE_DONE
         assert after == before  # nothing the old leader did after it came back reached the bucket
         assert "deposed: " in old_log  # its one line, then the command's exit status 1 with its sentence:
-        assert "mfscore: another aggregator took the lease" in old_log
+        assert "mfscore: error: another aggregator took the lease" in old_log
         assert tree(tmp_path / "cluster-out") == tree(tmp_path / "embedded")
     finally:
         commands.down(path)
