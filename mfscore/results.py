@@ -119,7 +119,7 @@ class Results:
             task=data["task"], primary=data["primary"],
             metrics=tuple(MetricSpec(m["name"], m["better"], m["description"]) for m in data["metrics"]),
             rows=tuple(Row(r["query"], _floats(r["values"]), dict(r["counts"]),
-                           {k: (_float(v[0]), _float(v[1])) for k, v in r["intervals"].items()}) for r in data["rows"]),
+                           {k: (number(v[0]), number(v[1])) for k, v in r["intervals"].items()}) for r in data["rows"]),
             curves=tuple(Curve(c["query"], tuple(map(_float, c["x"])), tuple(map(_float, c["y"])), c["kind"])
                          for c in data["curves"]),
             records=None if records is None else Records(records["file"], tuple(records["key"]), records["where"]))

@@ -19,6 +19,7 @@ import csv
 import html
 import io
 import json
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -169,7 +170,7 @@ def headline_table(results: Results) -> str:
 
 
 def _number(value) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return "-" if value is None or math.isnan(value) else f"{value:.4f}"
 
 
 def provenance_section(run: dict | None) -> str:
@@ -184,7 +185,7 @@ def provenance_section(run: dict | None) -> str:
         table(["field", "value"], plain, sortable=False, attributes={"data-table": "provenance"}),
         "<h3>Tables read (SHA-256)</h3>", table(["table", "sha256"], tables),
         *(["<h3>Files the jobs read</h3>", table(["root", "files", "manifest sha256"], files)] if files else []),
-        "<h3>Options</h3>", f"<pre>{escape(options)}</pre>"])
+        f"<details><summary>Options</summary><pre>{escape(options)}</pre></details>"])
 
 
 def glossary(results: Results, columns: dict[str, list[str]]) -> str:
@@ -306,10 +307,8 @@ def run_report(results_file: str | Path) -> bytes:
     reports = [p for p in files if p not in visuals]
     columns: dict[str, list[str]] = {}
     tables = _tables([p for p in reports if p.suffix == ".csv"], directory, columns)
-    sections = [
-        section("Run", provenance_section(run), "run"),
+    sections = [  # what a reader looks for first comes first; where the numbers came from last
         section("Headline results", headline_table(results), "headline"),
-        section("Report tables", tables or '<p class="note">No report tables.</p>', "tables"),
         section("Plots", _images([p for p in reports if p.suffix == ".png"], directory)
                 or '<p class="note">No plots.</p>', "plots"),
     ]
@@ -317,7 +316,9 @@ def run_report(results_file: str | Path) -> bytes:
         sections.append(section("Per-probe mask visuals",
                                 _tables([p for p in visuals if p.suffix in (".csv", ".json")], directory, columns)
                                 + "\n" + _images([p for p in visuals if p.suffix == ".png"], directory), "visuals"))
-    sections.append(section("Glossary", glossary(results, columns), "glossary"))
+    sections += [section("Report tables", tables or '<p class="note">No report tables.</p>', "tables"),
+                 section("Glossary", glossary(results, columns), "glossary"),
+                 section("Run", provenance_section(run), "run")]
     title = f"mfscore {results.task} report: {prefix or directory.resolve().name}"
     return page(title, sections)
 

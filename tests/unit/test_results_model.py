@@ -23,7 +23,8 @@ def results(*rows: Row, curves=()) -> Results:
 def test_json_is_canonical_and_round_trips():
     r = results(Row("", {"AUC": 0.75, "EER": 1 / 3, "TRR": 1.0}, {"targets": 4, "nontargets": 4},
                     {"AUC": (0.5, 0.9)}),
-                Row("Purpose==['add']", {"AUC": float("nan"), "EER": None, "TRR": 0.5}, {"targets": 0, "nontargets": 4}),
+                Row("Purpose==['add']", {"AUC": float("nan"), "EER": None, "TRR": 0.5}, {"targets": 0, "nontargets": 4},
+                    {"AUC": (None, None)}),
                 curves=(Curve("", (0.0, 0.25, 1.0), (0.0, 0.75, 1.0)),))
     data = r.to_json()
     assert data.endswith(b"\n") and data.count(b"\n") == 1
@@ -35,6 +36,7 @@ def test_json_is_canonical_and_round_trips():
     again = Results.from_json(data)
     assert again.row("") == r.row("") and again.curves == r.curves and again.records == r.records
     assert again.row("Purpose==['add']").values["AUC"] is None
+    assert again.row("Purpose==['add']").intervals["AUC"] == (None, None)  # undefined bounds stay None, not NaN
     assert Results.from_json(again.to_json()).to_json() == data
 
 
