@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup demo test test-faults test-browser conformance bench docs clean
+.PHONY: setup demo test test-faults test-ops test-browser conformance bench docs clean
 
 setup: $(STAMP)
 
@@ -37,10 +37,6 @@ test-faults: setup
 test-ops: setup
 	$(BIN)/python -m pytest -q -m promtool tests/unit/test_monitoring.py
 
-# The alert rules and the dashboard (deploy/k8s/monitoring/) checked and tested with promtool (apt-get install prometheus).
-test-ops: setup
-	$(BIN)/python -m pytest -q -m promtool tests/unit/test_monitoring.py
-
 # The HTML reports opened in Debian's chromium (apt-get install chromium), driven by playwright-core from npm.
 test-browser: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m browser tests/browser
@@ -57,6 +53,7 @@ bench: setup
 	$(BIN)/python bench/provenance.py
 	$(BIN)/python bench/video.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/capacity.py
 
 # The API reference: mfscore.api from its docstrings (sources docs/api/), HTML in build/apidocs. Offline (Sphinx,
 # its builtin theme, no intersphinx); every warning fails it, and -E rereads every docstring each time.
