@@ -6,7 +6,7 @@ are looked up on their registry with whichever tool is installed (``docker build
 ``skopeo``) and rewritten in place, so a rebuild or a rollout pulls the same bytes even when the tag moves. An image
 already pinned gets its tag's current digest. Nothing is written unless every image resolved: a digest is only ever
 what a registry answered. mfscore's own image is not here: the release pushes it and sets it by digest with
-``kustomize edit set image`` (docs/deploy.md, "Release").
+``kustomize edit set image`` (docs/deploy.md, "Reproducible images and the release").
 
     python deploy/pin-images.py             # rewrite the files
     python deploy/pin-images.py --dry-run   # print what would change, write nothing
