@@ -300,8 +300,8 @@ async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
     try:
         kv = await js.key_value(RUNS_BUCKET)
     except BucketNotFoundError:
-        return await _configure(js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=storage,
-                                                    replicas=settings.stream_replicas), f"the bucket {RUNS_BUCKET}", settings)
+        created = js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=storage, replicas=settings.stream_replicas)
+        return await _configure(created, f"the bucket {RUNS_BUCKET}", settings)
     current = (await kv.status()).stream_info.config
     _check_storage(current, f"the bucket {RUNS_BUCKET}", settings)
     if current.num_replicas != settings.stream_replicas:
@@ -317,7 +317,10 @@ async def _caught_up(js: JetStreamContext, stream: str, timeout: float = REPLICA
     copying does not answer the direct gets a bucket is read with."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        info = await js.stream_info(stream)
+        try:
+            info = await js.stream_info(stream)
+        except nats.errors.TimeoutError:  # the stream is moving: ask again
+            continue
         peers = (info.cluster.replicas if info.cluster else None) or []
         leader = info.cluster.leader if info.cluster else "single server"
         if leader and len(peers) == info.config.num_replicas - 1 and all(peer.current for peer in peers):
