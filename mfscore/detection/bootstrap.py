@@ -2,9 +2,10 @@
 the SemaFor metrics (``semafor_intervals``: pD@FAR, bACC@EER, pAUC; the same draws).
 
 MediScore draws 500 resamples of the scored rows with ``RandomState(77)`` and re-sorts each one.
-mfscore makes the same draws but sorts once: a resample is a vector of draw counts over the
-pre-sorted trials, and every ROC quantity is a cumulative sum of those counts, so the numbers are
-identical and each replicate costs a few linear passes instead of a sort.
+mfscore makes the same draws but sorts once: every ROC quantity is a cumulative sum of how many
+targets and non-targets a resample drew in each score group, so the numbers are identical, and a
+replicate costs its draws, a gather of their group codes and one ``bincount`` (``group_counts``)
+instead of a sort.
 
 A replicate that draws a single class has no ROC: MediScore still counts it (AUC ``0`` when it drew
 only targets, NaN when only non-targets) and sorts the values with Python's list sort, where NaN
@@ -131,6 +132,23 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, or
                     first: int = 0):
     """Draw counts of each row (table order, or ``order``'s) for each replicate: MediScore's
     ``rng.choice(rows, n)``; from replicate ``first`` on (the draws before it are skipped, see ``_kept``).
+    ``replicate_slice`` counts the same draws by score group instead (``group_counts``)."""
+    def per_row(drawn: np.ndarray) -> np.ndarray:
+        counts = np.bincount(drawn, minlength=n)
+        return counts if order is None else counts[order]
+
+    return _counted_draws(n, n_resamples, seed, first, per_row)
+
+
+def group_counts(codes: np.ndarray, n_codes: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, first: int = 0):
+    """For each replicate, how many of its draws fell on each code (``SortedTrials.group_codes``): the same draws
+    as ``resample_counts``, counted by (score group, label) rather than by row."""
+    return _counted_draws(codes.size, n_resamples, seed, first,
+                          lambda drawn: np.bincount(codes.take(drawn), minlength=n_codes))
+
+
+def _counted_draws(n: int, n_resamples: int, seed: int, first: int, count):
+    """``count`` of each replicate's draws of ``n`` rows, from replicate ``first`` on.
 
     The draws and counts, as long as all the rest of a replicate together, are made on a second
     thread, a few replicates ahead (numpy releases the GIL while it draws and gathers).
@@ -142,14 +160,12 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, or
 
     def draw() -> None:
         for _ in range(n_resamples):
-            drawn = np.bincount(rng.randint(0, n, size=n), minlength=n)
-            if order is not None:
-                drawn = drawn[order]
+            counted = count(rng.randint(0, n, size=n))
             while True:
                 if stop.is_set():
                     return
                 try:
-                    ahead.put(drawn, timeout=0.1)
+                    ahead.put(counted, timeout=0.1)
                     break
                 except queue.Full:
                     continue
@@ -199,9 +215,10 @@ def replicate_slice(trials: SortedTrials, far_stop: float | None, semafor: Semaf
     rates = np.full((count, FAR_GRID.size), np.nan) if band else None
     if trials.scores.size:
         fixed = semafor is not None and semafor.threshold is not None
-        n_above = int(np.count_nonzero(trials.scores >= semafor.threshold)) if fixed else None
-        for i, weights in enumerate(resample_counts(trials.scores.size, count, seed, trials.order, first)):
-            fps, tps, thr = trials.counts(weights)
+        codes_above = 2 * int(np.count_nonzero(trials.scores[trials.group_ends] >= semafor.threshold)) if fixed else 0
+        codes = trials.group_codes()
+        for i, drawn in enumerate(group_counts(codes, 2 * trials.group_ends.size, count, seed, first)):
+            fps, tps, thr = trials.counts_of_groups(drawn)
             roc = roc_from_counts(fps, tps, thr)
             if far_stop is not None:
                 mediscore["auc"].append(auc(roc))
@@ -209,7 +226,8 @@ def replicate_slice(trials: SortedTrials, far_stop: float | None, semafor: Semaf
                 mediscore["cdr"].append(cdr_at_far(roc, far_stop))
                 mediscore["both_classes"].append(roc.n_target > 0 and roc.n_nontarget > 0)
             if semafor is not None:
-                _semafor_replicate(plan, i, trials, weights, (fps, tps, thr), roc, semafor, n_above)
+                above = int(drawn[1:codes_above:2].sum()), int(drawn[:codes_above:2].sum())
+                _semafor_replicate(plan, i, (fps, tps, thr), roc, semafor, above)
             if band and roc.n_target > 0 and roc.n_nontarget > 0:
                 rates[i] = tpr_on_grid(roc.fpr, roc.tpr)
     return Replicates(first, count, *(tuple(values) for values in mediscore.values()), tuple(plan.items()), rates)
@@ -231,12 +249,12 @@ def joined(slices: list[Replicates]) -> Replicates:
                       np.concatenate(bands) if bands and len(bands) == len(slices) else None)
 
 
-def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials, weights: np.ndarray,
-                       counts: tuple, roc, semafor: SemaforDraws, n_above: int | None) -> None:
+def _semafor_replicate(out: dict[str, np.ndarray], i: int, counts: tuple, roc, semafor: SemaforDraws,
+                       above: tuple[int, int]) -> None:
     """Replicate ``i`` of each SemaFor metric; left NaN when it drew one class.
 
-    ``bACC@EER`` finds θ* again (a competition), or stays at ``semafor.threshold`` (a bucket), above
-    which lie the first ``n_above`` sorted trials.
+    ``bACC@EER`` finds θ* again (a competition), or stays at ``semafor.threshold`` (a bucket), at or above
+    which the replicate drew ``above`` (targets, non-targets).
     """
     fps, tps, thr = counts
     n_t, n_nt = int(tps[-1]), int(fps[-1])
@@ -250,8 +268,7 @@ def _semafor_replicate(out: dict[str, np.ndarray], i: int, trials: SortedTrials,
         best = eer_vertex(fps, tps, n_t, n_nt)
         tp, fp = int(tps[best]), int(fps[best])
     else:
-        tp = int(weights[:n_above] @ trials.labels[:n_above])
-        fp = int(weights[:n_above].sum()) - tp
+        tp, fp = above
     if semafor.threshold is None or not np.isnan(semafor.threshold):
         out["bACC@EER"][i] = (tp / n_t + 1.0 - fp / n_nt) / 2.0  # docs/metrics.md §1.4: higher is better
     pauc = f"pAUC@{semafor.pauc_far:g}"

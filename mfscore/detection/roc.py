@@ -98,6 +98,25 @@ class SortedTrials:
         seen = seen[present]
         return seen - tps, tps, self.scores[self.group_ends][present]
 
+    def group_codes(self) -> np.ndarray:
+        """Each trial's code, in the caller's order: twice the rank of its score group, plus its label. Counting a
+        resample's drawn rows by code (``np.bincount``) gives its non-targets and targets in each score group, all
+        that ``counts_of_groups`` needs: a replicate costs a gather and a count of its draws, not a pass over rows."""
+        group = np.repeat(np.arange(self.group_ends.size), np.diff(self.group_ends, prepend=-1))
+        codes = np.empty(self.labels.size, dtype=np.intp)
+        codes[self.order] = 2 * group + self.labels
+        return codes
+
+    def counts_of_groups(self, drawn: np.ndarray):
+        """``counts(weights)`` from the per-code counts of a resample (``group_codes``): cumulative (fps, tps,
+        thresholds) at each score group it drew."""
+        targets = drawn[1::2]
+        per_group = drawn[0::2] + targets
+        present = per_group > 0
+        tps = np.cumsum(targets)[present]
+        seen = np.cumsum(per_group)[present]
+        return seen - tps, tps, self.scores[self.group_ends][present]
+
 
 def _group_ends(scores: np.ndarray) -> np.ndarray:
     """Index of the last of each run of equal (descending) scores."""

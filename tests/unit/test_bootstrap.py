@@ -249,3 +249,41 @@ def test_uneven_slices_and_single_class_slices_join_to_the_whole(no_kept_states)
     assert not all(whole.both_classes)
     with pytest.raises(ValueError, match="do not follow"):
         joined([pieces[0], pieces[2]])
+
+
+def replicates_by_row_weights(trials, far_stop, semafor, count=N_RESAMPLES):
+    """The reference for ``replicate_slice``: each replicate's draw counts per row (``resample_counts``) re-weighting
+    the sorted trials (``SortedTrials.counts(weights)``), a pass over every row, rather than counts per score group."""
+    from mfscore.detection.roc import roc_from_counts
+    from mfscore.detection.roc_band import FAR_GRID, tpr_on_grid
+
+    mediscore = {"auc": [], "partial_auc": [], "cdr": [], "both_classes": []}
+    plan = {name: np.full(count, np.nan) for name in bootstrap.semafor_names(semafor)}
+    rates = np.full((count, FAR_GRID.size), np.nan)
+    threshold = semafor.threshold
+    n_above = int(np.count_nonzero(trials.scores >= threshold)) if threshold is not None else 0
+    for i, weights in enumerate(resample_counts(trials.scores.size, count, 77, trials.order)):
+        fps, tps, thr = trials.counts(weights)
+        roc = roc_from_counts(fps, tps, thr)
+        both = roc.n_target > 0 and roc.n_nontarget > 0
+        for name, value in (("auc", auc(roc)), ("partial_auc", partial_auc(roc, far_stop)),
+                            ("cdr", cdr_at_far(roc, far_stop)), ("both_classes", both)):
+            mediscore[name].append(value)
+        tp = int(weights[:n_above] @ trials.labels[:n_above])
+        bootstrap._semafor_replicate(plan, i, (fps, tps, thr), roc, semafor, (tp, int(weights[:n_above].sum()) - tp))
+        if both:
+            rates[i] = tpr_on_grid(roc.fpr, roc.tpr)
+    return bootstrap.Replicates(0, count, *(tuple(v) for v in mediscore.values()), tuple(plan.items()), rates)
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+@pytest.mark.parametrize("threshold", [None, 0.1, 0.0, float("nan")], ids=["own", "0.1", "0.0", "nan"])
+def test_counts_by_score_group_equal_counts_by_row(name, threshold, no_kept_states):
+    """Every value of every replicate (MediScore's metrics with their types, the SemaFor ones, the ROC band) counted
+    by score group is the value counted by row weights, bit for bit."""
+    scores, labels, _ = DATASETS[name]
+    trials = SortedTrials.from_arrays(scores, labels)
+    draws = SemaforDraws(threshold=threshold)
+    fast = replicate_slice(trials, 0.1, draws, band=True)
+    assert encode(fast) == encode(replicates_by_row_weights(trials, 0.1, draws))
+    assert [type(v) for v in fast.auc] == [type(v) for v in slow_replicates(scores, labels, 0.1)["auc"]]
