@@ -6,6 +6,6 @@ from __future__ import annotations
 def world_file_id(path: str) -> str:
     """``world/fake26.png`` → ``fake26``: ``posixpath.splitext`` of ``posixpath.basename``, written out on
     strings because a run calls it for every node and link it maps."""
-    name = path[path.rfind("/") + 1:]
-    dot = name.rfind(".")
-    return name[:dot] if dot > 0 and name[:dot].strip(".") else name
+    name = path.rpartition("/")[2]
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem.strip(".") else name

@@ -203,3 +203,33 @@ def test_the_shape_shortcut_agrees_with_full_validation(document, task):
     from mfscore.formats.provenance_json import _validator
 
     assert (schema_problems(document, task) == []) == _validator(task).is_valid(document)
+
+
+@pytest.mark.parametrize("number", ["1" + "0" * 400 + ".5", "1" + "0" * 309, "-" + "9" * 320 + ".0", "1.5E400",
+                                    "2e+308", "-1.0e309"])
+def test_a_number_past_the_float_range_is_refused_without_an_exponent_too(tmp_path, number):
+    data = b'{"nodes": [{"nodeConfidenceScore": %s}]}' % number.encode()
+    if "." in number or "e" in number.lower():  # a JSON float: past the range it is refused
+        assert "too large" in load_error(tmp_path, data)
+    else:  # a JSON integer: Python's int holds it
+        assert load_provenance_json(_written(tmp_path, data))["nodes"][0]["nodeConfidenceScore"] == int(number)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.text(max_size=8)),
+                max_size=30))
+def test_floats_parse_as_the_checked_parse_does(values):
+    """The C float parse (no exponent, no long digit run in the file) and the checked one give the same document."""
+    from mfscore.formats.provenance_json import _finite_float, _may_overflow
+
+    text = json.dumps({"nodes": [{"nodeConfidenceScore": value} for value in values]})
+    checked = json.loads(text, parse_float=_finite_float)
+    assert json.loads(text) == checked and repr(json.loads(text)) == repr(checked)
+    if any(isinstance(v, float) and "e" in repr(v) for v in values):
+        assert _may_overflow(text.encode())
+
+
+def _written(tmp_path, data: bytes):
+    path = tmp_path / "n.json"
+    path.write_bytes(data)
+    return path
