@@ -20,6 +20,25 @@ def _everywhere(shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(np.True_, shape)
 
 
+def _is_everywhere(weight: np.ndarray) -> bool:
+    """Whether ``weight`` is an ``_everywhere`` map: reading its pixels one by one (a count, an ``&``) costs
+    as much as a whole map's, so the counts and the weight skip it."""
+    return weight.ndim > 0 and not any(weight.strides) and not weight.flags.writeable and bool(weight.flat[0])
+
+
+def _count(weight: np.ndarray) -> int:
+    return weight.size if _is_everywhere(weight) else int(np.count_nonzero(weight))
+
+
+def _both(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a & b`` as a new map, without reading an ``_everywhere`` operand."""
+    if _is_everywhere(b):
+        a, b = b, a
+    if _is_everywhere(a):
+        return np.ones(b.shape, bool) if _is_everywhere(b) else b.copy()
+    return a & b
+
+
 def boundary_noscore(region: np.ndarray, erode_size: int, dilate_size: int, kernel: str) -> np.ndarray:
     """BNS weight: False on the band ``dilate(R) \\ erode(R)`` around the selected region."""
     # docs/masks.md §5.2
@@ -58,8 +77,9 @@ class NoScoreZones:
 
     @cached_property
     def weight(self) -> np.ndarray:
-        weight = self.bns & self.sns
-        weight &= self.pns
+        weight = _both(self.bns, self.sns)
+        if not _is_everywhere(self.pns):
+            weight &= self.pns
         return weight
 
 
@@ -90,11 +110,15 @@ def noscore_counts(zones: NoScoreZones) -> dict[str, int]:
     """
     # docs/masks.md §5.5
     size = zones.sns.size
-    outside_sns = int(np.count_nonzero(zones.sns))
-    bns_outside_sns = outside_sns - int(np.count_nonzero(zones.bns & zones.sns))
+    outside_sns = _count(zones.sns)
+    if _is_everywhere(zones.pns):
+        scored = outside_bns_and_sns = _count(zones.weight)
+    else:
+        outside_bns_and_sns = _count(_both(zones.bns, zones.sns))
+        scored = _count(zones.weight)
     return {
-        "PixelN": int(np.count_nonzero(zones.weight)),
+        "PixelN": scored,
         "PixelSNS": size - outside_sns,
-        "PixelBNS": bns_outside_sns,
-        "PixelPNS": size - int(np.count_nonzero(zones.pns)),
+        "PixelBNS": outside_sns - outside_bns_and_sns,
+        "PixelPNS": size - _count(zones.pns),
     }

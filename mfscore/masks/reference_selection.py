@@ -37,12 +37,13 @@ def parse_colour(text: str) -> tuple[int, int, int] | None:
 
 def _has_colour(image: np.ndarray, rgb: tuple[int, int, int]) -> np.ndarray:
     """Where ``image`` (HxWx3 BGR, or HxW grey: a grey v is the colour (v, v, v)) has colour ``rgb``;
-    OpenCV's 0/255 map is made 0/1 in place, so that it can be viewed as booleans without a copy."""
+    OpenCV's 0/255 map is made 0/1 in place (``bitwise_and``: ``np.minimum`` on bytes is ~20× slower), so that it
+    can be viewed as booleans without a copy."""
     if image.ndim == 2 and len(set(rgb)) > 1:
         return np.zeros(image.shape, bool)
     value = rgb[0] if image.ndim == 2 else rgb[::-1]
     hit = cv2.inRange(image, value, value)
-    np.minimum(hit, 1, out=hit)
+    np.bitwise_and(hit, 1, out=hit)
     return hit.view(bool)
 
 

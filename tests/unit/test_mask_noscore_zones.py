@@ -147,3 +147,23 @@ def test_weight_and_frozen():
     np.testing.assert_array_equal(zones.weight, [True, False])
     with pytest.raises(AttributeError):
         zones.bns = f
+
+
+@pytest.mark.parametrize("everywhere", [(b, s, p) for b in (0, 1) for s in (0, 1) for p in (0, 1)])
+def test_counts_and_weight_skip_all_true_maps_exactly(everywhere):
+    # Zones that leave out nothing are all-True broadcasts, counted and combined without reading their pixels;
+    # the result must be what counting the same maps written out pixel by pixel gives.
+    rng = np.random.default_rng(sum(everywhere))
+    maps = [np.broadcast_to(np.True_, (37, 53)) if whole else rng.random((37, 53)) < 0.7 for whole in everywhere]
+    zones = NoScoreZones(*maps)
+    plain = NoScoreZones(*(np.array(m) for m in maps))  # the same maps as ordinary arrays
+    bns, sns, pns = (np.array(m) for m in maps)
+    assert noscore_counts(zones) == noscore_counts(plain) == {
+        "PixelN": int((bns & sns & pns).sum()),
+        "PixelSNS": int((~sns).sum()),
+        "PixelBNS": int((~bns & sns).sum()),
+        "PixelPNS": int((~pns).sum()),
+    }
+    np.testing.assert_array_equal(zones.weight, bns & sns & pns)
+    assert zones.weight.flags.writeable and zones.weight.flags.c_contiguous
+    assert not np.shares_memory(zones.weight, sns) and not np.shares_memory(zones.weight, bns)
