@@ -14,11 +14,19 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import cv2
 import numpy as np
 
 from mfscore.errors import ImageError
 from mfscore.limits import DEFAULT_MAX_PIXELS
+
+
+def __getattr__(name: str):
+    """``cv2``, imported when an image is first decoded: path checks (``confined_path``) need no OpenCV."""
+    if name == "cv2":
+        import cv2
+
+        return cv2
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _JP2_SIGNATURE = b"\x00\x00\x00\x0cjP  \r\n\x87\n"
@@ -231,6 +239,8 @@ def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
     """Check the header against the limits, then decode with OpenCV (IMREAD_UNCHANGED: no EXIF rotation)."""
     header = checked_header(path, max_pixels)
     w, h = header.width, header.height
+    import cv2
+
     try:
         image = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_UNCHANGED)
     except cv2.error:
@@ -263,6 +273,8 @@ def read_grey(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, require_single
             raise ImageError(f"the image has {image.shape[2]} channels that differ; "
                              "a system mask must be single-channel greyscale", path=path)
         return np.ascontiguousarray(colour[:, :, 0])
+    import cv2
+
     return cv2.cvtColor(np.ascontiguousarray(colour), cv2.COLOR_BGR2GRAY)
 
 
@@ -273,6 +285,8 @@ def read_colour(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, keep_grey: b
     """
     image, _ = _decode(path, max_pixels)
     if image.ndim == 2:
+        import cv2
+
         return image if keep_grey else cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
     return np.ascontiguousarray(image[:, :, :3])
 

@@ -4,20 +4,26 @@ Values are typed the way pandas infers them by default (so booleans, numbers and
 and compare as they do in MediScore), except identifier columns, which are always strings: an ID
 such as ``0123`` stays ``0123``. Every problem becomes an ``InputFileError`` naming the file and,
 where there is one, the line.
+
+pandas is imported by the functions that use it: the commands that read their tables as text
+(``read_text_columns``) and write plain rows (``write_rows``) run without it on plain files.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from mfscore.errors import InputFileError
+
+if TYPE_CHECKING:
+    import pandas as pd
 from mfscore.limits import DEFAULT_MAX_TABLE_BYTES, MAX_HEADER_BYTES, MAX_TABLE_COLUMNS
 
 SEPARATOR = "|"
@@ -73,18 +79,70 @@ def read_table(path: str | Path, *, raw_text: bool = False, required: tuple[str,
     """
     path = Path(path)
     header = read_header(path)
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise InputFileError(f"missing required column(s) {', '.join(missing)}; the header has {', '.join(header)}", path=str(path))
-    if len(set(header)) != len(header):
-        dupes = sorted({c for c in header if header.count(c) > 1})
-        raise InputFileError(f"duplicate column name(s) {', '.join(dupes)} in the header", path=str(path), line=1)
+    _check_header(path, header, required)
     usecols = None  # every column: pandas checks the field counts itself
     if columns is not None and _fields_fit_header(path, len(header)):
         usecols = [c for c in header if c in columns]
     if raw_text:
         return _read(path, usecols=usecols, dtype=str, keep_default_na=False, na_values=[""])
     return _read(path, usecols=usecols, dtype={c: str for c in usecols or header if c in IDENTIFIER_COLUMNS})
+
+
+def _check_header(path: Path, header: list[str], required: tuple[str, ...]) -> None:
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputFileError(f"missing required column(s) {', '.join(missing)}; the header has {', '.join(header)}", path=str(path))
+    if len(set(header)) != len(header):
+        dupes = sorted({c for c in header if header.count(c) > 1})
+        raise InputFileError(f"duplicate column name(s) {', '.join(dupes)} in the header", path=str(path), line=1)
+
+
+def read_text_columns(path: str | Path, *, required: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Each column of a ``|``-separated table as its cells' text, ``""`` for an empty cell: the values of
+    ``read_table(path, raw_text=True, required=required).fillna("")``, column by column.
+
+    A plain file (UTF-8 without a byte-order mark, no quote, carriage return or NUL, no blank line,
+    every line as many fields as the header, which names each column once) is split here, without
+    pandas; any other file is read by ``read_table``, which parses or refuses it.
+    """
+    path = Path(path)
+    lines = _plain_lines(path)
+    if lines is None:
+        frame = read_table(path, raw_text=True, required=required).fillna("")
+        return {name: frame[name].tolist() for name in frame.columns}
+    header = lines[0].split(SEPARATOR)
+    _check_header(path, header, required)
+    cells = [line.split(SEPARATOR) for line in lines[1:]]
+    return {name: [row[i] for row in cells] for i, name in enumerate(header)}
+
+
+def _plain_lines(path: Path) -> list[str] | None:
+    """The lines of a plain table (``read_text_columns``) within the limits, or None for any other file."""
+    try:
+        if not path.is_file():
+            return None
+        _check_limits(path)
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data or data.startswith(b"\xef\xbb\xbf") or b'"' in data or b"\r" in data or b"\x00" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return None
+    header = lines[0].split(SEPARATOR)
+    separators = len(header) - 1
+    if "" in header or len(set(header)) != len(header):
+        return None
+    if any(line.count(SEPARATOR) != separators or not line or line.isspace() for line in lines):
+        return None
+    return lines
 
 
 def _fields_fit_header(path: Path, n_fields: int) -> bool:
@@ -111,6 +169,8 @@ def _fields_fit_header(path: Path, n_fields: int) -> bool:
 
 
 def _read(path: Path, **kwargs) -> pd.DataFrame:
+    import pandas as pd
+
     if not path.is_file():
         raise InputFileError("file not found" if not path.exists() else "not a regular file", path=str(path))
     try:
@@ -146,6 +206,8 @@ class TextTable(NamedTuple):
         return [row[position] for row in self.rows]
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(list(self.rows), columns=list(self.columns), dtype=object)
 
 
@@ -166,3 +228,37 @@ def write_text_table(table: TextTable, path: str | Path) -> None:
             writer = csv.writer(file, delimiter=SEPARATOR, lineterminator="\n")
             writer.writerow(table.columns)
             writer.writerows(table.rows)
+
+
+def write_rows(columns: Sequence[str], rows: list[dict], path: str | Path) -> None:
+    """Write ``rows`` (dicts keyed by ``columns``) byte for byte as ``write_table(pd.DataFrame(rows, columns=columns))``.
+
+    A column whose cells are all ``str``, all ``int`` or all ``float`` is written here: text as it is, integers
+    by ``str``, floats by ``repr`` (NaN empty), as pandas writes such a column; a table with any other column
+    (mixed types, booleans, None, an infinite float) is written by pandas.
+    """
+    table = [[row[name] for name in columns] for row in rows]
+    formats = [_column_format([cells[i] for cells in table]) for i in range(len(columns))]
+    if None in formats:
+        import pandas as pd
+
+        write_table(pd.DataFrame(rows, columns=list(columns)), path)
+        return
+    text = [[fmt(cell) for fmt, cell in zip(formats, cells)] for cells in table]
+    write_text_table(TextTable(columns, text), path)
+
+
+def _column_format(cells: list):
+    """How pandas writes a column of these cells, if it is one ``write_rows`` writes itself, else None."""
+    kinds = {type(cell) for cell in cells}
+    if kinds <= {str}:
+        return str
+    if kinds == {int}:
+        return str if all(-2**63 <= cell < 2**63 for cell in cells) else None
+    if kinds == {float}:
+        return None if any(math.isinf(cell) for cell in cells) else _float_cell
+    return None
+
+
+def _float_cell(value: float) -> str:
+    return "" if value != value else repr(value)

@@ -4,6 +4,10 @@ Index ⋈ reference ⋈ system on ``ProvenanceProbeFileID`` (inner joins), group
 ``JournalFileName`` in sorted order, join order kept within a group. System JSON paths are confined
 to ``-S``; a file that is too large, not JSON or fails the schema is a per-trial problem
 (``TrialInputError``), so the run can go on without that trial.
+
+The tables are text columns (``read_text_columns``) and the joins are written out on them, so the
+filtering command runs without pandas; ``trial_frame`` is the same table made by pandas' merges, the
+reference the joins are tested against and the path taken when a join would rename columns.
 """
 
 from __future__ import annotations
@@ -11,14 +15,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mfscore.errors import ImageError, InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, load_provenance_json, schema_problems
-from mfscore.formats.tables import read_table
+from mfscore.formats.tables import read_text_columns
 from mfscore.limits import MAX_SCHEMA_PROBLEMS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Columns = dict[str, list[str]]  # a table as its columns' text, "" for an empty cell
 
 PROBE = "ProvenanceProbeFileID"
 OUTPUT = "ProvenanceOutputFileName"
@@ -31,30 +39,39 @@ class TrialInputError(InputFileError):
 
 @dataclass
 class ProvenanceInputs:
-    index: pd.DataFrame      # ProvenanceProbeFileID, ProvenanceProbeFileName, ...
-    reference: pd.DataFrame  # ProvenanceProbeFileID, JournalName, JournalFileName, ...
-    nodes: pd.DataFrame      # ProvenanceProbeFileID, WorldFileID, WorldFileName, JournalNodeID
-    world: pd.DataFrame      # WorldFileID, WorldFileName, ...
-    system: pd.DataFrame     # ProvenanceProbeFileID, ProvenanceOutputFileName, [ConfidenceScore, status]
+    index: Columns      # ProvenanceProbeFileID, ProvenanceProbeFileName, ...
+    reference: Columns  # ProvenanceProbeFileID, JournalName, JournalFileName, ...
+    nodes: Columns      # ProvenanceProbeFileID, WorldFileID, WorldFileName, JournalNodeID
+    world: Columns      # WorldFileID, WorldFileName, ...
+    system: Columns     # ProvenanceProbeFileID, ProvenanceOutputFileName, [ConfidenceScore, status]
     reference_dir: str
     system_dir: str
     system_path: str
     warnings: list[str] = field(default_factory=list)
 
 
-def _text(path: str, required: tuple[str, ...]) -> pd.DataFrame:
-    return read_table(path, raw_text=True, required=required).fillna("")
+def records(table: Columns) -> list[dict[str, str]]:
+    """A table's rows as dicts, in file order (``DataFrame.to_dict("records")`` of the same table)."""
+    names = list(table)
+    return [dict(zip(names, cells)) for cells in zip(*table.values())] if names else []
+
+
+def frame(table: Columns) -> pd.DataFrame:
+    """A table as pandas reads it as text (``read_table(raw_text=True).fillna("")``)."""
+    import pandas as pd
+
+    return pd.DataFrame(table, columns=list(table), dtype=str)
 
 
 def read_inputs(*, index: str, reference: str, nodes: str, world: str, system: str, reference_dir: str,
                 system_dir: str) -> ProvenanceInputs:
     """Read the five tables; a missing file or column is an InputFileError naming it."""
     return ProvenanceInputs(
-        index=_text(index, (PROBE, "ProvenanceProbeFileName")),
-        reference=_text(reference, (PROBE, "JournalName", "JournalFileName")),
-        nodes=_text(nodes, (PROBE, "WorldFileID", "WorldFileName", "JournalNodeID")),
-        world=_text(world, ("WorldFileID", "WorldFileName")),
-        system=_text(system, (PROBE, OUTPUT)),
+        index=read_text_columns(index, required=(PROBE, "ProvenanceProbeFileName")),
+        reference=read_text_columns(reference, required=(PROBE, "JournalName", "JournalFileName")),
+        nodes=read_text_columns(nodes, required=(PROBE, "WorldFileID", "WorldFileName", "JournalNodeID")),
+        world=read_text_columns(world, required=("WorldFileID", "WorldFileName")),
+        system=read_text_columns(system, required=(PROBE, OUTPUT)),
         reference_dir=reference_dir, system_dir=system_dir, system_path=system)
 
 
@@ -68,7 +85,9 @@ def check_trial_disparity(inputs: ProvenanceInputs, *, skip: bool, one_to_one: b
                              path=inputs.system_path)
     extraneous = sorted(set(system_ids) - set(index_ids))
     if one_to_one:
-        extraneous += sorted(set(system_ids[system_ids.duplicated()]) - set(extraneous))
+        seen: set[str] = set()
+        repeated = {probe for probe in system_ids if probe in seen or seen.add(probe)}
+        extraneous += sorted(repeated - set(extraneous))
     if extraneous:
         message = f"the system output has probe(s) not in the index, or repeated: {', '.join(extraneous)}"
         if not skip:
@@ -76,26 +95,59 @@ def check_trial_disparity(inputs: ProvenanceInputs, *, skip: bool, one_to_one: b
         inputs.warnings.append(message)
 
 
-def opted_in(system: pd.DataFrame) -> pd.DataFrame:
+def opted_in(system: Columns) -> list[dict[str, str]]:
     """Rows kept for scoring: IsOptOut, else ProvenanceProbeStatus, in {Processed, N}; no column keeps all."""
+    rows = records(system)
     for column in ("IsOptOut", "ProvenanceProbeStatus"):
         if column in system:
-            return system[system[column].isin(KEPT_STATUSES)]
-    return system
+            return [row for row in rows if row[column] in KEPT_STATUSES]
+    return rows
 
 
-def trial_table(inputs: ProvenanceInputs) -> pd.DataFrame:
-    """The trials to score, in MediScore's order, with every system JSON path confined to ``-S``."""
-    index = inputs.index[[PROBE, "ProvenanceProbeFileName"]]
-    reference = inputs.reference[[PROBE, "JournalName", "JournalFileName"]]
-    trials = index.merge(reference, on=PROBE).merge(opted_in(inputs.system), on=PROBE)
-    trials = trials.sort_values("JournalFileName", kind="stable").reset_index(drop=True)
-    for name in trials[OUTPUT]:
+INDEX_COLUMNS = (PROBE, "ProvenanceProbeFileName")
+REFERENCE_COLUMNS = (PROBE, "JournalName", "JournalFileName")
+
+
+def trial_table(inputs: ProvenanceInputs) -> list[dict[str, str]]:
+    """The trials to score, in MediScore's order, with every system JSON path confined to ``-S``: index ⋈
+    reference ⋈ opted-in system on the probe (inner joins, each left row's matches in right order), stable
+    sorted by JournalFileName; a row per trial with the index's and reference's columns and every system column."""
+    if set(inputs.system) & set(INDEX_COLUMNS + REFERENCE_COLUMNS) - {PROBE}:  # pandas would rename them
+        trials = trial_frame(inputs).to_dict("records")
+    else:
+        index = [dict(zip(INDEX_COLUMNS, cells)) for cells in zip(*(inputs.index[c] for c in INDEX_COLUMNS))]
+        reference = [dict(zip(REFERENCE_COLUMNS, cells))
+                     for cells in zip(*(inputs.reference[c] for c in REFERENCE_COLUMNS))]
+        trials = _inner_join(_inner_join(index, reference), opted_in(inputs.system))
+        trials.sort(key=lambda trial: trial["JournalFileName"])
+    for trial in trials:
         try:
-            confined_path(inputs.system_dir, name, what="system JSON")
+            confined_path(inputs.system_dir, trial[OUTPUT], what="system JSON")
         except ImageError as exc:
             raise InputFileError(exc.message, path=exc.path) from None
     return trials
+
+
+def _inner_join(left: list[dict], right: list[dict]) -> list[dict]:
+    """``left`` ⋈ ``right`` on the probe, as pandas' inner merge orders it: each left row in order, with its
+    matching right rows in their order (the two share no other column)."""
+    matches: dict[str, list[dict]] = {}
+    for row in right:
+        matches.setdefault(row[PROBE], []).append(row)
+    return [left_row | row for left_row in left for row in matches.get(left_row[PROBE], ())]
+
+
+def trial_frame(inputs: ProvenanceInputs) -> pd.DataFrame:
+    """``trial_table``'s rows made by pandas' merges (columns a join shares are renamed ``_x``/``_y``)."""
+    index = frame(inputs.index)[list(INDEX_COLUMNS)]
+    reference = frame(inputs.reference)[list(REFERENCE_COLUMNS)]
+    system = frame(inputs.system)
+    for column in ("IsOptOut", "ProvenanceProbeStatus"):
+        if column in system:
+            system = system[system[column].isin(KEPT_STATUSES)]
+            break
+    trials = index.merge(reference, on=PROBE).merge(system, on=PROBE)
+    return trials.sort_values("JournalFileName", kind="stable").reset_index(drop=True)
 
 
 def load_system_graph(inputs: ProvenanceInputs, name: str, task: str, *,

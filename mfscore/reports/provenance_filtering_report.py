@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from mfscore.formats.tables import TextTable, write_table, write_text_table
+from mfscore.formats.tables import TextTable, write_rows, write_text_table
 from mfscore.reports.figure_data import BarFigure, Series
 from mfscore.provenance.filtering import (
     CORRECT,
@@ -24,6 +24,9 @@ from mfscore.provenance.filtering import (
     FilteringRecord,
     node_recall,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TRIAL_COLUMNS = (
     ["JournalName", "ProvenanceProbeFileID", "ProvenanceOutputFileName", "NumSysNodes", "NumRefNodes", "NodeType"]
@@ -52,6 +55,8 @@ def trial_rows(records: list[FilteringRecord]) -> list[dict]:
 
 
 def trial_scores(records: list[FilteringRecord]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(trial_rows(records), columns=TRIAL_COLUMNS)
 
 
@@ -69,15 +74,22 @@ def _mean(values: list[float]) -> float:
     return total / count if count else float("nan")
 
 
-def scores(records: list[FilteringRecord]) -> pd.DataFrame:
-    """Per node type (sorted, so ``All`` first), the mean of the rounded trial recalls (docs/provenance.md §2.4)."""
+def score_rows(trials: list[dict]) -> list[dict]:
+    """Per node type (sorted, so ``All`` first), the mean of the rounded trial recalls (docs/provenance.md §2.4);
+    ``trials`` are ``trial_rows``."""
     by_type: dict[str, list[dict]] = {}
-    for row in trial_rows(records):
+    for row in trials:
         by_type.setdefault(row["NodeType"], []).append(row)
-    rows = [{"NodeType": kind} | {f"NodeRecallAt{n}": _mean([r[f"NodeRecallAt{n}"] for r in by_type[kind]])
+    return [{"NodeType": kind} | {f"NodeRecallAt{n}": _mean([r[f"NodeRecallAt{n}"] for r in by_type[kind]])
                                   for n in RANKS}
             for kind in sorted(by_type)]
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+def scores(records: list[FilteringRecord]) -> pd.DataFrame:
+    """``score_rows`` as a table."""
+    import pandas as pd
+
+    return pd.DataFrame(score_rows(trial_rows(records)), columns=SCORE_COLUMNS)
 
 
 def node_mapping(records: list[FilteringRecord]) -> TextTable:
@@ -126,19 +138,20 @@ def _float_text(confidence) -> str:
 RECALL_FIGURE = "recall_at_k.png"
 
 
-def recall_figure(means: pd.DataFrame) -> BarFigure:
-    """``--plots``: the mean node recall at each rank (``scores.csv``'s values), one bar per node type."""
+def recall_figure(means: list[dict]) -> BarFigure:
+    """``--plots``: the mean node recall at each rank (``scores.csv``'s rows), one bar per node type."""
     series = tuple(Series(str(row["NodeType"]), np.array([row[f"NodeRecallAt{n}"] for n in RANKS], dtype=np.float64))
-                   for row in means.to_dict("records"))
+                   for row in means)
     return BarFigure("Provenance filtering: mean node recall at rank k", tuple(f"k = {n}" for n in RANKS), series,
                      xlabel="rank k (the system's k most confident nodes)", ylabel="mean node recall")
 
 
-def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> pd.DataFrame:
+def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[str], Path]) -> list[dict]:
     """Write the three tables, each where ``path_for(file name)`` says (a staging directory, say); returns
-    ``scores.csv`` as its numbers."""
-    write_table(trial_scores(records), path_for("trial_scores.csv"))
-    means = scores(records)
-    write_table(means, path_for("scores.csv"))
+    ``scores.csv``'s rows."""
+    trials = trial_rows(records)
+    write_rows(TRIAL_COLUMNS, trials, path_for("trial_scores.csv"))
+    means = score_rows(trials)
+    write_rows(SCORE_COLUMNS, means, path_for("scores.csv"))
     write_text_table(node_mapping(records), path_for("node_mapping.csv"))
     return means

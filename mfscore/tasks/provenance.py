@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-import pandas as pd
-
 from mfscore.errors import InputFileError, MfscoreError
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
 from mfscore.options import Check, option, validate
@@ -71,14 +69,14 @@ def read_tables(options: Options) -> ProvenanceInputs:
                        reference_dir=options.reference_dir, system_dir=options.system_dir)
 
 
-def planned_trials(trials: pd.DataFrame, journal_of: Callable[[str], object],
+def planned_trials(trials: list[dict], journal_of: Callable[[str], object],
                    work_of: Callable[[int, dict, object], object], started: float) -> tuple[list[Job], State]:
     """A job per trial in order (``work_of(ordinal, trial, journal)``, journal None when unreadable);
     each journal is read once (``journal_of(JournalFileName)``), and one that cannot be read is the
     planning error of each of its trials."""
     journals: dict[str, object] = {}
     jobs, errors = [], {}
-    for ordinal, trial in enumerate(trials.to_dict("records")):
+    for ordinal, trial in enumerate(trials):
         name = trial["JournalFileName"]
         if name not in journals:
             try:

@@ -13,8 +13,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.provenance_json import FILTERING
 from mfscore.options import each, one_of, option
@@ -35,6 +33,7 @@ from mfscore.provenance.trials import (
     TrialInputError,
     check_trial_disparity,
     load_journal,
+    records,
     trial_table,
 )
 from mfscore.reports.provenance_filtering_report import RECALL_FIGURE, recall_figure, write_filtering_report
@@ -99,8 +98,7 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
         stderr = [f"mfscore: warning: {warning}" for warning in inputs.warnings] if options.verbose else []
         trials = trial_table(inputs)
         types = node_types(list(options.nodetype))
-        by_probe = world_nodes(inputs.nodes.to_dict("records"),
-                               list(zip(inputs.world["WorldFileID"], inputs.world["WorldFileName"])))
+        by_probe = world_nodes(records(inputs.nodes), list(zip(inputs.world["WorldFileID"], inputs.world["WorldFileName"])))
 
         def work_of(ordinal: int, trial: dict, journal: list[dict] | None) -> FilteringJob:
             probe, output = trial[PROBE], trial[OUTPUT]
@@ -147,7 +145,7 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
                      results=filtering_results(means, walked.records, len(walked.problems), stage.prefix))
 
 
-def filtering_results(means: pd.DataFrame, records: list[FilteringRecord], left_out: int, prefix: str = "") -> Results:
+def filtering_results(means: list[dict], records: list[FilteringRecord], left_out: int, prefix: str = "") -> Results:
     """A row per node type of ``scores.csv`` (``All``: the whole run's); primary recall@300, the MFC2019 plan's
     (docs/provenance.md §2.3), or the largest rank if 300 is not one."""
     specs = tuple(MetricSpec(f"NodeRecallAt{n}", HIGHER, f"share of each probe's reference nodes found among "
@@ -155,9 +153,10 @@ def filtering_results(means: pd.DataFrame, records: list[FilteringRecord], left_
                                                          f"the probes: 1 finds them all")
                   for n in RANKS)
     probes = Counter(counts.node_type for record in records for counts in record.counts)
-    rows = tuple(Row(ALL if kind == ALL_TYPES else kind, {spec.name: number(row[spec.name]) for spec in specs},
-                     {"probes": probes[kind], "left_out": left_out})  # the means as scores.csv writes them
-                 for kind, row in zip(means["NodeType"], means.to_dict("records")))
+    rows = tuple(Row(ALL if row["NodeType"] == ALL_TYPES else row["NodeType"],
+                     {spec.name: number(row[spec.name]) for spec in specs},  # the means as scores.csv writes them
+                     {"probes": probes[row["NodeType"]], "left_out": left_out})
+                 for row in means)
     return Results("provenance-filtering", PRIMARY, specs, rows,
                    records=Records(f"{prefix}trial_scores.csv", ("ProvenanceProbeFileID", "NodeType")))
 

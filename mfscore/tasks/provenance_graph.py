@@ -37,6 +37,7 @@ from mfscore.provenance.trials import (
     ProvenanceInputs,
     TrialInputError,
     check_trial_disparity,
+    frame,
     load_journal,
     trial_table,
 )
@@ -115,10 +116,9 @@ def world_nodes(nodes: pd.DataFrame, world: pd.DataFrame) -> pd.DataFrame:
     return nodes.merge(world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
 
 
-def _probe_node_ids(inputs: ProvenanceInputs, world: pd.DataFrame) -> tuple[dict[str, set], dict[str, set]]:
+def _probe_node_ids(nodes: pd.DataFrame, world: pd.DataFrame) -> tuple[dict[str, set], dict[str, set]]:
     """Per probe: the JournalNodeIDs of its world nodes (``world``, docs/provenance.md §3.2 step 4) and of its own node
-    (the node-file row whose WorldFileID is the probe's)."""
-    nodes = inputs.nodes
+    (the node-file row whose WorldFileID is the probe's; ``nodes``: the node file)."""
     own = nodes[nodes["WorldFileID"] == nodes[PROBE]]
     return (world.groupby(PROBE)["JournalNodeID"].agg(set).to_dict(),
             own.groupby(PROBE)["JournalNodeID"].agg(set).to_dict())
@@ -185,9 +185,10 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         check_trial_disparity(inputs, skip=options.skip_trial_disparity_check, one_to_one=True)
         trials = trial_table(inputs)
         stdout = [f"Warning, {warning}" for warning in inputs.warnings] + [f"Scoring {len(trials)} trials .."]
-        world = world_nodes(inputs.nodes, inputs.world)
+        nodes = frame(inputs.nodes)
+        world = world_nodes(nodes, frame(inputs.world))
         keys = node_keys_by_probe(world, mediscore_compat=options.mediscore_compat)
-        world_ids, probe_ids = _probe_node_ids(inputs, world)
+        world_ids, probe_ids = _probe_node_ids(nodes, world)
 
         def work_of(ordinal: int, trial: dict, journal: tuple[list[str], set] | None) -> GraphJob:
             probe, output = trial[PROBE], trial[OUTPUT]

@@ -63,7 +63,7 @@ def test_the_mask_roc_figure_draws_the_curves_of_the_reported_aucs(tmp_path):
 def test_recall_bars_show_the_scores_table(tmp_path):
     means = pd.DataFrame([{"NodeType": "All", **{f"NodeRecallAt{n}": n / 400 for n in RANKS}},
                           {"NodeType": "donor", **{f"NodeRecallAt{n}": 0.5 for n in RANKS}}])
-    figure = recall_figure(means)
+    figure = recall_figure(means.to_dict("records"))
     assert figure.categories == tuple(f"k = {n}" for n in RANKS)
     assert [s.label for s in figure.series] == ["All", "donor"]
     np.testing.assert_array_equal(figure.series[0].y, [n / 400 for n in RANKS])
