@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import cv2
 import numpy as np
 
 SCORED = "scored"
@@ -107,6 +106,8 @@ def coded_histogram(codes: np.ndarray, bins: int) -> np.ndarray:
     OpenCV's histogram is several times faster than ``np.bincount`` but counts in float32, so the
     image is cut into row bands of at most 2**24 pixels and the bands are summed as integers.
     """
+    import cv2  # here, not at the top: the video-temporal scorer imports this module for no histogram
+
     rows = max(1, _EXACT_FLOAT32 // max(1, codes.shape[1]))
     total = np.zeros(bins, np.int64)
     for top in range(0, codes.shape[0], rows):
@@ -124,6 +125,8 @@ _BAND_PIXELS = 1 << 22
 
 def _codes(region: np.ndarray, weight: np.ndarray, system: np.ndarray, lanes: np.ndarray) -> np.ndarray:
     """``value | (region + 2·weight + 4·lane) << 8`` per pixel, as uint16."""
+    import cv2
+
     flags = cv2.add(region.view(np.uint8), cv2.add(weight.view(np.uint8), weight.view(np.uint8)))
     flags |= lanes
     codes = flags.astype(np.uint16)

@@ -1,0 +1,43 @@
+"""Table-driven commands import what they use: provenance filtering reads, scores and writes without pandas, OpenCV,
+networkx, scipy or matplotlib (half a second of start-up on every run), and video temporal without OpenCV."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from mfscore.sample_data.provenance import generate_provenance_dataset
+from mfscore.sample_data.video import generate_temporal_dataset
+
+HEAVY = ("pandas", "cv2", "networkx", "scipy", "matplotlib")
+PROBE = """
+import json, sys
+from mfscore.cli.main import main
+status = main(sys.argv[1:])
+print(json.dumps([status, sorted(m for m in %r if m in sys.modules)]))
+""" % (HEAVY,)
+
+
+def _imported(arguments: list[str]) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *arguments], capture_output=True, text=True, check=True)
+    status, imported = json.loads(done.stdout.splitlines()[-1])
+    assert status == 0, done.stderr
+    return imported
+
+
+def test_provenance_filtering_imports_no_heavy_library(tmp_path):
+    options = generate_provenance_dataset(tmp_path / "data", 12).options("system.csv")
+    assert _imported(["provenance-filtering", *options, "-o", f"{tmp_path}/out/"]) == []
+    scores = (tmp_path / "out" / "scores.csv").read_text().splitlines()
+    assert scores[0].startswith("NodeType|NodeRecallAt50") and scores[1].startswith("All|")
+
+
+def test_path_checks_need_no_opencv():
+    code = "import sys, mfscore.formats.images; print('cv2' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_video_temporal_imports_no_opencv(tmp_path):
+    arguments = ["video-temporal", *generate_temporal_dataset(tmp_path / "data", 6).cli_args(), "-o", f"{tmp_path}/out/"]
+    assert _imported(arguments) == ["pandas"]
