@@ -154,9 +154,13 @@ def workloads(root: Path) -> list[Workload]:
 
 
 def timed(command: list[str], env: dict[str, str] | None = None) -> Timing:
-    """Run ``command`` to its end; its CPU seconds come from ``os.wait4``, which counts the children it reaped."""
+    """Run ``command`` to its end; its CPU seconds come from ``os.wait4``, which counts the children it reaped.
+
+    It runs in the root directory: ``python -m`` puts its working directory first on the module path, so a
+    run from a checkout would import that checkout's mfscore even with ``PYTHONPATH`` naming the baseline.
+    """
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env, cwd="/")
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
