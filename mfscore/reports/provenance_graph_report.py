@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import networkx as nx
-import pandas as pd
+import numpy as np
 
 from mfscore.formats.tables import TextTable
 from mfscore.provenance.graph_similarity import (
@@ -67,8 +67,15 @@ def trial_scores(records: list[GraphRecord]) -> TextTable:
 
 def mean_scores(records: list[GraphRecord]) -> dict[str, float]:
     """``scores.csv``'s means as numbers (``Mean<metric>``): the unrounded trial values' means, NaN skipped."""
-    values = pd.DataFrame([_metric_values(r) for r in records], columns=METRICS, dtype="float64")
-    return {f"Mean{m}": float(values[m].mean()) for m in METRICS}
+    values = np.array([_metric_values(r) for r in records], dtype=np.float64).reshape(len(records), len(METRICS))
+    return {f"Mean{m}": _nanmean(values[:, i]) for i, m in enumerate(METRICS)}
+
+
+def _nanmean(values: np.ndarray) -> float:
+    """``Series.mean()`` as pandas computes it: NaN read as 0 in a numpy sum, divided by the count of the others."""
+    missing = np.isnan(values)
+    count = values.size - int(missing.sum())
+    return float(np.where(missing, 0.0, values).sum() / count) if count else math.nan
 
 
 def aggregate_scores(records: list[GraphRecord], direct: bool) -> TextTable:

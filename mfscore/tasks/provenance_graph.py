@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pandas as pd
-
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
 from mfscore.formats.tables import write_text_table
@@ -36,9 +34,10 @@ from mfscore.provenance.trials import (
     PROBE,
     ProvenanceInputs,
     TrialInputError,
+    Columns,
     check_trial_disparity,
-    frame,
     load_journal,
+    records,
     trial_table,
 )
 from mfscore.reports.provenance_graph_report import (
@@ -111,20 +110,27 @@ class GraphTrial:
     said: tuple[str, ...] = ()
 
 
-def world_nodes(nodes: pd.DataFrame, world: pd.DataFrame) -> pd.DataFrame:
-    """docs/provenance.md §3.2 step 4: node file ⋈ world on WorldFileID only, in node-file order."""
-    return nodes.merge(world[["WorldFileID"]].drop_duplicates(), on="WorldFileID")
+def world_nodes(nodes: list[dict], world: Columns) -> list[dict]:
+    """docs/provenance.md §3.2 step 4: node file ⋈ world on WorldFileID only, in node-file order (the node rows
+    whose WorldFileID the world index has)."""
+    in_world = set(world["WorldFileID"])
+    return [row for row in nodes if row["WorldFileID"] in in_world]
 
 
-def _probe_node_ids(nodes: pd.DataFrame, world: pd.DataFrame) -> tuple[dict[str, set], dict[str, set]]:
+def _probe_node_ids(nodes: list[dict], world: list[dict]) -> tuple[dict[str, set], dict[str, set]]:
     """Per probe: the JournalNodeIDs of its world nodes (``world``, docs/provenance.md §3.2 step 4) and of its own node
     (the node-file row whose WorldFileID is the probe's; ``nodes``: the node file)."""
-    own = nodes[nodes["WorldFileID"] == nodes[PROBE]]
-    return (world.groupby(PROBE)["JournalNodeID"].agg(set).to_dict(),
-            own.groupby(PROBE)["JournalNodeID"].agg(set).to_dict())
+    world_ids: dict[str, set] = {}
+    for row in world:
+        world_ids.setdefault(row[PROBE], set()).add(row["JournalNodeID"])
+    own: dict[str, set] = {}
+    for row in nodes:
+        if row["WorldFileID"] == row[PROBE]:
+            own.setdefault(row[PROBE], set()).add(row["JournalNodeID"])
+    return world_ids, own
 
 
-def node_keys_by_probe(world: pd.DataFrame, *, mediscore_compat: bool) -> Callable[[str], dict[str, str]]:
+def node_keys_by_probe(world: list[dict], *, mediscore_compat: bool) -> Callable[[str], dict[str, str]]:
     """Per probe, JournalNodeID → WorldFileName for naming its reference nodes (docs/provenance.md §3.2 step 6).
 
     By default a probe's nodes are named by its own world rows, the last in node-file order: journals
@@ -133,11 +139,14 @@ def node_keys_by_probe(world: pd.DataFrame, *, mediscore_compat: bool) -> Callab
     pandas before 2.2 returned that merge (grouped by WorldFileID), the last row winning.
     """
     if mediscore_compat:
-        grouped = world.iloc[grouped_merge_order(world["WorldFileID"].tolist())]
-        shared = node_keys(zip(grouped["JournalNodeID"], grouped["WorldFileName"]))
+        grouped = (world[position] for position in grouped_merge_order([row["WorldFileID"] for row in world]))
+        shared = node_keys((row["JournalNodeID"], row["WorldFileName"]) for row in grouped)
         return lambda probe: shared
-    per_probe = {probe: node_keys(zip(rows["JournalNodeID"], rows["WorldFileName"]))
-                 for probe, rows in world.groupby(PROBE, sort=False)}
+    rows_of: dict[str, list[dict]] = {}
+    for row in world:
+        rows_of.setdefault(row[PROBE], []).append(row)
+    per_probe = {probe: node_keys((row["JournalNodeID"], row["WorldFileName"]) for row in rows)
+                 for probe, rows in rows_of.items()}
     return lambda probe: per_probe.get(probe, {})
 
 
@@ -185,8 +194,8 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         check_trial_disparity(inputs, skip=options.skip_trial_disparity_check, one_to_one=True)
         trials = trial_table(inputs)
         stdout = [f"Warning, {warning}" for warning in inputs.warnings] + [f"Scoring {len(trials)} trials .."]
-        nodes = frame(inputs.nodes)
-        world = world_nodes(nodes, frame(inputs.world))
+        nodes = records(inputs.nodes)
+        world = world_nodes(nodes, inputs.world)
         keys = node_keys_by_probe(world, mediscore_compat=options.mediscore_compat)
         world_ids, probe_ids = _probe_node_ids(nodes, world)
 

@@ -63,6 +63,11 @@ def own_rows_last_in_file_order(probe: str) -> dict[str, str]:
     return keys
 
 
+def world_rows() -> list[dict]:
+    """The node file ⋈ world rows as the task joins them (tables as rows and text columns)."""
+    return world_nodes(NODES.to_dict("records"), {name: WORLD[name].tolist() for name in WORLD.columns})
+
+
 def test_grouped_merge_order_is_a_stable_sort_by_first_appearance():
     assert grouped_merge_order(["w1", "w2", "w1"]) == [0, 2, 1]
     rng = random.Random(15)
@@ -73,7 +78,7 @@ def test_grouped_merge_order_is_a_stable_sort_by_first_appearance():
 
 
 def test_compat_lookup_is_mediscores_grouped_merge_with_the_last_row_winning():
-    keys = node_keys_by_probe(world_nodes(NODES, WORLD), mediscore_compat=True)
+    keys = node_keys_by_probe(world_rows(), mediscore_compat=True)
     expected = mediscore_table()
     assert expected == {"x": "world/B.jpg", "base": "world/A.jpg", "donor": "world/C.jpg", "donor2": "world/D.jpg"}
     for probe in PROBES:
@@ -81,7 +86,7 @@ def test_compat_lookup_is_mediscores_grouped_merge_with_the_last_row_winning():
 
 
 def test_default_lookup_is_the_probes_own_rows_last_in_file_order():
-    keys = node_keys_by_probe(world_nodes(NODES, WORLD), mediscore_compat=False)
+    keys = node_keys_by_probe(world_rows(), mediscore_compat=False)
     assert {probe: keys(probe) for probe in PROBES} == {probe: own_rows_last_in_file_order(probe) for probe in PROBES}
     assert keys("P1")["base"] == "world/A.jpg" and keys("P2")["base"] == "world/B.jpg"
     assert keys("P3") == {"donor2": "world/D.jpg", "donor": "world/A.jpg"}
