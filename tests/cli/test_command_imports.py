@@ -1,5 +1,6 @@
 """Table-driven commands import what they use: provenance filtering reads, scores and writes without pandas, OpenCV,
-networkx, scipy or matplotlib (half a second of start-up on every run), and video temporal without OpenCV."""
+networkx, scipy or matplotlib (half a second of start-up on every run), graph building with networkx alone, and
+video temporal without OpenCV."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def test_provenance_filtering_imports_no_heavy_library(tmp_path):
     assert _imported(["provenance-filtering", *options, "-o", f"{tmp_path}/out/"]) == []
     scores = (tmp_path / "out" / "scores.csv").read_text().splitlines()
     assert scores[0].startswith("NodeType|NodeRecallAt50") and scores[1].startswith("All|")
+
+
+def test_provenance_graph_imports_networkx_alone(tmp_path):
+    options = generate_provenance_dataset(tmp_path / "data", 12, cycles=True).options("system.csv")
+    assert _imported(["provenance-graph", *options, "-c", "-o", f"{tmp_path}/out/"]) == ["networkx"]
+    assert (tmp_path / "out" / "scores.csv").read_text().splitlines()[0].startswith("Direct|MeanSimNLO")
 
 
 def test_path_checks_need_no_opencv():
