@@ -9,6 +9,7 @@ limit before OpenCV decodes it.  Every problem with a file becomes an ``ImageErr
 from __future__ import annotations
 
 import functools
+import io
 import os
 import struct
 from dataclasses import dataclass
@@ -34,6 +35,37 @@ _J2K_SIGNATURE = b"\xff\x4f\xff\x51"
 _PNG_CHANNELS = {0: 1, 2: 3, 3: 3, 4: 2, 6: 4}
 # SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC), which share the range.
 _JPEG_SOF = {m for m in range(0xC0, 0xD0) if m not in (0xC4, 0xC8, 0xCC)}
+
+
+@dataclass(frozen=True)
+class ImageBytes:
+    """An image file held in memory (a scorer's copy of an object), named in messages as its file.
+
+    ``data`` None is a file that is not there; with ``size`` too, one the scorer did not fetch because it has
+    ``size`` bytes, more than ``limit``. Every reader takes one wherever it takes a path, and answers alike.
+    """
+
+    name: str
+    data: bytes | None
+    size: int | None = None
+    limit: int | None = None
+
+
+ImageSource = str | ImageBytes
+
+
+def source_name(source: ImageSource) -> str:
+    """The name a message gives the image: its path, or the in-memory file's name."""
+    return source.name if isinstance(source, ImageBytes) else source
+
+
+def file_size(source: ImageSource) -> int:
+    """The file's bytes (``OSError`` for a path that cannot be read, as ``os.path.getsize``)."""
+    if isinstance(source, ImageBytes):
+        if source.data is None:
+            raise FileNotFoundError(source.name)
+        return len(source.data)
+    return os.path.getsize(source)
 
 
 class _Bad(Exception):
@@ -182,10 +214,26 @@ def _bmp(f: BinaryIO) -> ImageHeader:
     return ImageHeader(abs(width), abs(height), channels, 8, "bmp")
 
 
-def image_header(path: str) -> ImageHeader:
+def _not_fetched(source: ImageBytes) -> ImageError:
+    if source.size is not None:
+        return ImageError(f"the image file is {source.size} bytes, more than the {source.limit} a scorer fetches",
+                          path=source.name)
+    return ImageError("the image does not exist", path=source.name)
+
+
+def _open(source: ImageSource) -> BinaryIO:
+    if isinstance(source, ImageBytes):
+        if source.data is None:
+            raise _not_fetched(source)
+        return io.BytesIO(source.data)
+    return open(source, "rb")
+
+
+def image_header(source: ImageSource) -> ImageHeader:
     """Parse only the header of a PNG, JPEG, JPEG 2000 (JP2 or raw codestream), TIFF or BMP file."""
+    path = source_name(source)
     try:
-        with open(path, "rb") as f:
+        with _open(source) as f:
             magic = f.read(12)
             if magic.startswith(_PNG_SIGNATURE):
                 header = _png(f)
@@ -214,18 +262,22 @@ def image_header(path: str) -> ImageHeader:
     return header
 
 
-def image_size(path: str) -> tuple[int, int, int | None]:
+def image_size(path: ImageSource) -> tuple[int, int, int | None]:
     """(width, height, channels) from the header alone; channels is None when the header does not say."""
     header = image_header(path)
     return header.width, header.height, header.channels
 
 
-def checked_header(path: str, max_pixels: int) -> ImageHeader:
+def checked_header(source: ImageSource, max_pixels: int) -> ImageHeader:
     """The header of a regular file within the pixel limit and of 8-bit samples: what the readers
     check before decoding (a FIFO or a directory is never opened)."""
-    if not os.path.isfile(path):
+    path = source_name(source)
+    if isinstance(source, ImageBytes):
+        if source.data is None:
+            raise _not_fetched(source)
+    elif not os.path.isfile(path):
         raise ImageError("the image does not exist" if not os.path.exists(path) else "not a regular file", path=path)
-    header = image_header(path)
+    header = image_header(source)
     w, h = header.width, header.height
     if w * h > max_pixels:
         raise ImageError(f"the image declares {w}x{h} = {w * h} pixels, more than the limit of {max_pixels}",
@@ -235,14 +287,16 @@ def checked_header(path: str, max_pixels: int) -> ImageHeader:
     return header
 
 
-def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
+def _decode(source: ImageSource, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
     """Check the header against the limits, then decode with OpenCV (IMREAD_UNCHANGED: no EXIF rotation)."""
-    header = checked_header(path, max_pixels)
+    header = checked_header(source, max_pixels)
+    path = source_name(source)
     w, h = header.width, header.height
     import cv2
 
     try:
-        image = cv2.imdecode(np.fromfile(path, np.uint8), cv2.IMREAD_UNCHANGED)
+        raw = np.frombuffer(source.data, np.uint8) if isinstance(source, ImageBytes) else np.fromfile(path, np.uint8)
+        image = cv2.imdecode(raw, cv2.IMREAD_UNCHANGED)
     except cv2.error:
         image = None
     except OSError as exc:
@@ -257,14 +311,16 @@ def _decode(path: str, max_pixels: int) -> tuple[np.ndarray, ImageHeader]:
     return image, header
 
 
-def read_grey(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, require_single_channel: bool = True) -> np.ndarray:
+def read_grey(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS,
+              require_single_channel: bool = True) -> np.ndarray:
     """A system mask as uint8 HxW.
 
     With ``require_single_channel`` a colour image is accepted only if its colour channels are
     identical (a grey image saved as RGB); alpha is ignored, as an OpenCV greyscale read ignores it.
     Without it colour is converted with ``cv2.cvtColor`` (what an OpenCV greyscale read does).
     """
-    image, _ = _decode(path, max_pixels)
+    image, _ = _decode(source, max_pixels)
+    path = source_name(source)
     if image.ndim == 2:
         return image
     colour = image[:, :, :3]
@@ -278,12 +334,12 @@ def read_grey(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, require_single
     return cv2.cvtColor(np.ascontiguousarray(colour), cv2.COLOR_BGR2GRAY)
 
 
-def read_colour(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, keep_grey: bool = False) -> np.ndarray:
+def read_colour(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, keep_grey: bool = False) -> np.ndarray:
     """A colour reference mask (NC2016/NC2017) as uint8 HxWx3 BGR; grey gives 3 equal channels, alpha is dropped.
 
     With ``keep_grey`` a grey image stays HxW, a third of the memory (``colour_selection`` reads both).
     """
-    image, _ = _decode(path, max_pixels)
+    image, _ = _decode(source, max_pixels)
     if image.ndim == 2:
         import cv2
 
@@ -291,7 +347,7 @@ def read_colour(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS, keep_grey: b
     return np.ascontiguousarray(image[:, :, :3])
 
 
-def read_layers(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+def read_layers(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
     """A bit-plane reference mask as uint8 HxWxL, layers in the file's component order (as glymur gives them).
 
     OpenCV returns colour as BGR(A); the channels are put back in file order, in place (a copy
@@ -299,11 +355,12 @@ def read_layers(path: str, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarra
     most 32 bit-planes), so a file declaring 2 or more than 4 components is refused with an
     ImageError before decoding.
     """
-    header = image_header(path)
+    path = source_name(source)
+    header = image_header(source)
     if header.format in ("jp2", "j2k") and header.channels not in (1, 3, 4):
         raise ImageError(f"the JPEG 2000 image has {header.channels} components; "
                          "only 1, 3 or 4 can be decoded", path=path)
-    image, header = _decode(path, max_pixels)
+    image, header = _decode(source, max_pixels)
     if image.ndim == 2:
         return image[:, :, np.newaxis]
     if image.shape[2] == 4 and header.channels == 2:  # grey + alpha, expanded by OpenCV to BGRA

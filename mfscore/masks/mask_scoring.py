@@ -12,13 +12,22 @@ before anything is decoded.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mfscore.errors import ImageError
-from mfscore.formats.images import DEFAULT_MAX_PIXELS, ImageHeader, checked_header, read_colour, read_grey, read_layers
+from mfscore.formats.images import (
+    DEFAULT_MAX_PIXELS,
+    ImageHeader,
+    ImageSource,
+    checked_header,
+    file_size,
+    read_colour,
+    read_grey,
+    read_layers,
+    source_name,
+)
 from mfscore.limits import DECODE_SAMPLE_BYTES, DEFAULT_MAX_JOB_BYTES, JOB_MAP_BYTES, JPEG2000_SAMPLE_BYTES
 from mfscore.masks import KERNEL_SHAPES
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
@@ -43,10 +52,11 @@ class ZoneOptions:
 
 @dataclass(frozen=True)
 class MaskJob:
-    """One mask to score: a probe, or one side of a splice pair."""
+    """One mask to score: a probe, or one side of a splice pair. A scorer of the cluster gives it its masks' files
+    in memory (``ImageBytes``) instead of their paths."""
 
-    reference_path: str | None
-    system_path: str | None
+    reference_path: ImageSource | None
+    system_path: ImageSource | None
     bitplanes: bool = False
     every_marked_pixel: bool = False
     selected_colours: tuple[tuple[int, int, int], ...] = ()
@@ -83,9 +93,9 @@ def _system(job: MaskJob, shape: tuple[int, int]) -> np.ndarray:
     else:
         system = read_grey(job.system_path, max_pixels=job.max_pixels)
     if system.shape != shape:
-        raise ImageError(
-            f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "
-            f"{shape[1]}x{shape[0]}", path=job.system_path or "(blank system mask of the index size)")
+        name = source_name(job.system_path) if job.system_path else "(blank system mask of the index size)"
+        raise ImageError(f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "
+                         f"{shape[1]}x{shape[0]}", path=name)
     return system
 
 
@@ -116,14 +126,14 @@ def job_bytes_per_pixel(reference_decode: int, system_decode: int) -> int:
     return max(reference_decode, 3 + system_decode, JOB_MAP_BYTES)
 
 
-def _declared(path: str | None, max_pixels: int) -> tuple[str, int, int, int, int] | None:
-    """(path, width, height, decoding bytes per pixel, file bytes) from the header alone; None without
+def _declared(path: ImageSource | None, max_pixels: int) -> tuple[str, int, int, int, int] | None:
+    """(name, width, height, decoding bytes per pixel, file bytes) from the header alone; None without
     a file, or for one the reader refuses before decoding it."""
     if not path:
         return None
     try:
         header = checked_header(path, max_pixels)
-        return path, header.width, header.height, decode_bytes(header), os.path.getsize(path)
+        return source_name(path), header.width, header.height, decode_bytes(header), file_size(path)
     except (ImageError, OSError):
         return None
 

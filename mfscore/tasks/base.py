@@ -146,6 +146,11 @@ class Task(ABC):
         """``work`` reading its blobs from ``paths`` instead (a worker's fetched copies)."""
         return work
 
+    def blobs_in_memory(self, work) -> int | None:
+        """None: a worker fetches the job's blobs into files (``with_blobs`` gets their paths). A number: the job
+        reads its blobs from memory, each at most that many bytes (``with_blobs`` gets ``ImageBytes``)."""
+        return None
+
     def draws(self, options) -> bool:
         """Whether the report draws figures (the local runner then starts ``figure_process`` first thing);
         declared here only: the command line does not restate it."""

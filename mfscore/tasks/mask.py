@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mfscore.errors import OptionError
+from mfscore.formats.images import ImageSource
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
 from mfscore.masks.mask_scoring import MaskJob, score_mask
@@ -136,8 +137,13 @@ class Mask(Task):
     def blobs(self, work: MaskJob) -> dict[str, str]:
         return {"reference": work.reference_path or "", "system": work.system_path or ""}
 
-    def with_blobs(self, work: MaskJob, paths: dict[str, str]) -> MaskJob:
+    def with_blobs(self, work: MaskJob, paths: dict[str, ImageSource]) -> MaskJob:
         return replace(work, reference_path=paths["reference"] or None, system_path=paths["system"] or None)
+
+    def blobs_in_memory(self, work: MaskJob) -> int:
+        """A worker decodes the masks from memory; a file over the job's own limit could not be scored anyway
+        (``score_mask`` counts the files in a job's memory)."""
+        return work.max_job_bytes
 
     def report_blobs(self, plan: Plan, outcomes: dict) -> list[JobKey]:
         """The probe masks drawn by ``--visuals``: each query's best and worst (``chosen_masks``)."""

@@ -1,6 +1,9 @@
 """A scorer pool: pull the jobs of its resource classes, fetch each job's files from S3, score the job with its
 task (found through the registry), publish the record. One pool serves any task whose ``resource`` it pulls.
 
+A task that reads its files from memory (``Task.blobs_in_memory``: image masks) gets each object's bytes; the
+others get local copies in a temporary directory per job.
+
 A pool keeps two jobs in flight per resource: one job's files download (on I/O threads) while the
 other is scored on the pool's single scoring thread, so a pool uses one core for scoring.
 """
@@ -19,6 +22,7 @@ import grpc
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError
+from mfscore.formats.images import ImageBytes
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
 from mfscore.services.common.jetstream import JobWorker, connect, public_url, wait_for_streams
@@ -66,6 +70,20 @@ def _fetch(store: ObjectStore, message: jobs_pb2.Job, name: str, directory: str)
     return path
 
 
+def _fetch_bytes(store: ObjectStore, message: jobs_pb2.Job, name: str, limit: int) -> ImageBytes | str:
+    """The job file ``name`` in memory ('' for none), named as in the run. A missing object is an ``ImageBytes``
+    without data, and one over ``limit`` bytes one with its size: the core then reports either in its own words."""
+    if not name:
+        return ""
+    key = message.objects.get(name) or message.input_prefix + name
+    try:
+        return ImageBytes(name, store.get_bytes(key, max_bytes=limit))
+    except ObjectMissing:
+        return ImageBytes(name, None)
+    except ObjectTooLarge as error:
+        return ImageBytes(name, None, error.size if error.size is not None else limit + 1, limit)
+
+
 class JobRefused(MfscoreError):
     """A job naming inputs outside its own run's upload: whoever sent it, it is not the aggregator's plan."""
 
@@ -101,6 +119,14 @@ class JobScorer:
         check_inputs(message)
         task = tasks.get(message.task)
         work = job(task, message).work
+        limit = task.blobs_in_memory(work)
+        if limit is not None:
+            blobs = task.blobs(work)
+            fetched = await asyncio.gather(*(asyncio.to_thread(_fetch_bytes, self.store, message, name, limit)
+                                             for name in blobs.values()))
+            work = task.with_blobs(work, dict(zip(blobs, fetched)))
+            outcome = await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
+            return record_message(message, outcome, self.name)
         directory = os.path.realpath(tempfile.mkdtemp(prefix="job-", dir=self.work_dir))
         try:
             blobs = task.blobs(work)

@@ -361,3 +361,43 @@ def test_header_agrees_with_decoded_shape(tmp_path, ext, channels, width, height
     assert (h, w) == decoded.shape[:2] == (height, width)
     assert c in (None, 1 if decoded.ndim == 2 else decoded.shape[2])
     assert read_colour(path).shape == (height, width, 3)
+
+
+def _outcome(read, source):
+    """What a reader gives for ``source``: the array, or the ImageError's path and message."""
+    try:
+        return read(source, max_pixels=10_000)
+    except ImageError as error:
+        return (error.path, error.message)
+
+
+@pytest.mark.parametrize("read", [images.read_grey, images.read_colour, images.read_layers])
+def test_a_file_in_memory_reads_as_the_file_on_disk(tmp_path, read):
+    # A cluster scorer decodes a job's masks from the object's bytes: every array and every message (named by
+    # the file's name) must be what reading the same bytes from a file gives.
+    rng = np.random.default_rng(5)
+    grey = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    files = {
+        "grey.png": encode(".png", grey),
+        "colour.png": encode(".png", np.dstack([grey, grey, grey])),
+        "mixed.png": encode(".png", rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)),
+        "alpha.png": encode(".png", rng.integers(0, 256, (20, 30, 4), dtype=np.uint8)),
+        "truncated.png": encode(".png", grey)[:60],
+        "big.png": encode(".png", np.zeros((200, 60), np.uint8)),  # over max_pixels
+        "text.png": b"not an image at all",
+        "empty.png": b"",
+    }
+    for name, data in files.items():
+        path = write(tmp_path, name, data)
+        on_disk, in_memory = _outcome(read, path), _outcome(read, images.ImageBytes(path, data))
+        if isinstance(on_disk, tuple):
+            assert in_memory == on_disk, name
+        else:
+            np.testing.assert_array_equal(in_memory, on_disk)
+            assert in_memory.dtype == on_disk.dtype and in_memory.shape == on_disk.shape
+    missing = str(tmp_path / "missing.png")
+    assert _outcome(read, images.ImageBytes(missing, None)) == _outcome(read, missing) == (
+        missing, "the image does not exist")
+    assert _outcome(read, images.ImageBytes("sys/x.png", None, 5000, 4096)) == (
+        "sys/x.png", "the image file is 5000 bytes, more than the 4096 a scorer fetches")
+    assert images.file_size(images.ImageBytes("a", b"12345")) == 5 == os.path.getsize(write(tmp_path, "f", b"12345"))
