@@ -8,18 +8,24 @@ the only assertion is that the bootstrap being compared computes the same interv
    that re-sorts every resample (measured on fewer replicates, extrapolated linearly to 500).
 2. Core scoring of 1,000,000 trials without intervals, against a per-threshold sweep (one full pass
    per distinct score; measured on a few hundred thresholds, extrapolated).
-3. End to end from files through the CLI (in process, no plots): reading and joining the CSVs,
-   scoring, writing the reports. MediScore's times are quoted from the issue, not measured here.
+3. Whole commands (``python -m mfscore detection``, the ROC drawn, with and without ``--ci``) at 100,000 and
+   1,000,000 trials, each round alternating with its floor (``python -c "import pandas"``; for ``--ci`` a plain
+   numpy bootstrap of the AUC, 500 resamples, one ``argsort`` each); wall and CPU seconds (user + system of the
+   child and its children, ``os.wait4``), medians over the rounds. Issue 28's goals are printed as ratios against
+   MediScore's seconds (``MEDISCORE``: measured outside the project on Python 3 on this kind of machine with the
+   same generated data, ±30 %; MediScore is not run here). ``--baseline DIR`` also times a checkout of another
+   revision (``git worktree add DIR REV``, run with ``PYTHONPATH=DIR``).
 
-Total run time is a few minutes on a 2-core machine, most of it generating the 1M-trial files.
+``--only core|commands`` runs parts 1-2 or part 3; ``--repeat`` sets part 3's rounds.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
+import argparse
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mfscore.cli.main import main as cli_main
 from mfscore.detection.bootstrap import N_RESAMPLES, SEED, quantile_positions
 from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
@@ -38,9 +43,27 @@ CI_LEVEL = 0.9
 NAIVE_REPLICATES = 50          # naive bootstrap replicates actually run at 100k trials
 SWEEP_THRESHOLDS = 300         # per-threshold sweep passes actually run at 1M trials
 
-# MediScore DetectionScorer on this machine, as quoted in the issue (not measured by this script).
-MEDISCORE_100K_NO_CI = 26.0
-MEDISCORE_100K_CI = 103.0
+# MediScore 1.3.2's whole DetectionScorer command, seconds (issue 28's table: measured outside the project on Python 3
+# on this kind of machine, same generated data, a busy machine: ±30 %; not measured by this script).
+MEDISCORE = {(100_000, False): (2.7, 2.7), (100_000, True): (25.0, 43.0),
+             (1_000_000, False): (11.4, 11.4), (1_000_000, True): (253.0, 253.0)}
+GOALS = {(1_000_000, False): 5.0, (1_000_000, True): 30.0, (100_000, False): 2.0}  # MediScore's seconds / mfscore's
+NUMPY_BOOTSTRAP = """
+import sys, numpy as np
+n = int(sys.argv[1])
+rng = np.random.default_rng(77)
+labels = rng.random(n) < 0.5
+scores = np.round(rng.normal(size=n) + labels, 4)
+aucs = []
+for _ in range(500):
+    pick = rng.integers(0, n, n)
+    s, y = scores[pick], labels[pick]
+    ranks = np.empty(n)
+    ranks[np.argsort(s, kind="stable")] = np.arange(1, n + 1)
+    positives = y.sum()
+    aucs.append((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * (n - positives)))
+np.percentile(aucs, [5, 95])
+"""
 
 TARGETS = {"core_100k_ci": 2.0, "core_1m": 3.0}
 
@@ -158,55 +181,89 @@ def bench_core_1m() -> None:
     summary.append(("core 1M, no CI (target <= 3 s)", t_mf, f"{t_sweep / t_mf:.1f}x faster than threshold sweep (extrap.)"))
 
 
-def run_cli(directory: Path, ds, out: Path, ci: bool) -> None:
-    argv = ["detection", "--refDir", str(directory), "-r", ds.reference, "-x", ds.index,
-            "--sysDir", str(directory), "-s", ds.system, "-o", str(out), "--noPlot"]
-    if ci:
-        argv.append("--ci")
-    with contextlib.redirect_stdout(io.StringIO()):
-        rc = cli_main(argv)
-    if rc != 0:
-        raise SystemExit(f"mfscore detection exited with {rc}")
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU seconds: user + system of the process and the children it waited for) of a whole command."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if status:
+        raise SystemExit(f"{' '.join(command[:4])} ... failed ({status})")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def bench_end_to_end() -> None:
-    print("3. End to end from files: CLI in process, --noPlot, reading + joining the CSVs included")
-    print("   MediScore figures for this machine are reference figures quoted in the issue, not measured here:")
-    print(f"   ~{MEDISCORE_100K_NO_CI:g} s for 100k trials without CIs, ~{MEDISCORE_100K_CI:g} s for 100k trials with CIs")
+def detection_command(ds, out: Path, ci: bool) -> list[str]:
+    return [sys.executable, "-m", "mfscore", "detection", "--refDir", str(ds.directory), "-r", ds.reference,
+            "-x", ds.index, "--sysDir", str(ds.directory), "-s", ds.system, "-o", str(out / "run"),
+            *(["--ci"] if ci else [])]
+
+
+def bench_commands(repeat: int, baseline: Path | None) -> None:
+    print("3. Whole commands: python -m mfscore detection, the ROC drawn, alternating with the floor; medians of "
+          f"{repeat} rounds")
+    print("   MediScore's seconds are issue 28's (measured outside the project on Python 3, same generated data, "
+          "±30 %), not measured here")
+    envs = {"mfscore": None}
+    if baseline is not None:
+        envs["baseline"] = {**os.environ, "PYTHONPATH": str(baseline.resolve())}
     with tempfile.TemporaryDirectory(prefix="mfscore-bench-") as tmp:
         tmp = Path(tmp)
-        d100k, d1m = tmp / "100k", tmp / "1m"
-        t_gen100k, ds100k = best_of(lambda: generate_detection_dataset(d100k, 100_000, seed=2019), 1)
-        t_gen1m, ds1m = best_of(lambda: generate_detection_dataset(d1m, 1_000_000, seed=2019), 1)
-        line("(data generation, not part of the figures: 100k / 1M)", f"{t_gen100k:.1f} s / {t_gen1m:.1f} s")
-
-        t_100k, _ = best_of(lambda: run_cli(d100k, ds100k, tmp / "out" / "100k", ci=False), 3)
-        t_100k_ci, _ = best_of(lambda: run_cli(d100k, ds100k, tmp / "out" / "100k_ci", ci=True), 2)
-        t_1m, _ = best_of(lambda: run_cli(d1m, ds1m, tmp / "out" / "1m", ci=False), 2)
-
-        r_100k = MEDISCORE_100K_NO_CI / t_100k
-        r_100k_ci = MEDISCORE_100K_CI / t_100k_ci
-        r_1m = MEDISCORE_100K_NO_CI / t_1m
-        line("100k trials, no CIs, best of 3", f"{t_100k:7.3f} s   quoted MediScore / mfscore: {r_100k:6.1f} x")
-        line("100k trials, --ci, best of 2", f"{t_100k_ci:7.3f} s   quoted MediScore / mfscore: {r_100k_ci:6.1f} x")
-        line("1M trials, no CIs, best of 2", f"{t_1m:7.3f} s   quoted MediScore 100k (10x fewer trials) / mfscore 1M: {r_1m:6.1f} x")
-    summary.append(("CLI 100k, no CI", t_100k, f"quoted MediScore 100k no CI / this: {r_100k:.1f}x"))
-    summary.append(("CLI 100k, --ci", t_100k_ci, f"quoted MediScore 100k CI / this: {r_100k_ci:.1f}x"))
-    summary.append(("CLI 1M, no CI", t_1m, f"quoted MediScore 100k no CI / this (10x trials): {r_1m:.1f}x"))
+        data = {}
+        for n in (100_000, 1_000_000):
+            started = time.perf_counter()
+            data[n] = generate_detection_dataset(tmp / f"data-{n}", n, seed=2019)
+            line(f"(data generation, {n:,} trials, not part of the figures)", f"{time.perf_counter() - started:.1f} s")
+        print(f"   {'workload':<30} {'floor':>15} {'floor s':>8} {'':8} " + " ".join(
+            f"{name + ' wall':>13} {name + ' CPU':>12}" for name in envs) + "   MediScore s / mfscore (CPU, wall)")
+        for n, ci in ((100_000, False), (100_000, True), (1_000_000, False), (1_000_000, True)):
+            floor_name, floor = (("numpy bootstrap", [sys.executable, "-c", NUMPY_BOOTSTRAP, str(n)]) if ci else
+                                 ("import pandas", [sys.executable, "-c", "import pandas"]))
+            rounds = []
+            for _ in range(repeat):
+                row = {"floor": timed(floor)}
+                for name, env in envs.items():
+                    row[name] = timed(detection_command(data[n], tmp / f"out-{name}-{n}-{ci}", ci), env)
+                rounds.append(row)
+            median = {key: tuple(statistics.median(r[key][i] for r in rounds) for i in (0, 1)) for key in rounds[0]}
+            low, high = MEDISCORE[n, ci]
+            cpu, wall = median["mfscore"][1], median["mfscore"][0]
+            quoted = f"{low:g}" if low == high else f"{low:g}-{high:g}"
+            ratio = (f"{low / cpu:.1f}x" if low == high else f"{low / cpu:.1f}-{high / cpu:.1f}x")
+            workload = f"{n:,} trials{', --ci' if ci else ''}"
+            print(f"   {workload:<30} {floor_name:>15} {median['floor'][1]:8.2f} {'CPU':8} " + " ".join(
+                f"{median[name][0]:13.2f} {median[name][1]:12.2f}" for name in envs)
+                + f"   {quoted} s: {ratio} (wall {low / wall:.1f}x); x floor CPU {cpu / median['floor'][1]:.2f}")
+            if baseline is not None:
+                line(f"  baseline / mfscore, CPU (wall)", f"{median['baseline'][1] / cpu:.2f}x "
+                                                        f"({median['baseline'][0] / wall:.2f}x)")
+            if (n, ci) in GOALS:
+                goal = GOALS[n, ci]
+                line(f"  goal: >= {goal:g}x MediScore (CPU <= {low / goal:.1f} s)",
+                     f"{low / cpu:.1f}x: {'met' if low / cpu >= goal else 'MISSED'}")
+            summary.append((f"command {workload}", cpu, f"CPU s; MediScore {quoted} s / this: {ratio}"))
+    load = os.getloadavg()
+    print(f"   (load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs)")
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("core", "commands"))
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of part 3 (default 3)")
+    parser.add_argument("--baseline", type=Path, help="a checkout of another mfscore revision to time too")
+    args = parser.parse_args()
     started = time.perf_counter()
     print(f"mfscore detection benchmark: Python {platform.python_version()}, numpy {np.__version__}, "
           f"{os.cpu_count()} CPUs, {platform.machine()}")
-    print("Data: ~50 % targets, scores rounded to 4 decimals (ties); times are wall clock (time.perf_counter).")
+    print("Data: ~50 % targets, scores rounded to 4 decimals (ties); parts 1-2 in process, wall seconds, best of.")
     print()
-    bench_core_ci()
-    print()
-    bench_core_1m()
-    print()
-    bench_end_to_end()
-    print()
+    if args.only in (None, "core"):
+        bench_core_ci()
+        print()
+        bench_core_1m()
+        print()
+    if args.only in (None, "commands"):
+        bench_commands(args.repeat, args.baseline)
+        print()
     print("Summary")
     print(f"  {'benchmark':<32} {'seconds':>9}   comparison")
     for label, seconds, comparison in summary:
