@@ -14,10 +14,17 @@ and prints:
    S3 server shares the cores with the scorers) and over the whole submit;
 3. wall times: the embedded command, and the whole ``submit`` including the upload;
 4. S3 requests per probe by kind, counted from the S3 server's request log over the whole submit: PUT
-   object, GET of a mask, a table or a report, HEAD object (stat), LIST, bucket requests. Reads should
-   be one GET per mask object (2 per probe: reference and system) and no stat.
+   object, GET of an uploaded object (a mask or a table: objects are named by digest), of a report, HEAD object
+   (stat), LIST, bucket requests. Reads should be one GET per mask object (2 per probe: reference and system).
 
-Every cluster run's files are checked byte for byte against the embedded run's.
+5. upload bytes (the aggregator's ``mfscore_uploaded_bytes_total``): the measured submit, by a caller new to the
+   cluster, uploads the reference set and the system output; then, on the 2-worker cluster, the reference set
+   registered once as a dataset (``mfscore dataset register``) and a submit naming it (``--dataset``) by another
+   new client uploads only its system output (goal: exactly the system output's bytes).
+
+The data is laid out as a reference directory and a system directory (a dataset is the reference set alone).
+Every cluster run's reports are checked byte for byte against the embedded run's (its run record,
+``<prefix>_run.json``, names the runner and the times, so it is left out).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -40,6 +48,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from mfscore.cli.main import main
+from mfscore.run.local import is_provenance
 from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster
@@ -49,6 +58,7 @@ from mfscore.services.wire import runs_pb2, services_pb2_grpc
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 WIDTH, HEIGHT = 1024, 768
 CLIENT = "submit (client)"
+DATASET = "bench-cluster-ref@1"
 GROUPS = {"moto_server": "object store", "nats-server": "NATS"}
 REQUEST = re.compile(r'"(?:\x1b\[[\d;]*m)?([A-Z]+) (/\S*) HTTP/')
 
@@ -62,6 +72,8 @@ class ClusterRun:
     window: dict[str, float]       # per process, SubmitRun to the run's end
     requests: Counter
     objects: Counter               # distinct objects each kind of request named
+    uploaded: int                  # bytes the measured submit uploaded
+    uploaded_with_dataset: int | None = None  # bytes a submit naming the registered reference set uploaded
 
 
 def group(name: str) -> str:
@@ -173,6 +185,8 @@ def request_kind(method: str, key: str, query: str) -> str:
     if query:
         return f"{method} object ?{query.split('=', 1)[0]}"
     if method == "GET":
+        if key.startswith("objects/"):  # an uploaded file, by its digest: a mask or a table
+            return "GET input object"
         what = "report" if "/inputs/" not in key else "table" if key.lower().endswith(".csv") else "mask"
         return f"GET {what}"
     return {"HEAD": "HEAD object (stat)", "PUT": "PUT object"}.get(method, f"{method} object")
@@ -196,26 +210,61 @@ def last_run(path: Path) -> runs_pb2.RunStatus:
         return list(list_runs(services_pb2_grpc.AggregatorServiceStub(channel)))[-1]
 
 
-def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes]) -> ClusterRun:
-    """One ``mfscore submit`` on a fresh local cluster with ``workers`` mask scorers."""
+def reports(directory: Path) -> dict[str, bytes]:
+    """The run's files but its provenance (``<prefix>_run.json``), whose runner and times differ from run to run."""
+    return {name: data for name, data in files_under(directory).items() if not is_provenance(name)}
+
+
+def uploaded_bytes(config) -> int:
+    """The aggregator's ``mfscore_uploaded_bytes_total``: every byte a caller has uploaded to the cluster."""
+    port = next(p["metrics_port"] for p in config.processes if p.get("service") == "aggregator")
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    found = re.search(r"^mfscore_uploaded_bytes_total (\S+)$", text, re.MULTILINE)
+    return int(float(found.group(1))) if found else 0
+
+
+def with_dataset(root: Path, path: Path, config, reference: Path, arguments: list[str],
+                 expected: dict[str, bytes]) -> int:
+    """Register the reference set as a dataset (the operator, once) and submit naming it as a client new to the
+    cluster: the bytes that submit uploaded (its reports checked against the embedded run's)."""
+    caller = root / "dataset-client.json"
+    local_cluster.add_caller(config, "bench-dataset-client", "client", out=caller)
+    time.sleep(1.5)  # the services read the tokens file again within a second
+    quiet(["dataset", "register", DATASET, str(reference), "--shared", "--cluster", str(path)])
+    before = uploaded_bytes(config)
+    out = root / "dataset-out"
+    quiet(["submit", "--cluster", str(caller), "--dataset", DATASET, "mask", *arguments, "-oR", str(out / "x")])
+    if reports(out) != expected:
+        raise SystemExit("the reports of the submit naming the dataset differ from the embedded CLI's")
+    return uploaded_bytes(config) - before
+
+
+def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes],
+                reference: Path | None = None) -> ClusterRun:
+    """One ``mfscore submit`` on a fresh local cluster with ``workers`` mask scorers; with ``reference``, then a
+    submit naming it registered as a dataset."""
     path = root / f"cluster-{workers}" / "cluster.json"
     config = local_cluster.up(path, mask_scorers=workers)
     try:
         out = root / f"cluster-{workers}-out"
         log = Path(next(p["log"] for p in config.processes if p["name"] == "moto_server"))
         offset = log.stat().st_size
+        uploaded = uploaded_bytes(config)
         with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:
             wall = quiet(["submit", "--cluster", str(path), "mask", *arguments, "-oR", str(out / "x")])
+        uploaded = uploaded_bytes(config) - uploaded
         with log.open("rb") as f:
             f.seek(offset)
             requests, objects = s3_requests(f.read().decode(errors="replace"), config.bucket)
-        if files_under(out) != expected:
+        if reports(out) != expected:
             raise SystemExit(f"the {workers}-worker cluster's reports differ from the embedded CLI's")
         run = last_run(path)
         submitted, finished = run.submitted_at.ToNanoseconds() / 1e9, run.finished_at.ToNanoseconds() / 1e9
         result = ClusterRun(workers, wall, finished - submitted, cpu.spent(), cpu.spent(submitted, finished),
-                            requests, objects)
+                            requests, objects, uploaded)
         print_processes(result)
+        if reference is not None:
+            result.uploaded_with_dataset = with_dataset(root, path, config, reference, arguments, expected)
         return result
     finally:
         local_cluster.down(path)
@@ -235,6 +284,14 @@ def print_cpu(embedded_cpu: float, runs: list[ClusterRun]) -> None:
     print(f"{'  / embedded (goal <= 1.15x)':48}" + "".join(f"{g['mfscore'] / embedded_cpu:18.2f}x" for g in groups))
     for name in ("object store", "NATS"):
         print(f"{'cluster: ' + name:48}" + "".join(f"{g[name] * per:16.1f} ms" for g in groups))
+    print("  by process (mfscore's own), over the whole submit / from SubmitRun to the run's end (no upload):")
+    for name in sorted({n for r in runs for n in r.cpu if group(n) == "mfscore"}):
+        cells = [f"{r.cpu.get(name, 0) * per:8.1f} /{r.window.get(name, 0) * per:5.1f} ms" for r in runs]
+        if any(r.cpu.get(name, 0) >= 0.05 for r in runs):
+            print(f"    {name:44}" + "".join(f"{c:>18}" for c in cells))
+    windows = [grouped(r.window) for r in runs]
+    print(f"{'  SubmitRun to the end / embedded':48}"
+          + "".join(f"{w['mfscore'] / embedded_cpu:18.2f}x" for w in windows))
 
 
 def print_throughput(embedded_wall: float, one: ClusterRun, two: ClusterRun) -> None:
@@ -260,13 +317,39 @@ def print_requests(runs: list[ClusterRun]) -> None:
     for kind in sorted(set().union(*(r.requests for r in runs))):
         print((f"  {kind:39}" + "".join(request_cell(r, kind) for r in runs)).rstrip())
     for run in runs:
-        gets, masks, stats = run.requests["GET mask"], run.objects["GET mask"], run.requests["HEAD object (stat)"]
-        verdict = "one GET per mask object" if gets == masks else "some masks read more than once"
-        print(f"  {run.workers} worker(s): {gets} GETs of {masks} mask objects ({masks / N_PROBES:.2f} per probe), "
-              f"{verdict}; {stats} HEAD/stat")
+        gets = run.requests["GET input object"] + run.requests["GET mask"] + run.requests["GET table"]
+        read = run.objects["GET input object"] + run.objects["GET mask"] + run.objects["GET table"]
+        stats = run.requests["HEAD object (stat)"]
+        print(f"  {run.workers} worker(s): {gets} GETs of {read} uploaded objects (masks and tables; "
+              f"{read / N_PROBES:.2f} per probe), {gets - read} read again; {stats} HEAD/stat")
+
+
+def print_uploads(runs: list[ClusterRun], system_bytes: int) -> None:
+    print(f"\nUploaded (aggregator's mfscore_uploaded_bytes_total); the system output is {system_bytes / 1e6:.2f} MB")
+    for run in runs:
+        print(f"  submit without a dataset, a caller new to the {run.workers}-worker cluster: "
+              f"{run.uploaded / 1e6:.2f} MB")
+        if run.uploaded_with_dataset is not None:
+            only = run.uploaded_with_dataset == system_bytes
+            verdict = "only its system output" if only else "not only its system output"
+            print(f"  submit --dataset (reference set registered once), a new client: "
+                  f"{run.uploaded_with_dataset / 1e6:.2f} MB, {verdict} (goal: only its system output)")
+
+
+def split(source: Path, target: Path) -> tuple[Path, Path]:
+    """(reference directory, system directory) under ``target``: hard links of ``source``'s files."""
+    ref, system = target / "ref", target / "sys"
+    for part, into in (("reference", ref), ("indexes", ref), ("system", system)):
+        for path in sorted((source / part).rglob("*")):
+            if path.is_file():
+                link = into / path.relative_to(source)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.link(path, link)
+    return ref, system
 
 
 def main_bench() -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start")
     print(f"mfscore cluster benchmark: {N_PROBES} probes of {WIDTH}x{HEIGHT}, {platform.processor() or platform.machine()},"
           f" {os.cpu_count()} CPUs, Python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="mfscore-bench-cluster-") as tmp:
@@ -274,16 +357,20 @@ def main_bench() -> None:
         started = time.perf_counter()
         data = generate_mask_dataset(root / "data", N_PROBES, width=WIDTH, height=HEIGHT, non_target_share=0.0)
         print(f"generated the data in {time.perf_counter() - started:.1f} s")
-        arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
-                     "--sysDir", str(data.directory), "-s", data.system, "--sbin", "128"]
+        reference, system = split(data.directory, root / "split")
+        arguments = ["--refDir", str(reference), "-r", data.reference, "-x", data.index,
+                     "--sysDir", str(system), "-s", data.system, "--sbin", "128"]
+        system_bytes = sum(p.stat().st_size for p in system.rglob("*") if p.is_file())
         embedded_wall, embedded_cpu = embedded_run(["mask", *arguments, "-oR", str(root / "embedded" / "x")])
         print(f"embedded mfscore mask: {embedded_wall:.2f} s wall, {embedded_cpu:.2f} s CPU")
-        expected = files_under(root / "embedded")
+        expected = reports(root / "embedded")
         warm_client()
-        runs = [cluster_run(root, arguments, workers, expected) for workers in (1, 2)]
+        runs = [cluster_run(root, arguments, workers, expected, reference if workers == 2 else None)
+                for workers in (1, 2)]
     print_cpu(embedded_cpu, runs)
     print_throughput(embedded_wall, *runs)
     print_requests(runs)
+    print_uploads(runs, system_bytes)
     print("every cluster run's report files are byte-identical to the embedded run's")
 
 

@@ -9,13 +9,19 @@ bit-plane references in JPEG 2000 and, as a harder case, in PNG), then prints, s
 3. their ratio (target ≤ 1.5×);
 4. the ratio against a straightforward per-threshold implementation that, given the decoded
    masks and weight map, counts TP/TN/FP/FN with one pass over the image per threshold
-   (measured on a subset of probes; target ≥ 20×). Its counts are checked against mfscore's.
+   (measured on a subset of probes; target ≥ 20×). Its counts are checked against mfscore's;
+5. the issue-28 goals for the whole command, each in a fresh process (``os.wait4``), alternating rounds, medians:
+   the CPU seconds (user + system, the figure worker included) of ``mfscore mask -p 1`` on 120 probes against
+   those of decoding its PNGs with OpenCV in a fresh process (goal ≤ 1.5×), and its wall seconds on 100 probes
+   against MediScore's 22.6 s (issue 28's table; goal ≥ 8×).
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +42,10 @@ from mfscore.sample_data.masks import generate_mask_dataset
 N_PROBES = 200
 WIDTH, HEIGHT = 1024, 768
 NAIVE_PROBES = 10
+GOAL_PROBES = 120        # the CPU goal's run (issue 28)
+MEDISCORE_PROBES = 100   # MediScore's whole command on 100 such probes, -p 1: 22.6 s (issue 28)
+MEDISCORE_SECONDS = 22.6
+ROUNDS = 5
 
 
 def _jobs(data) -> list[MaskJob]:
@@ -117,6 +127,49 @@ def _run(label: str, jobs: list[MaskJob]) -> dict:
             "× faster than per-threshold": round(naive / per_probe)}
 
 
+def _command(arguments: list[str]) -> tuple[float, float]:
+    """(CPU seconds: user + system of the process and its children, wall seconds) of a fresh Python process."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(arguments[:4])} ... failed:\n{error[-2000:]}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def _whole_command(root: Path, n: int) -> tuple[list[str], list[str]]:
+    """``mfscore mask -p 1`` on ``n`` generated probes, and the floor: decoding the run's PNGs with OpenCV."""
+    data = generate_mask_dataset(root, n, width=WIDTH, height=HEIGHT)
+    pngs = sorted(str(p) for p in data.directory.rglob("*.png"))
+    command = ["-m", "mfscore", "mask", "--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
+               "-s", str(data.directory / data.system), "-p", "1", "--quiet", "-oR", str(root / "out" / "run")]
+    floor = ["-c", "import sys, cv2\nfor path in sys.argv[1:]:\n"
+                   "    assert cv2.imread(path, cv2.IMREAD_UNCHANGED) is not None, path\n", *pngs]
+    return command, floor
+
+
+def goals(root: Path) -> None:
+    """The whole command's CPU against its PNG-decode floor, and its wall time against MediScore's."""
+    command, floor = _whole_command(root / "goal", GOAL_PROBES)
+    mediscore_size, _ = _whole_command(root / "mediscore", MEDISCORE_PROBES)
+    cpu, floors, walls = [], [], []
+    for _ in range(ROUNDS):
+        cpu.append(_command(command)[0])
+        floors.append(_command(floor)[0])
+        walls.append(_command(mediscore_size)[1])
+    cpu, floor_cpu, wall = statistics.median(cpu), statistics.median(floors), statistics.median(walls)
+    load = os.getloadavg()[0]
+    print(f"\nwhole command (medians of {ROUNDS} alternating rounds, load average {load:.1f} on "
+          f"{os.cpu_count()} CPUs):")
+    print(f"  mfscore mask -p 1, {GOAL_PROBES} probes: {cpu:.2f} s CPU; decoding its PNGs: {floor_cpu:.2f} s CPU "
+          f"→ {cpu / floor_cpu:.2f}× the floor (goal ≤ 1.5×)")
+    print(f"  mfscore mask -p 1, {MEDISCORE_PROBES} probes: {wall:.2f} s wall; MediScore {MEDISCORE_SECONDS} s "
+          f"→ {MEDISCORE_SECONDS / wall:.1f}× faster (goal ≥ 8×)")
+
+
 def main() -> int:
     print(f"mask benchmark: {N_PROBES} probes of {WIDTH}×{HEIGHT}, single process, "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, OpenCV {cv2.__version__}", flush=True)
@@ -129,6 +182,8 @@ def main() -> int:
     print()
     print(pd.DataFrame(rows).to_string(index=False))
     print("\nFor scale: MediScore needs about 330 ms per such probe on this machine (issue 3, speed-up mode).")
+    with tempfile.TemporaryDirectory() as tmp:
+        goals(Path(tmp))
     return 0
 
 
