@@ -4,7 +4,7 @@ The core knows no protobuf; this is the one place the two meet. A metric's value
 (``MetricValue``): an absent value is an undefined metric (the model's None), ``interval`` says whether the run
 computed an interval, whose absent bounds are then undefined. A metric with an interval has a value (defined or
 not), as every task reports them. Back from the wire the model equals the one ``Results.from_json`` reads from the
-results file (``Results.__eq__``: an undefined bound or curve point is ``math.nan`` on both sides).
+results file (``Results.__eq__``: an undefined bound is None, an undefined curve point ``math.nan``, on both sides).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def results_from_message(message: results_pb2.Results) -> Results:
     rows = []
     for row in message.rows:
         values = {name: (v.value if v.HasField("value") else None) for name, v in row.values.items()}
-        intervals = {name: (v.lower if v.HasField("lower") else math.nan, v.upper if v.HasField("upper") else math.nan)
+        intervals = {name: (v.lower if v.HasField("lower") else None, v.upper if v.HasField("upper") else None)
                      for name, v in row.values.items() if v.interval}
         rows.append(Row(row.query, values, dict(row.counts), intervals))
     return Results(
