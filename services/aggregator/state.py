@@ -230,10 +230,17 @@ class RunBook:
                 status.state, status.message = State.RUN_STATE_CANCELLED, message
                 status.finished_at.CopyFrom(now())
                 await self.kv.put(status_key(run_id), status.SerializeToString())
+                folded = entry.status  # records folded while the write was under way count: the run took them
+                counted = (folded.jobs_received, folded.trials_received, folded.trials_dead)
+                late = counted != (status.jobs_received, status.trials_received, status.trials_dead)
+                status.jobs_received, status.trials_received, status.trials_dead = counted
                 entry.status = status
         except (nats.errors.Error, TimeoutError) as error:  # NotLeading goes through: the caller is told
             log.warning("run %s: not cancelled, NATS is unavailable: %s", run_id, one_line(error))
             raise NotRecorded(run_id) from None
+        if late:
+            await self.durably(f"run {run_id}: recording its final counts",
+                               lambda: self.kv.put(status_key(run_id), entry.status.SerializeToString()))
         log.info("run %s: cancelled: %s", run_id, message)
         entry.forget_work()
         self.count_states()

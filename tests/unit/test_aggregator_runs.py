@@ -165,6 +165,28 @@ def test_a_run_that_has_not_ended_is_cancelled_recorded_and_cleaned_up(run_state
     assert ended == ["r1"] and entry.plan is None and entry.trials == {}  # it keeps only its status
 
 
+def test_records_folded_while_the_cancel_is_written_count_in_the_cancelled_status():
+    """A record folded during the cancel's write was taken by the run: the status it ends with, in memory and in the
+    bucket, counts it, as the trials-received counter does."""
+    async def scenario():
+        book, entry, kv, _ = book_with(State.RUN_STATE_SCORING)
+        put = kv.put
+
+        async def put_while_a_record_folds(key, value):
+            kv.put = put  # one record, during the cancel's own write
+            entry.status.jobs_received += 1
+            entry.status.trials_received += 1
+            await put(key, value)
+
+        kv.put = put_while_a_record_folds
+        assert await book.cancel(entry, "cancelled by alice")
+        return entry, kv
+
+    entry, kv = asyncio.run(scenario())
+    stored = runs_pb2.RunStatus.FromString(kv.data[status_key("r1")])
+    assert entry.status.trials_received == stored.trials_received == 5 and stored.state == State.RUN_STATE_CANCELLED
+
+
 @pytest.mark.parametrize("run_state", sorted(state.TERMINAL))
 def test_a_run_that_has_ended_is_not_cancelled(run_state):
     async def scenario():
