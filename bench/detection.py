@@ -38,6 +38,8 @@ from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
 from mfscore.sample_data.detection import generate_detection_dataset
 
+from commands import NUMPY_BOOTSTRAP  # bench/commands.py: the --ci floor, one script for both benchmarks
+
 FAR_STOP = 0.1
 CI_LEVEL = 0.9
 NAIVE_REPLICATES = 50          # naive bootstrap replicates actually run at 100k trials
@@ -48,23 +50,6 @@ SWEEP_THRESHOLDS = 300         # per-threshold sweep passes actually run at 1M t
 MEDISCORE = {(100_000, False): (2.7, 2.7), (100_000, True): (25.0, 43.0),
              (1_000_000, False): (11.4, 11.4), (1_000_000, True): (253.0, 253.0)}
 GOALS = {(1_000_000, False): 5.0, (1_000_000, True): 30.0, (100_000, False): 2.0}  # MediScore's seconds / mfscore's
-NUMPY_BOOTSTRAP = """
-import sys, numpy as np
-n = int(sys.argv[1])
-rng = np.random.default_rng(77)
-labels = rng.random(n) < 0.5
-scores = np.round(rng.normal(size=n) + labels, 4)
-aucs = []
-for _ in range(500):
-    pick = rng.integers(0, n, n)
-    s, y = scores[pick], labels[pick]
-    ranks = np.empty(n)
-    ranks[np.argsort(s, kind="stable")] = np.arange(1, n + 1)
-    positives = y.sum()
-    aucs.append((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * (n - positives)))
-np.percentile(aucs, [5, 95])
-"""
-
 TARGETS = {"core_100k_ci": 2.0, "core_1m": 3.0}
 
 summary: list[tuple[str, float, str]] = []   # (label, seconds, comparison)
