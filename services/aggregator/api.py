@@ -109,7 +109,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             async def put(declared, data):
                 key = object_key(space, declared.sha256)
                 pin(key)  # stored, not yet named by the run's manifest
-                await asyncio.to_thread(self.objects.put, key, data, declared.size)
+                await asyncio.to_thread(self.objects.put, key, data, declared.size,
+                                        lacking=self.objects.take_lacking(run_id, key))
                 stored.files.append(declared)
                 recorded.append(runs_pb2.InputFile(name=declared.name, size=declared.size, sha256=declared.sha256,
                                                    key=key))
@@ -157,7 +158,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         """Record in the run's manifest the ``files`` the caller's namespace or the run's dataset (``in_dataset``)
         holds, under the namespace's lock (no collection deletes one before it is recorded); the names of the
         others."""
-        found, missing = [], []
+        found, missing, lacking = [], [], set()
         async with self.objects.lock(space):
             try:
                 held = await asyncio.to_thread(self.objects.held, space, {
@@ -170,11 +171,13 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                     object_key(space, declared.sha256) if declared.sha256 in held else None)
                 if key is None:
                     missing.append(declared.name)
+                    lacking.add(object_key(space, declared.sha256))
                 else:
                     found.append(runs_pb2.InputFile(name=declared.name, size=declared.size, sha256=declared.sha256,
                                                     key=key))
             if found:
                 await asyncio.to_thread(input_manifest.write, self.store, run_id, found)
+        self.objects.lacking(run_id, lacking)
         return missing
 
     @leader_only

@@ -33,6 +33,7 @@ from mfscore.services.common.run_layout import OBJECTS, namespace, object_key, o
 
 ORPHAN_SECONDS = 86400.0  # an object nothing names is kept this long after it was written (an upload under way)
 LOOKUP_THREADS = 16
+REMEMBERED_RUNS = 256  # runs whose lacking objects are remembered between DeclareInputs and UploadInputs
 log = logging.getLogger("mfscore.aggregator")
 
 
@@ -54,6 +55,7 @@ class Objects:
         self.store, self.book, self.datasets = store, book, datasets
         self._locks: dict[str, asyncio.Lock] = {}
         self._pinned: Counter[str] = Counter()
+        self._lacking: dict[str, set[str]] = {}  # run -> objects its DeclareInputs found lacking, not written since
 
     def lock(self, space: str) -> asyncio.Lock:
         """Held while what names the objects of ``space`` changes or is counted."""
@@ -77,16 +79,51 @@ class Objects:
                     del self._pinned[key]
 
     def held(self, space: str, wanted: dict[str, int]) -> set[str]:
-        """The SHA-256s of ``wanted`` (SHA-256 -> size) whose object is in ``space`` with that size (blocking)."""
+        """The SHA-256s of ``wanted`` (SHA-256 -> size) whose object is in ``space`` with that size (blocking).
+
+        A namespace of no more objects than are wanted (a new caller's, or one that uploads about as much each time)
+        is listed, a request per thousand objects; a larger one is asked object by object (``held_one_by_one``)."""
+        if not wanted:
+            return set()
+        listed = self.store.sizes_under(objects_prefix(space), limit=len(wanted))
+        if listed is None:
+            return self.held_one_by_one(space, wanted)
+        return {sha256 for sha256, size in wanted.items() if listed.get(object_key(space, sha256)) == size}
+
+    def held_one_by_one(self, space: str, wanted: dict[str, int]) -> set[str]:
+        """``held``, with a HEAD request per object wanted."""
         digests = sorted(wanted)
         with ThreadPoolExecutor(LOOKUP_THREADS) as pool:
             sizes = list(pool.map(lambda sha256: self.store.size_of(object_key(space, sha256)), digests))
         return {sha256 for sha256, size in zip(digests, sizes) if size is not None and size == wanted[sha256]}
 
-    def put(self, key: str, data: BinaryIO, size: int) -> bool:
+    def lacking(self, run_id: str, keys: Iterable[str]) -> None:
+        """Remember that DeclareInputs found none of ``keys`` for the run ``run_id``: its upload writes them without
+        asking S3 again (``put``). Only the latest REMEMBERED_RUNS runs are remembered; a run forgotten, or an
+        aggregator restarted, asks again."""
+        keys = set(keys)
+        if not keys:
+            return
+        self._lacking.setdefault(run_id, set()).update(keys)
+        while len(self._lacking) > REMEMBERED_RUNS:
+            del self._lacking[next(iter(self._lacking))]
+
+    def take_lacking(self, run_id: str, key: str) -> bool:
+        """Whether DeclareInputs found ``key`` lacking for ``run_id`` and it was not taken since; forgets it, so a
+        stream sent again asks S3 (call from the event loop)."""
+        keys = self._lacking.get(run_id)
+        if keys is None or key not in keys:
+            return False
+        keys.discard(key)
+        if not keys:
+            del self._lacking[run_id]
+        return True
+
+    def put(self, key: str, data: BinaryIO, size: int, *, lacking: bool = False) -> bool:
         """Store the checked bytes ``data`` as the object ``key`` unless it is there already (blocking); whether they
-        were written."""
-        if self.store.size_of(key) == size:
+        were written. One known ``lacking`` (``take_lacking``) is written without asking S3: a content-addressed
+        object written meanwhile holds these very bytes, so writing them again changes nothing."""
+        if not lacking and self.store.size_of(key) == size:
             return False
         self.store.put_stream(key, data, size)
         return True

@@ -11,6 +11,7 @@ without reading it (``uploaded_digests``).
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,11 +44,13 @@ def check_declared(declared: runs_pb2.DeclaredFile, max_bytes: int, what: str = 
 
 
 class _Spool:
-    """One declared file's bytes as they arrive: spooled, counted and hashed."""
+    """One declared file's bytes as they arrive: counted, hashed and kept, in memory when it is declared as at most
+    SPOOL_MEMORY_BYTES (its chunks as they came, joined only if there are several), on disk beyond."""
 
     def __init__(self, declared: runs_pb2.DeclaredFile, spool_dir: str):
         self.declared = declared
-        self.data = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, dir=spool_dir)
+        self.chunks: list[bytes] = []
+        self.file = tempfile.TemporaryFile(dir=spool_dir) if declared.size > SPOOL_MEMORY_BYTES else None
         self.received = 0
         self.digest = hashlib.sha256()
 
@@ -56,7 +59,10 @@ class _Spool:
         if self.received > self.declared.size:
             raise UploadRefused(f"more bytes of {self.declared.name} arrived than the {self.declared.size} declared")
         self.digest.update(chunk)
-        self.data.write(chunk)
+        if self.file is None:
+            self.chunks.append(chunk)
+        else:
+            self.file.write(chunk)
 
     def check(self) -> None:
         if self.received != self.declared.size:
@@ -64,6 +70,18 @@ class _Spool:
                                 f"{self.received} arrived")
         if self.digest.hexdigest() != self.declared.sha256:
             raise UploadRefused(f"the bytes of {self.declared.name} do not match the SHA-256 declared for it")
+
+    def data(self) -> BinaryIO:
+        """The bytes received, readable from the start."""
+        if self.file is None:
+            return io.BytesIO(self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks))
+        self.file.seek(0)
+        return self.file
+
+    def close(self) -> None:
+        self.chunks = []
+        if self.file is not None:
+            self.file.close()
 
 
 async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_bytes: int, spool_dir: str,
@@ -76,10 +94,10 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
 
     async def finish() -> None:
         current.check()
-        await store(current.declared, current.data)
+        await store(current.declared, current.data())
         metrics.UPLOADED_BYTES.inc(current.declared.size)
         stored.append(current.declared)
-        current.data.close()
+        current.close()
 
     try:
         async for message in messages:
@@ -102,7 +120,7 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
         raise
     finally:
         if current is not None:
-            current.data.close()
+            current.close()
     return stored
 
 

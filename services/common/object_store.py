@@ -341,6 +341,20 @@ class ObjectStore:
             (o.object_name, o.size or 0, o.last_modified.timestamp() if o.last_modified else 0.0)
             for o in self._client.list_objects(self.bucket, prefix=prefix, recursive=True)))
 
+    def sizes_under(self, prefix: str, limit: int) -> dict[str, int] | None:
+        """Every object whose key starts with ``prefix`` -> its size, listed, when there are at most ``limit`` of them;
+        None when there are more (the listing stops there: it never reads more than ``limit`` + 1 keys)."""
+
+        def listed() -> dict[str, int] | None:
+            sizes: dict[str, int] = {}
+            for found in self._client.list_objects(self.bucket, prefix=prefix, recursive=True):
+                if len(sizes) == limit:
+                    return None
+                sizes[found.object_name] = found.size or 0
+            return sizes
+
+        return self._call("list", prefix, listed)
+
     def delete_keys(self, keys: list[str]) -> int:
         """Delete the objects ``keys`` (a missing one is no error); how many were asked for."""
 
