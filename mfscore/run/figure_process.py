@@ -1,12 +1,14 @@
 """Figures drawn by a second process that imports matplotlib while this one reads and scores.
 
-Importing matplotlib costs a command about 0.7 s of one core before its first line is drawn. A
-command that will draw calls ``start`` first thing: a worker process imports the plotting modules
-on the other core while the command reads its tables and scores, then draws what ``draw`` sends it,
-while the command writes its tables. ``finish`` waits for the figures (the staged outputs commit
-after it). Without a worker (a process that has matplotlib already, the cluster's aggregator, a
-test) ``draw`` calls the drawing function in this process, and so does ``finish`` for every figure
-sent to a worker that died: the worker saves time, it is never needed.
+Importing matplotlib costs a command about 0.5 s of one core before its first line is drawn. A
+command that will draw calls ``start`` first thing with the formats its figures are written in (``Task.draws``):
+a worker process imports the plotting modules and those formats' writers on the other core while the command
+reads its tables and scores, then draws what ``draw`` sends it, while the command writes its tables. A format
+not declared is still written, its writer imported when the first such figure is saved; a writer declared and
+not used (PDF's, 0.1 s) is only a waste, so a run declares only what it writes. ``finish`` waits for the
+figures (the staged outputs commit after it). Without a worker (a process that has matplotlib already, the
+cluster's aggregator, a test) ``draw`` calls the drawing function in this process, and so does ``finish`` for
+every figure sent to a worker that died: the worker saves time, it is never needed.
 
 Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child.
 The worker runs in a process group of its own, so a Ctrl-C at the terminal interrupts the command
@@ -23,18 +25,21 @@ import subprocess
 import sys
 from typing import BinaryIO
 
-WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_pdf")
+WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_agg")  # every figure's canvas is Agg's
+FORMAT_MODULES = {"png": (), "pdf": ("matplotlib.backends.backend_pdf", "fontTools.subset")}  # what saving imports
+ALL_FORMATS = tuple(FORMAT_MODULES)
 
 _worker: subprocess.Popen | None = None
 _sent: list[tuple[str, tuple, dict]] = []
 
 
-def start() -> None:
-    """Start the worker unless one runs or this process has imported matplotlib already."""
+def start(formats: tuple[str, ...] = ALL_FORMATS) -> None:
+    """Start the worker, warmed for figures written in ``formats`` ("png", "pdf"), unless one runs or this
+    process has imported matplotlib already."""
     global _worker
     if _worker is None and "matplotlib" not in sys.modules:
         group = {"process_group": 0} if os.name == "posix" else {}  # out of reach of the terminal's Ctrl-C
-        _worker = subprocess.Popen([sys.executable, "-m", "mfscore.run.figure_process"],
+        _worker = subprocess.Popen([sys.executable, "-m", "mfscore.run.figure_process", *_known(formats)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, **group)
 
 
@@ -97,11 +102,19 @@ def _stop(worker: subprocess.Popen) -> None:
             pass
 
 
-def import_drawing() -> None:
-    """Import the plotting modules now: the worker does at its start, and so does the cluster's
-    aggregator (it draws its runs' figures itself, and no run should pay for the imports)."""
-    for module in WARM_MODULES:
+def import_drawing(formats: tuple[str, ...] = ALL_FORMATS) -> None:
+    """Import the plotting modules and the writers of ``formats`` now: the worker does at its start, and so
+    does the cluster's aggregator with every format (it draws its runs' figures itself, and no run should pay
+    for the imports)."""
+    for module in WARM_MODULES + tuple(m for f in _known(formats) for m in FORMAT_MODULES[f]):
         importlib.import_module(module)
+
+
+def _known(formats: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(formats) - set(FORMAT_MODULES))
+    if unknown:
+        raise ValueError(f"no writer known for figure format {unknown[0]!r} (known: {', '.join(ALL_FORMATS)})")
+    return tuple(formats)
 
 
 def _call(target: str, args, kwargs) -> None:
@@ -109,10 +122,10 @@ def _call(target: str, args, kwargs) -> None:
     getattr(importlib.import_module(module), function)(*args, **kwargs)
 
 
-def serve(jobs: BinaryIO, answer: BinaryIO) -> None:
-    """The worker: import the plotting modules, draw every job until the parent closes the pipe, then
-    answer None or the first failure (later jobs are skipped)."""
-    import_drawing()
+def serve(jobs: BinaryIO, answer: BinaryIO, formats: tuple[str, ...] = ALL_FORMATS) -> None:
+    """The worker: import the plotting modules for ``formats``, draw every job until the parent closes the
+    pipe, then answer None or the first failure (later jobs are skipped)."""
+    import_drawing(formats)
     failure = None
     while True:
         try:
@@ -139,7 +152,7 @@ def _main() -> None:
     """Answer on the stdout the parent reads; anything a drawing library prints goes to stderr."""
     answer = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    serve(sys.stdin.buffer, answer)
+    serve(sys.stdin.buffer, answer, tuple(sys.argv[1:]))
 
 
 if __name__ == "__main__":

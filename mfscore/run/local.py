@@ -134,8 +134,9 @@ def run_local(task: Task, options, out_root: str, *, processes: int | None = Non
     ``progress`` False shows no progress bar."""
     started = time.time()
     keep_freed_memory()
-    if task.draws(options):
-        figure_process.start()
+    formats = task.draws(options)
+    if formats:
+        figure_process.start(formats)
     try:
         plan = task.plan(options)
         emit(plan.stdout, plan.stderr, out)

@@ -120,8 +120,8 @@ class Mask(Task):
                 for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
         return Plan(options, jobs, State(table, plans))
 
-    def draws(self, options: Options) -> bool:
-        return True  # each query's soft-MCC heat map
+    def draws(self, options: Options) -> tuple[str, ...]:
+        return ("png",)  # each query's soft-MCC heat map, and the average ROCs with --plots
 
     def validation(self, options: Options) -> Submission:
         """The system table against the index; masks are checked when scored, pixel values only with -pppns."""

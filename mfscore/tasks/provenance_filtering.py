@@ -86,8 +86,8 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
     primary_metric = PRIMARY
     metric_names = "|".join(f"NodeRecallAt{n}" for n in RANKS)
 
-    def draws(self, options: Options) -> bool:
-        return options.plots
+    def draws(self, options: Options) -> tuple[str, ...]:
+        return ("png",) if options.plots else ()
 
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial; no system JSON is read. With ``-v`` the

@@ -216,8 +216,8 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr,
                     tables=provenance.journal_tables(options, state))
 
-    def draws(self, options: Options) -> bool:
-        return options.plot_scored or options.html_report
+    def draws(self, options: Options) -> tuple[str, ...]:
+        return ("png",) if options.plot_scored or options.html_report else ()
 
     def score(self, work: GraphJob):
         """The trial's record; an unusable JSON leaves the trial out, a cycle in the system graph stops the

@@ -10,3 +10,12 @@ def append_line(path: str, line: str) -> None:
 
 def fail(message: str) -> None:
     raise ValueError(message)
+
+
+def write_writers_loaded(path: str) -> None:
+    """Which figure writers the process has imported, one module a line."""
+    import sys
+
+    loaded = [m for m in ("matplotlib.backends.backend_agg", "matplotlib.backends.backend_pdf") if m in sys.modules]
+    with open(path, "w", encoding="utf-8") as file:
+        file.write("".join(m + "\n" for m in loaded))

@@ -6,21 +6,32 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mfscore.run import figure_process
 
 
 @pytest.fixture
-def worker(monkeypatch):
-    """A worker even though the test process has matplotlib; it imports this folder's ``figure_jobs``."""
+def started(monkeypatch):
+    """``start`` for figures in the given formats, even though the test process has matplotlib; the worker
+    imports this folder's ``figure_jobs``."""
     monkeypatch.delitem(sys.modules, "matplotlib", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
-    figure_process.start()
-    assert figure_process._worker is not None
-    yield figure_process._worker
+
+    def start(formats=figure_process.ALL_FORMATS):
+        figure_process.start(formats)
+        assert figure_process._worker is not None
+        return figure_process._worker
+
+    yield start
     figure_process.abandon()
+
+
+@pytest.fixture
+def worker(started):
+    return started()
 
 
 def test_jobs_run_in_the_worker_in_order(worker, tmp_path):
@@ -61,3 +72,35 @@ def test_without_a_worker_jobs_run_here(tmp_path):
     figure_process.draw("figure_jobs:append_line", str(tmp_path / "here.txt"), "z")
     assert (tmp_path / "here.txt").read_text() == "z\n"
     figure_process.finish()
+
+
+@pytest.mark.parametrize("formats, writers", [
+    (("png",), ["matplotlib.backends.backend_agg"]),
+    (("pdf", "png"), ["matplotlib.backends.backend_agg", "matplotlib.backends.backend_pdf"]),
+])
+def test_a_worker_imports_the_writers_of_its_formats_only(started, tmp_path, formats, writers):
+    started(formats)
+    figure_process.draw("figure_jobs:write_writers_loaded", str(tmp_path / "loaded.txt"))
+    figure_process.finish()
+    assert (tmp_path / "loaded.txt").read_text().splitlines() == writers
+
+
+def test_an_unknown_format_is_refused(started):
+    with pytest.raises(ValueError, match="'svg'"):
+        started(("svg",))
+    assert figure_process._worker is None
+
+
+def test_a_format_not_declared_is_written_the_same(started, tmp_path):
+    """A PDF and a PNG drawn by a worker warmed for PNG alone are the same bytes as those drawn by one warmed for
+    both (the writers imported before the first figure, as every worker did before formats were declared)."""
+    from mfscore.reports.figure_data import Curve, CurveFigure
+
+    figure = CurveFigure([Curve("", np.array([0.0, 0.2, 0.5, 1.0]), np.array([0.0, 0.6, 0.9, 1.0]), 0.8, 0.3, 4, 5)])
+    for formats in (("png",), ("pdf", "png")):
+        started(formats)
+        figure_process.draw("mfscore.reports.plots:plot_curve_figure", figure, str(tmp_path / "-".join(formats)))
+        figure_process.finish()
+    for suffix, magic in ((".pdf", b"%PDF"), (".png", b"\x89PNG")):
+        drawn = (tmp_path / f"png{suffix}").read_bytes()
+        assert drawn.startswith(magic) and drawn == (tmp_path / f"pdf-png{suffix}").read_bytes()
