@@ -73,6 +73,7 @@ class Aggregator:
         self.dataset_api = DatasetApi(settings, store, self.book, self.datasets, self.objects)
         self.runs, self.kv = self.book.runs, kv
         self.on_result, self.sweep = self.runner.on_result, self.retention.sweep
+        self.loaded = asyncio.Event()  # the books hold what the bucket held: the API may answer from them
 
     async def restore(self) -> None:
         """Read every dataset and run from the bucket; with a lease, rewrite the runs that have not ended (fencing
@@ -81,6 +82,7 @@ class Aggregator:
         unfinished = await self.book.restore()
         if self.book.lease is not None:
             await self.book.reclaim()
+        self.loaded.set()
         for entry in unfinished:
             self.runner.resume(entry)
 
@@ -89,10 +91,12 @@ class Aggregator:
         watcher = await kv.watchall()
         try:
             async for update in watcher:
-                if update is not None:
-                    value = None if update.operation in (KV_DEL, KV_PURGE) else update.value
-                    self.datasets.follow(update.key, value)
-                    await self.book.follow(update.key, value)
+                if update is None:  # every value the bucket held is in the books
+                    self.loaded.set()
+                    continue
+                value = None if update.operation in (KV_DEL, KV_PURGE) else update.value
+                self.datasets.follow(update.key, value)
+                await self.book.follow(update.key, value)
         finally:
             await watcher.stop()
 
@@ -115,19 +119,32 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
         lease = Lease(bucket, settings.lease_seconds)
         aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
                                 services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)
+        # The API answers only from books that hold the bucket's state (a restarted aggregator must not say a run
+        # does not exist): a leader serves once it has read the bucket, a standby once its watch has.
+        leading = await lease.try_take()
+        following = None
+        if leading:
+            background.append(asyncio.create_task(lease.keep()))
+            await aggregator.restore()
+        else:
+            following = asyncio.create_task(aggregator.follow(bucket))
+            if await _first(aggregator.loaded.wait(), stop.wait()) == 1:
+                following.cancel()
+                return
         server, port = await start_service_server(
             [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api,
               "mfscore.v1.AggregatorService"),
              (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
               "mfscore.v1.DatasetService")], settings)
-        await set_serving(server, True, services=False)
+        await set_serving(server, True, services=leading)
         background.append(asyncio.create_task(follow_leading(server, lambda: nc.is_connected, lease.leading)))
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
-        if not await _lead(aggregator, lease, bucket, stop):
-            await stop_grpc_server(server, grace=5)
-            return
-        background.append(asyncio.create_task(lease.keep()))
-        await aggregator.restore()
+        if not leading:
+            if not await _stand_by(lease, following, stop):
+                await stop_grpc_server(server, grace=5)
+                return
+            background.append(asyncio.create_task(lease.keep()))
+            await aggregator.restore()
         # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
         # client recreate it, so records flow again within seconds.
         await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
@@ -146,12 +163,9 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
         await nc.drain()
 
 
-async def _lead(aggregator: Aggregator, lease: Lease, bucket, stop: asyncio.Event) -> bool:
-    """Take the lease, standing by (the books following the bucket) while another holds it; False when ``stop``
-    comes first."""
-    if await lease.try_take():
-        return True
-    following = asyncio.create_task(aggregator.follow(bucket))
+async def _stand_by(lease: Lease, following: asyncio.Task, stop: asyncio.Event) -> bool:
+    """Stand by (the books following the bucket) until this aggregator takes the lease; False when ``stop`` comes
+    first."""
     log.info("aggregator: standing by until the lease is free")
     try:
         return await _first(lease.wait_to_lead(), stop.wait()) == 0
