@@ -140,7 +140,7 @@ def test_a_files_page_has_its_own_size_limits():
 
 class FakeStore:
     """Objects by key, with when each was written; ``list_keys``, ``get_bytes``, ``put_bytes``, ``size_of``,
-    ``list_objects``, ``delete_keys``, ``delete_prefix``, ``folders``."""
+    ``sizes_under``, ``list_objects``, ``delete_keys``, ``delete_prefix``, ``folders``."""
 
     def __init__(self):
         self.objects: dict[str, bytes] = {}
@@ -164,6 +164,10 @@ class FakeStore:
 
     def list_objects(self, prefix):
         return [(key, len(self.objects[key]), self.written[key]) for key in self.list_keys(prefix)]
+
+    def sizes_under(self, prefix, limit):
+        keys = self.list_keys(prefix)
+        return None if len(keys) > limit else {key: len(self.objects[key]) for key in keys}
 
     def delete_keys(self, keys):
         for key in keys:
