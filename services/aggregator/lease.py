@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 
 import grpc
 import nats.errors
@@ -56,7 +57,7 @@ class Lease:
 
     def __init__(self, kv, seconds: float, *, clock=time.monotonic):
         self.kv, self.seconds, self.clock = kv, float(seconds), clock
-        self.holder = f"{socket.gethostname()}:{os.getpid()}".encode()
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}".encode()  # this hold, no other
         self.revision: int | None = None
         self.renewed_at: float | None = None  # by our clock, when the last renewal that succeeded was sent
         self.deposed = asyncio.Event()
@@ -144,6 +145,14 @@ class Lease:
             try:
                 self.revision = await self.kv.update(KEY, self.holder, last=self.revision)
             except KeyWrongLastSequenceError:
+                try:
+                    ours = await self._ours_after_all()
+                except Exception as error:
+                    if not nats_unavailable(error):
+                        raise
+                    continue  # who holds it cannot be told now: the next renewal asks again
+                if ours:
+                    continue  # a renewal whose answer was lost (NATS going away) had landed: renew from it
                 self.depose("renewing the lease found it taken by another aggregator")
                 return
             except Exception as error:
@@ -158,6 +167,18 @@ class Lease:
             if lapsed:
                 lapsed = False
                 log.info("the lease is renewed again: leading")
+
+    async def _ours_after_all(self) -> bool:
+        """Whether the key still names this process (a later revision than ours: one of our renewals landed though
+        its answer never came); if so, that revision is ours."""
+        try:
+            entry = await self.kv.get(KEY)
+        except (KeyNotFoundError, NotFoundError):
+            return False
+        if entry.value != self.holder:
+            return False
+        self.revision = entry.revision
+        return True
 
     async def release(self) -> None:
         """Stop leading and free the lease, so a standby takes over at once (a graceful stop)."""

@@ -119,6 +119,25 @@ def test_a_deposed_leaders_write_is_refused_by_nats_and_the_bucket_keeps_the_new
     assert deposed
 
 
+def test_a_renewal_that_landed_though_its_answer_was_lost_does_not_depose_its_holder(jetstream):
+    """NATS going away can lose the answer to a renewal that was applied: the key moved on with this process's own
+    name in it. The next renewal's compare-and-swap fails, but the holder reads the key, finds itself, and leads on
+    (a lone aggregator must not step down after an outage longer than its lease)."""
+    async def scenario():
+        async with bucket(jetstream) as (_, _, kv, _):
+            lease = Lease(kv, LEASE)
+            assert await lease.take()
+            landed = await kv.update(KEY, lease.holder, last=lease.revision)  # the renewal whose answer was lost
+            renewing = asyncio.create_task(lease.keep())
+            await asyncio.sleep(2 * LEASE)
+            renewing.cancel()
+            return lease.deposed.is_set(), lease.leading(), lease.revision, landed, (await kv.get(KEY)).revision
+
+    deposed, leads, revision, landed, now = asyncio.run(scenario())
+    assert not deposed and leads
+    assert revision == now > landed  # it renewed from the revision that landed
+
+
 def test_a_renewal_that_finds_the_lease_taken_deposes_its_holder(jetstream):
     async def scenario():
         async with bucket(jetstream) as (_, _, kv, _):
