@@ -25,7 +25,6 @@ missing) by two more callers new to it: one without the dataset (before), one na
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import re
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from upload import DATA, HEIGHT, WIDTH, dataset, run_files  # noqa: E402  (bench/upload.py: the same probes)
+from upload import DATA, HEIGHT, WIDTH, dataset, parse_args, run_files  # noqa: E402  (bench/upload.py: the same probes and options)
 
 from mfscore.run.local import is_provenance  # noqa: E402
 from mfscore.run.staged_outputs import files_under  # noqa: E402
@@ -49,14 +48,6 @@ from mfscore.services.commands.upload import upload_run  # noqa: E402
 
 NAME = "bench-ref@1"
 STEPS = ("embedded", "before", "register", "register again", "after", "resubmit")
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--probes", type=int, default=2000, help="mask probes of 1024x768 (default 2000)")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds, each on a fresh cluster (default 1)")
-    parser.add_argument("--data", type=Path, help="where the generated data is kept (default bench/.data/upload-N)")
-    return parser.parse_args()
 
 
 def split(source: Path, target: Path) -> tuple[Path, Path]:
@@ -151,7 +142,7 @@ def median(rounds, step: str, what: str) -> float:
 
 
 def main_bench() -> None:
-    options = parse_args()
+    options = parse_args(__doc__.splitlines()[0])
     print(f"mfscore dataset benchmark: {options.probes} mask probes of {WIDTH}x{HEIGHT}, "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{options.repeat} round(s)")

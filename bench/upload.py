@@ -67,8 +67,9 @@ def reports(directory: Path) -> dict[str, bytes]:
     """A run's files but its provenance, whose times differ from run to run."""
     return {name: data for name, data in files_under(directory).items() if not is_provenance(name)}
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(description: str = __doc__.splitlines()[0]) -> argparse.Namespace:
+    """The options of this benchmark and of bench/datasets.py (the same probes)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--probes", type=int, default=2000, help="mask probes of 1024x768 (default 2000)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds, each on a fresh cluster (default 1)")
     parser.add_argument("--data", type=Path, help="where the generated data is kept (default bench/.data/upload-N)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import time
 import uuid
 
 import pytest
@@ -96,5 +97,24 @@ def cluster(tmp_path):
     config = commands.up(path)
     try:
         yield path, config
+    finally:
+        commands.down(path)
+
+
+@pytest.fixture(scope="module")
+def teams(tmp_path_factory):
+    """A local cluster of the module's own, its file, and the cluster files of its operator and of two clients,
+    alice and bob: ``(path, config, files)``; always stopped."""
+    from mfscore.services.commands import local_cluster as commands
+
+    path = tmp_path_factory.mktemp("teams-cluster") / "cluster.json"
+    config = commands.up(path)
+    try:
+        files = {"operator": path}
+        for name in ("alice", "bob"):
+            files[name] = tmp_path_factory.mktemp(name) / "cluster.json"
+            commands.add_caller(config, name, "client", out=files[name])
+        time.sleep(1.5)  # the services read the tokens file again within a second
+        yield path, config, files
     finally:
         commands.down(path)

@@ -16,7 +16,6 @@ import hashlib
 import os
 import re
 import shutil
-import time
 import urllib.request
 from pathlib import Path
 
@@ -40,22 +39,6 @@ from mfscore.services.wire import runs_pb2, services_pb2_grpc
 pytestmark = pytest.mark.integration
 
 DATASET = "mfc-ref@1"
-
-
-@pytest.fixture(scope="module")
-def teams(tmp_path_factory):
-    """A cluster of the module's own, and the cluster files of its operator, alice and bob."""
-    path = tmp_path_factory.mktemp("datasets-cluster") / "cluster.json"
-    config = commands.up(path)
-    try:
-        files = {"operator": path}
-        for name in ("alice", "bob"):
-            files[name] = tmp_path_factory.mktemp(name) / "cluster.json"
-            commands.add_caller(config, name, "client", out=files[name])
-        time.sleep(1.5)  # the services read the tokens file again within a second
-        yield config, files
-    finally:
-        commands.down(path)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +103,7 @@ def counted(config: ClusterConfig, command: list[str]) -> tuple[int, int]:
 def embedded_and_cluster(capsys, teams, data, who: str, system: str, out: Path) -> int:
     """``mfscore mask`` and ``mfscore submit --dataset`` by ``who`` on ``system``: the same files and lines; the
     bytes the submission uploaded."""
-    config, files = teams
+    _, config, files = teams
     capsys.readouterr()
     embedded_status = main(["mask", *arguments(data, system), "-oR", str(out / "embedded" / "x")])
     embedded = (embedded_status, *capsys.readouterr())
@@ -153,7 +136,7 @@ def digests_under(directory: Path) -> set[str]:
 def registered(teams, data, tmp_path_factory):
     """The operator registers the shared reference set, twice: (bytes uploaded the first time, the second time,
     what the second command printed)."""
-    config, files = teams
+    _, config, files = teams
     first, sent_first = counted(config, ["dataset", "register", DATASET, str(data["ref"]), "--shared",
                                          "--cluster", str(files["operator"])])
     second, sent_second = counted(config, ["dataset", "register", DATASET, str(data["ref"]), "--shared",
@@ -163,7 +146,7 @@ def registered(teams, data, tmp_path_factory):
 
 
 def test_an_operator_registers_a_shared_dataset_once(teams, data, registered, capsys):
-    config, files = teams
+    _, config, files = teams
     sent_first, sent_second = registered
     assert sent_first == bytes_under(data["ref"]) > 0 and sent_second == 0
     capsys.readouterr()
@@ -185,7 +168,7 @@ def test_an_operator_registers_a_shared_dataset_once(teams, data, registered, ca
 
 
 def test_two_teams_upload_only_their_system_output(teams, data, registered, tmp_path, capsys):
-    config, files = teams
+    _, config, files = teams
     alice_first = embedded_and_cluster(capsys, teams, data, "alice", "alice", tmp_path / "alice-1")
     assert alice_first == system_bytes(data, "alice")  # the reference bytes never travel
     bob = embedded_and_cluster(capsys, teams, data, "bob", "bob", tmp_path / "bob-1")
@@ -205,7 +188,7 @@ def test_two_teams_upload_only_their_system_output(teams, data, registered, tmp_
 
 def test_bob_finds_alices_digests_missing_and_scores_her_output_only_once_he_uploads_it(teams, data, registered,
                                                                                         tmp_path, capsys):
-    config, files = teams
+    _, config, files = teams
     bob = ClusterConfig.read(files["bob"])
     theirs = system_files(data, "alice-2")
     run_id = create_run(bob, DATASET)
@@ -222,7 +205,7 @@ def test_bob_finds_alices_digests_missing_and_scores_her_output_only_once_he_upl
 def test_with_a_dataset_the_reference_tables_alone_are_needed_here(teams, data, registered, tmp_path, capsys):
     """A copy of the reference without its masks plans the run; the cluster reads the masks from the dataset: the
     embedded command's files, given the whole reference."""
-    config, files = teams
+    _, config, files = teams
     tables = tmp_path / "ref-tables"
     shutil.copytree(data["ref"], tables, ignore=shutil.ignore_patterns("*.png"))
     assert not list(tables.rglob("*.png"))
@@ -242,7 +225,7 @@ def test_with_a_dataset_the_reference_tables_alone_are_needed_here(teams, data, 
 
 
 def test_a_client_cannot_register_a_shared_dataset_and_uploads_nothing_trying(teams, data, capsys):
-    config, files = teams
+    _, config, files = teams
     capsys.readouterr()
     status, sent = counted(config, ["dataset", "register", "alices@1", str(data["ref"]), "--shared",
                                     "--cluster", str(files["alice"])])
@@ -251,7 +234,7 @@ def test_a_client_cannot_register_a_shared_dataset_and_uploads_nothing_trying(te
 
 
 def test_deleting_runs_and_datasets_removes_the_objects_nothing_names(teams, data, registered, tmp_path, capsys):
-    config, files = teams
+    _, config, files = teams
     assert len(own_runs(files, "alice")) == 3  # test_two_teams_... ran first
     alice = ClusterConfig.read(files["alice"])
     changed = hashlib.sha256(data["changed"].read_bytes()).hexdigest()

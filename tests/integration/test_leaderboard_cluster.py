@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import grpc
@@ -30,21 +29,6 @@ pytestmark = pytest.mark.integration
 
 DATASET = "detect-ref@1"
 PRIVATE = "alices-own@1"
-
-
-@pytest.fixture(scope="module")
-def teams(tmp_path_factory):
-    path = tmp_path_factory.mktemp("leaderboard-cluster") / "cluster.json"
-    config = commands.up(path)
-    try:
-        files = {"operator": path}
-        for name in ("alice", "bob"):
-            files[name] = tmp_path_factory.mktemp(name) / "cluster.json"
-            commands.add_caller(config, name, "client", out=files[name])
-        time.sleep(1.5)  # the services read the tokens file again within a second
-        yield path, config, files
-    finally:
-        commands.down(path)
 
 
 @pytest.fixture(scope="module")
