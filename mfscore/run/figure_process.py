@@ -23,6 +23,8 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import BinaryIO
 
 WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_agg")  # every figure's canvas is Agg's
@@ -106,8 +108,30 @@ def import_drawing(formats: tuple[str, ...] = ALL_FORMATS) -> None:
     """Import the plotting modules and the writers of ``formats`` now: the worker does at its start, and so
     does the cluster's aggregator with every format (it draws its runs' figures itself, and no run should pay
     for the imports)."""
-    for module in WARM_MODULES + tuple(m for f in _known(formats) for m in FORMAT_MODULES[f]):
-        importlib.import_module(module)
+    with _without_property_docs():
+        for module in WARM_MODULES + tuple(m for f in _known(formats) for m in FORMAT_MODULES[f]):
+            importlib.import_module(module)
+
+
+@contextmanager
+def _without_property_docs() -> Iterator[None]:
+    """Import matplotlib without writing its artists' property lists into docstrings.
+
+    As each Artist subclass is created, matplotlib documents every settable property in its ``set``
+    docstring (``matplotlib.artist.kwdoc``): about a quarter of its import's CPU. A process that only
+    draws never reads those docstrings, and what is drawn does not depend on them (tests compare bytes).
+    """
+    if "matplotlib" in sys.modules:
+        yield
+        return
+    import matplotlib.artist
+
+    kwdoc = matplotlib.artist.kwdoc
+    matplotlib.artist.kwdoc = lambda artist: ""
+    try:
+        yield
+    finally:
+        matplotlib.artist.kwdoc = kwdoc
 
 
 def _known(formats: tuple[str, ...]) -> tuple[str, ...]:

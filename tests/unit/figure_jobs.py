@@ -19,3 +19,12 @@ def write_writers_loaded(path: str) -> None:
     loaded = [m for m in ("matplotlib.backends.backend_agg", "matplotlib.backends.backend_pdf") if m in sys.modules]
     with open(path, "w", encoding="utf-8") as file:
         file.write("".join(m + "\n" for m in loaded))
+
+
+def write_property_docs(path: str) -> None:
+    """Whether Line2D.set's docstring lists the properties, and whether matplotlib.artist.kwdoc works again."""
+    from matplotlib.artist import kwdoc
+    from matplotlib.lines import Line2D
+
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(f"{'markeredgecolor' in (Line2D.set.__doc__ or '')} {'markeredgecolor' in kwdoc(Line2D)}\n")

@@ -104,3 +104,25 @@ def test_a_format_not_declared_is_written_the_same(started, tmp_path):
     for suffix, magic in ((".pdf", b"%PDF"), (".png", b"\x89PNG")):
         drawn = (tmp_path / f"png{suffix}").read_bytes()
         assert drawn.startswith(magic) and drawn == (tmp_path / f"pdf-png{suffix}").read_bytes()
+
+
+def test_a_worker_skips_property_docs_and_draws_the_same_bytes(worker, monkeypatch, tmp_path):
+    """The worker imports matplotlib without the artists' property docstrings (kwdoc is restored after), and
+    the figures it draws are the bytes drawn in this process, which imported matplotlib as usual."""
+    from mfscore.reports.figure_data import Curve, CurveFigure
+
+    figure = CurveFigure([Curve("", np.array([0.0, 0.2, 0.5, 1.0]), np.array([0.0, 0.6, 0.9, 1.0]), 0.8, 0.3, 4, 5)],
+                         title="kwdoc")
+    figure_process.draw("figure_jobs:write_property_docs", str(tmp_path / "docs.txt"))
+    figure_process.draw("mfscore.reports.plots:plot_curve_figure", figure, str(tmp_path / "worker"))
+    figure_process.finish()
+    assert (tmp_path / "docs.txt").read_text() == "False True\n"
+
+    monkeypatch.undo()  # this process's matplotlib again, imported with its docstrings
+    import matplotlib.lines
+
+    assert "markeredgecolor" in matplotlib.lines.Line2D.set.__doc__
+    figure_process.draw("mfscore.reports.plots:plot_curve_figure", figure, str(tmp_path / "here"))
+    for suffix, magic in ((".pdf", b"%PDF"), (".png", b"\x89PNG")):
+        drawn = (tmp_path / f"worker{suffix}").read_bytes()
+        assert drawn.startswith(magic) and drawn == (tmp_path / f"here{suffix}").read_bytes()
