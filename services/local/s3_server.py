@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import sys
 import traceback
 
@@ -60,13 +61,20 @@ def keep_alive(handler: type) -> type:
     checks its signature. A request's body is its ``Content-Length`` bytes (or its chunks); what the application
     left unread of it (a refused request's) is read past before the next request, or the connection is closed (more
     than DRAIN_BYTES left, no usable length, the client gone). The response is collected, then sent with its length
-    (moto holds every body in memory anyway); a response whose application failed is a 500 that closes."""
+    (moto holds every body in memory anyway), without delay (TCP_NODELAY); a response whose application failed is a
+    500 that closes."""
     from werkzeug.exceptions import InternalServerError
     from werkzeug.wsgi import LimitedStream
 
     class KeepAliveHandler(handler):
         protocol_version = "HTTP/1.1"  # http.server then keeps a connection unless its client says "close"
         timeout = IDLE_SECONDS
+
+        def setup(self) -> None:
+            super().setup()
+            # A response is written as its headers, then its body: on a connection kept open, Nagle's algorithm
+            # would hold a small body back until the client's delayed ACK of the headers (40 ms a small GET).
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def run_wsgi(self) -> None:
             # an ``Expect: 100-continue`` was answered by http.server's parse_request already, under HTTP/1.1
