@@ -8,7 +8,9 @@ and prints:
 1. CPU seconds per probe (user + system, all threads): the embedded command's (``getrusage`` of the
    child), and each cluster run's from Linux /proc per process, grouped into mfscore's own processes
    (every service and the ``submit`` client), the object store (moto_server) and NATS (nats-server);
-   mfscore's as a ratio to embedded (goal ≤ 1.15×), the object store's and NATS's on their own;
+   mfscore's as a ratio to embedded (goal ≤ 1.15×), the object store's and NATS's on their own; and split in
+   time: before SubmitRun (the client plans, hashes and uploads; the aggregator receives and stores), from
+   SubmitRun to the run's end, and after it (the reports fetched);
 2. throughput server side (SubmitRun to the run's end on the aggregator) in probes per second for 1
    and 2 workers and their ratio, each next to the object store's CPU seconds in the same window (the
    S3 server shares the cores with the scorers) and over the whole submit;
@@ -70,6 +72,7 @@ class ClusterRun:
     server: float
     cpu: dict[str, float]          # per process, whole submit
     window: dict[str, float]       # per process, SubmitRun to the run's end
+    before: dict[str, float]       # per process, the submit's start to SubmitRun (planning, hashing, the upload)
     requests: Counter
     objects: Counter               # distinct objects each kind of request named
     uploaded: int                  # bytes the measured submit uploaded
@@ -261,7 +264,7 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
         run = last_run(path)
         submitted, finished = run.submitted_at.ToNanoseconds() / 1e9, run.finished_at.ToNanoseconds() / 1e9
         result = ClusterRun(workers, wall, finished - submitted, cpu.spent(), cpu.spent(submitted, finished),
-                            requests, objects, uploaded)
+                            cpu.spent(None, submitted), requests, objects, uploaded)
         print_processes(result)
         if reference is not None:
             result.uploaded_with_dataset = with_dataset(root, path, config, reference, arguments, expected)
@@ -292,6 +295,14 @@ def print_cpu(embedded_cpu: float, runs: list[ClusterRun]) -> None:
     windows = [grouped(r.window) for r in runs]
     print(f"{'  SubmitRun to the end / embedded':48}"
           + "".join(f"{w['mfscore'] / embedded_cpu:18.2f}x" for w in windows))
+    befores = [grouped(r.before) for r in runs]
+    afters = [g["mfscore"] - w["mfscore"] - b["mfscore"] for g, w, b in zip(groups, windows, befores)]
+    print(f"{'  before SubmitRun (plan, hashes, upload)':48}"
+          + "".join(f"{b['mfscore'] * per:9.1f} ms {b['mfscore'] / embedded_cpu:5.2f}x" for b in befores))
+    print(f"{'  after the end of the run (reports fetched)':48}"
+          + "".join(f"{after * per:9.1f} ms {after / embedded_cpu:5.2f}x" for after in afters))
+    print(f"{'  object store before SubmitRun (the PUTs)':48}"
+          + "".join(f"{b['object store'] * per:16.1f} ms" for b in befores))
 
 
 def print_throughput(embedded_wall: float, one: ClusterRun, two: ClusterRun) -> None:
@@ -372,6 +383,7 @@ def main_bench() -> None:
     print_requests(runs)
     print_uploads(runs, system_bytes)
     print("every cluster run's report files are byte-identical to the embedded run's")
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min), {os.getloadavg()[1]:.1f} (5 min) at the end")
 
 
 if __name__ == "__main__":
