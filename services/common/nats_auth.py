@@ -5,7 +5,9 @@ The aggregator believes any record on ``mfscore.results.<run>`` and a scorer fet
 aggregator publishes jobs and manages the streams and the run bucket, and nobody connects without a user.
 Each role reads replies on its own inbox prefix (``_INBOX.<role>.``), so no role reads another's replies.
 
-``server_config`` writes these permissions as a nats-server configuration (JSON, which nats-server reads).
+``server_config`` writes these permissions as a nats-server configuration (JSON, which nats-server reads), and
+``cluster_config`` a clustered node's routes: a node accepts a route only from a server presenting the route user's
+password, so nobody who reaches a route port joins the cluster (and reads every message) without it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ STREAMS = (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM)
 RUNS_STREAM = f"KV_{RUNS_BUCKET}"
 SERVICE_ROLES = ("aggregator", "scorer", "observer")  # the users a cluster runs with
 ROLES = (*SERVICE_ROLES, "admin")
-_PASSWORD = re.compile(r"[A-Za-z0-9_\-]{16,}")
+ROUTE_USER = "route"  # the user a node presents when it dials another node's route port
+_PASSWORD = re.compile(r"[A-Za-z0-9_\-]{16,}")  # also safe inside a route URL
 
 
 def _aggregator() -> list[str]:
@@ -103,3 +106,12 @@ def server_config(users: Mapping[str, str], *, tls_cert: str = "", tls_key: str 
     if tls_cert:
         config["tls"] = {"cert_file": str(tls_cert), "key_file": str(tls_key), "handshake_first": True}
     return json.dumps(config, indent=2)
+
+
+def cluster_config(name: str, listen: str, peers: list[str], password: str) -> dict:
+    """The ``cluster`` block of one node: it listens for routes on ``listen`` (host:port), admits only routes
+    presenting ``ROUTE_USER`` and ``password``, and dials each of ``peers`` (host:port) with them."""
+    if not _PASSWORD.fullmatch(password):
+        raise OptionError("the NATS route password must be at least 16 letters, digits, '-' or '_'")
+    return {"name": name, "listen": listen, "authorization": {"user": ROUTE_USER, "password": password},
+            "routes": [f"nats://{ROUTE_USER}:{password}@{peer}" for peer in peers]}

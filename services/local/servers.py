@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import socket
 import ssl
@@ -241,9 +242,10 @@ class NatsCluster:
     ``url`` lists every node's client URL, comma-separated, as ``MFSCORE_NATS_URL`` takes it; ``nodes[i]``
     is one node, for a test that kills it."""
 
-    def __init__(self, nodes: list[ServerProcess], monitor_ports: list[int]):
+    def __init__(self, nodes: list[ServerProcess], monitor_ports: list[int], route_ports: list[int]):
         self.nodes = nodes
         self.monitor_ports = monitor_ports
+        self.route_ports = route_ports
 
     @property
     def url(self) -> str:
@@ -289,31 +291,33 @@ def start_nats_cluster(
     does; returns once every node has JetStream up and they agree on a meta leader that sees them all, so streams
     of ``nodes`` replicas can be created at once.
 
-    The nodes route to each other on ports of their own (``cluster.routes``), each with a monitoring port
-    (``/jsz`` tells the meta leader). ``detach`` as for ``start_nats_server``."""
-    from mfscore.services.common.nats_auth import server_config
+    The nodes route to each other on ports of their own (``cluster.routes``), admitting only routes that present
+    a password made for this cluster (``nats_auth.cluster_config``), each with a monitoring port (``/jsz`` tells
+    the meta leader). ``detach`` as for ``start_nats_server``."""
+    from mfscore.services.common.nats_auth import cluster_config, server_config
 
     if nodes < 1:
         raise ProcessError("a NATS cluster needs at least one node")
     ports = free_ports(3 * nodes)
     client, route, monitor = ports[:nodes], ports[nodes:2 * nodes], ports[2 * nodes:]
     cluster_name = f"mfscore-{uuid.uuid4().hex[:8]}"
-    routes = [f"nats://{LOOPBACK}:{port}" for port in route]
+    routes = [f"{LOOPBACK}:{port}" for port in route]
+    route_password = secrets.token_urlsafe(24)  # the nodes' alone: no client ever holds it
     started: list[ServerProcess] = []
     names = []
     try:
         for i in range(nodes):
             node_dir = Path(data_dir) / f"node-{i}"
             config = json.loads(server_config(users, tls_cert=str(tls_cert), tls_key=str(tls_key)))
-            config["cluster"] = {"name": cluster_name, "listen": f"{LOOPBACK}:{route[i]}",
-                                 "routes": [r for j, r in enumerate(routes) if j != i]}
+            config["cluster"] = cluster_config(cluster_name, routes[i], [r for j, r in enumerate(routes) if j != i],
+                                               route_password)
             path = _write_nats_config(node_dir, json.dumps(config, indent=2))
             names.append(f"{cluster_name}-{i}")
             argv = [find_executable("nats-server"), "-c", str(path), "-js", "-a", LOOPBACK, "-p", str(client[i]),
                     "-m", str(monitor[i]), "-sd", str(node_dir), "-n", names[-1]]
             started.append(_spawn("nats-server", argv, Path(log_dir or node_dir), "tls" if tls_cert else "nats",
                                   client[i], detach))
-        cluster = NatsCluster(started, monitor)
+        cluster = NatsCluster(started, monitor, route)
         for node, name in zip(started, names):
             _wait_until(node, lambda node=node, name=name: _nats_jetstream_ready(node.port, name, bool(tls_cert)),
                         timeout)

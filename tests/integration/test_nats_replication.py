@@ -3,17 +3,21 @@
 The fast tests check that ``MFSCORE_STREAM_*`` reach NATS: the streams and the run bucket get the replicas,
 storage and limits asked for, ``ensure_streams`` is idempotent and brings an existing R1 stream to R3 with its
 messages, NATS's refusals come back as one sentence, and the scorers' durable consumers exist once the aggregator
-has run it. The slow one (``faults``) kills a NATS node with SIGKILL in the middle of a run and asks for the
-embedded command's files all the same.
+has run it; a server that dials a node's route port without the cluster's route password is refused. The slow
+one (``faults``) kills a NATS node with SIGKILL in the middle of a run and asks for the embedded command's files
+all the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -39,7 +43,7 @@ from mfscore.services.common.jetstream import (
     runs_bucket,
 )
 from mfscore.services.common.settings import Settings
-from mfscore.services.local.servers import free_port, start_nats_cluster
+from mfscore.services.local.servers import find_executable, free_port, free_ports, start_nats_cluster
 from mfscore.services.wire import runs_pb2
 
 pytestmark = pytest.mark.integration
@@ -236,6 +240,37 @@ def test_nats_url_may_list_several_servers(nats_cluster, nats_users):
                 await nc.close()
 
     asyncio.run(scenario())
+
+
+def _routes(monitor_port: int) -> set[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{monitor_port}/routez", timeout=5) as answer:
+        return {route["remote_name"] for route in json.load(answer)["routes"]}
+
+
+@pytest.mark.parametrize("credentials", ["", "route:wrong-password-0123456789@"], ids=["none", "wrong"])
+def test_a_server_without_the_route_password_does_not_join(nats_cluster, tmp_path, credentials):
+    """Routes carry every message of the cluster: a nats-server dialling a node's route port without the cluster's
+    route password (or with another) is refused, and the nodes' routes stay among themselves."""
+    assert _routes(nats_cluster.monitor_ports[0]), "the nodes route to each other"
+    client, route, monitor = free_ports(3)
+    config = tmp_path / "rogue.conf"
+    config.write_text(json.dumps({"cluster": {"name": "rogue", "listen": f"127.0.0.1:{route}", "routes": [
+        f"nats://{credentials}127.0.0.1:{port}" for port in nats_cluster.route_ports]}}))
+    log = tmp_path / "rogue.log"
+    with open(log, "wb") as out:
+        rogue = subprocess.Popen([find_executable("nats-server"), "-c", str(config), "-a", "127.0.0.1", "-p",
+                                  str(client), "-m", str(monitor), "-n", "rogue"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 10
+        while "Authorization Violation" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "Authorization Violation" in log.read_text(), log.read_text()[-2000:]
+        assert _routes(monitor) == set()
+        for port in nats_cluster.monitor_ports:
+            assert "rogue" not in _routes(port)
+    finally:
+        rogue.terminate()
+        rogue.wait(10)
 
 
 @pytest.fixture

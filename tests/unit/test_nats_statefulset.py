@@ -2,10 +2,11 @@
 
 Checked field by field (no Kubernetes OpenAPI schema is vendored; ``test_deploy_manifests`` renders the overlay
 with kustomize when it can): three pods started together, each with its own PVC under JetStream's store, routes
-naming every pod through the headless Service, the monitoring port on both Services and the probes, lame duck
-mode finishing inside the grace period, a PodDisruptionBudget letting one pod go at a time, and exactly the users
-and permissions of ``services/common/nats_auth.py``, their passwords from the Secret. The ``nats.conf`` is also
-given to the nats-server the tests run (``nats-server -t``), whose version the image must be.
+naming every pod through the headless Service and admitted only with the route password, the monitoring port on
+both Services and the probes, lame duck mode finishing inside the grace period, a PodDisruptionBudget letting one
+pod go at a time, and exactly the users and permissions of ``services/common/nats_auth.py``, their passwords from
+the Secret. The ``nats.conf`` is also given to the nats-server the tests run (``nats-server -t``), whose version
+the image must be.
 """
 
 from __future__ import annotations
@@ -53,7 +54,19 @@ def config_text() -> str:
 
 def config() -> dict:
     """nats.conf with each ``$NAME`` (read by nats-server from the environment) as the string ``"$NAME"``."""
-    return json.loads(re.sub(r'(?<=:)(\s*)\$(\w+)', r'\1"$\2"', config_text()))
+    return json.loads(re.sub(r'(?<=[:\[,])(\s*)\$(\w+)', r'\1"$\2"', config_text()))
+
+
+def expanded(c: dict) -> dict[str, str]:
+    """The container's environment as Kubernetes sets it: literal values with ``$(NAME)`` replaced by the
+    variables defined before them, secrets as placeholders (starting with a letter, as the Secrets' do)."""
+    values: dict[str, str] = {}
+    for e in c.get("env", []):
+        if "value" in e:
+            values[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: values[m[1]], e["value"])
+        else:
+            values[e["name"]] = "nats-0" if "fieldRef" in e["valueFrom"] else f"p{e['name'].lower().replace('_', '')}" * 2
+    return values
 
 
 def ports(c: dict) -> dict[str, int]:
@@ -102,12 +115,20 @@ def test_three_pods_started_together_behind_a_headless_service():
     assert [c["topologyKey"] for c in spread] == ["kubernetes.io/hostname"]
 
 
-def test_routes_name_every_pod_through_the_headless_service():
-    sts, cluster = statefulset(), config()["cluster"]
+def test_routes_name_every_pod_through_the_headless_service_with_the_route_password():
+    from mfscore.services.common import nats_auth
+
+    sts, cluster, c = statefulset(), config()["cluster"], container()
     name, service = sts["metadata"]["name"], headless_service()["metadata"]["name"]
-    assert cluster["port"] == ports(container())["cluster"]
-    expected = {f"nats://{name}-{i}.{service}:{cluster['port']}" for i in range(sts["spec"]["replicas"])}
-    assert set(cluster["routes"]) == expected and len(cluster["routes"]) == len(expected)
+    assert cluster["port"] == ports(c)["cluster"]
+    peers = [f"{name}-{i}.{service}:{cluster['port']}" for i in range(sts["spec"]["replicas"])]
+    values = expanded(c)
+    password = values["NATS_ROUTE_PASSWORD"]
+    expected = nats_auth.cluster_config(cluster["name"], "unused:0", peers, password)
+    assert cluster["authorization"] == {"user": nats_auth.ROUTE_USER, "password": "$NATS_ROUTE_PASSWORD"}
+    assert [values[r[1:]] for r in cluster["routes"]] == expected["routes"], "every pod, dialled as the route user"
+    ref = env(c)["NATS_ROUTE_PASSWORD"]["valueFrom"]["secretKeyRef"]
+    assert (ref["name"], ref["key"]) == ("mfscore-nats-routes", "password")
     assert cluster["name"], "a cluster name"
     assert config()["server_name"] == "$POD_NAME", "a JetStream peer keeps its name across restarts"
     assert env(container())["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
@@ -182,13 +203,15 @@ def test_nats_server_accepts_the_configuration(tmp_path):
 
     path = tmp_path / "nats.conf"
     path.write_text(config_text())
-    variables = {"POD_NAME": "nats-0", "NATS_AGGREGATOR_PASSWORD": "a" * 24, "NATS_SCORER_PASSWORD": "s" * 24}
+    variables = expanded(container())
     checked = subprocess.run([find_executable("nats-server"), "-t", "-c", str(path)], capture_output=True, text=True,
                              env=variables, timeout=30)
     assert checked.returncode == 0, checked.stderr or checked.stdout
-    missing = subprocess.run([find_executable("nats-server"), "-t", "-c", str(path)], capture_output=True, text=True,
-                             env={"POD_NAME": "nats-0"}, timeout=30)
-    assert missing.returncode != 0 and "NATS_AGGREGATOR_PASSWORD" in missing.stderr + missing.stdout
+    for name in ("NATS_AGGREGATOR_PASSWORD", "NATS_ROUTE_PASSWORD", "NATS_ROUTE_2"):  # each one is needed
+        without = {k: v for k, v in variables.items() if k != name}
+        missing = subprocess.run([find_executable("nats-server"), "-t", "-c", str(path)], capture_output=True,
+                                 text=True, env=without, timeout=30)
+        assert missing.returncode != 0 and name in missing.stderr + missing.stdout
 
 
 def test_production_deploys_it_and_replicates_on_all_three():
