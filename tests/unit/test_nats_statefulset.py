@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mfscore.errors import OptionError
+
 REPO = Path(__file__).resolve().parents[2]
 NATS_DIR = REPO / "deploy" / "k8s" / "nats"
 PRODUCTION = REPO / "deploy" / "k8s" / "overlays" / "production"
@@ -129,6 +131,9 @@ def test_routes_name_every_pod_through_the_headless_service_with_the_route_passw
     assert [values[r[1:]] for r in cluster["routes"]] == expected["routes"], "every pod, dialled as the route user"
     ref = env(c)["NATS_ROUTE_PASSWORD"]["valueFrom"]["secretKeyRef"]
     assert (ref["name"], ref["key"]) == ("mfscore-nats-routes", "password")
+    for weak in ("short-password", "sixteen+letters/and@more"):  # too short; not safe in a URL
+        with pytest.raises(OptionError, match="route password"):
+            nats_auth.cluster_config("c", "h:1", peers, weak)
     assert cluster["name"], "a cluster name"
     assert config()["server_name"] == "$POD_NAME", "a JetStream peer keeps its name across restarts"
     assert env(container())["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
