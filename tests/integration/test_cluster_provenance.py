@@ -119,7 +119,7 @@ def test_graph_reports_are_identical(variant, dataset, local_cluster, tmp_path, 
         assert err.startswith("mfscore: note: -T is accepted and ignored")
 
 
-FIGURE_PROBES = 8  # a figure of a 300-node graph takes seconds to draw
+FIGURE_PROBES = 4  # one journal (the fewest probes a dataset has): a figure of a 300-node graph takes seconds to draw
 
 
 @pytest.fixture(scope="module")
