@@ -88,6 +88,20 @@ def local_cluster(tmp_path_factory):
         commands.down(path)
 
 
+@pytest.fixture(scope="session")
+def tls_cluster(tmp_path_factory):
+    """``mfscore local-cluster up --tls``'s cluster (every server speaks TLS with a certificate of the cluster's own
+    CA), shared by the session's TLS tests: ``(path, config)``; always stopped."""
+    from mfscore.services.commands import local_cluster as commands
+
+    path = tmp_path_factory.mktemp("tls-cluster") / "cluster.json"
+    config = commands.up(path, tls=True)
+    try:
+        yield path, config
+    finally:
+        commands.down(path)
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """A local cluster of a test's own (for tests that kill and restart its processes); always stopped."""

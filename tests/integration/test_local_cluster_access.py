@@ -73,28 +73,24 @@ def test_a_callers_token_keeps_its_name_to_one_role_and_comes_in_a_file_of_its_o
         services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
 
 
-def test_a_tls_cluster_answers_only_clients_trusting_its_ca(tmp_path):
-    path = tmp_path / "cluster.json"
-    config = commands.up(path, tls=True)
-    try:
-        state = Path(config.state_dir)
-        assert config.tls_ca == str(state / "tls" / "ca.pem")
-        assert config.nats_url.startswith("tls://") and config.s3_endpoint.startswith("https://")
-        assert {stat.S_IMODE((state / "tls" / name).stat().st_mode) for name in ("ca.pem", "server.pem",
-                                                                                "server.key")} == {0o600}
-        other_ca = tmp_path / "other-ca.pem"
-        trustme.CA().cert_pem.write_to_path(str(other_ca))
-        for process in config.processes[2:]:
-            address = f"127.0.0.1:{process['grpc_port']}"
-            assert commands.health(address, timeout=5, tls_ca=config.tls_ca) == "SERVING"
-            assert commands.health(address, timeout=5) == "unreachable (UNAVAILABLE)"
-            assert commands.health(address, timeout=5, tls_ca=str(other_ca)) == "unreachable (UNAVAILABLE)"
-        with config.channel() as channel:
-            services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
-        with grpc.insecure_channel(config.aggregator_address) as channel:
-            with pytest.raises(grpc.RpcError) as error:
-                services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
-            assert error.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert commands.status(path) == 0
-    finally:
-        commands.down(path)
+def test_a_tls_cluster_answers_only_clients_trusting_its_ca(tls_cluster, tmp_path):
+    path, config = tls_cluster
+    state = Path(config.state_dir)
+    assert config.tls_ca == str(state / "tls" / "ca.pem")
+    assert config.nats_url.startswith("tls://") and config.s3_endpoint.startswith("https://")
+    assert {stat.S_IMODE((state / "tls" / name).stat().st_mode) for name in ("ca.pem", "server.pem",
+                                                                            "server.key")} == {0o600}
+    other_ca = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other_ca))
+    for process in config.processes[2:]:
+        address = f"127.0.0.1:{process['grpc_port']}"
+        assert commands.health(address, timeout=5, tls_ca=config.tls_ca) == "SERVING"
+        assert commands.health(address, timeout=5) == "unreachable (UNAVAILABLE)"
+        assert commands.health(address, timeout=5, tls_ca=str(other_ca)) == "unreachable (UNAVAILABLE)"
+    with config.channel() as channel:
+        services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=10)
+    with grpc.insecure_channel(config.aggregator_address) as channel:
+        with pytest.raises(grpc.RpcError) as error:
+            services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
+        assert error.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert commands.status(path) == 0

@@ -173,25 +173,21 @@ def test_a_node_client_drives_a_run_from_the_protos_alone(task, caller, tmp_path
     assert said["listed"]["pages"] == -(-len(listed) // PAGE_SIZE) >= 2
 
 
-def test_a_node_client_speaks_tls_to_a_tls_cluster(tmp_path):
+def test_a_node_client_speaks_tls_to_a_tls_cluster(tls_cluster, tmp_path):
     """'local-cluster up --tls': the cluster file's tls_ca is the CA the Node client checks the aggregator against
     (a client without it is refused); the operator's token, the cluster file as 'up' wrote it."""
-    path = tmp_path / "cluster" / "cluster.json"
-    config = commands.up(path, tls=True)
-    try:
-        assert config.tls_ca
-        said, _, _ = drive(path, "mask", tmp_path)
-        assert said["states"][-1] == "RUN_STATE_DONE"
+    path, config = tls_cluster
+    assert config.tls_ca
+    said, _, _ = drive(path, "mask", tmp_path)
+    assert said["states"][-1] == "RUN_STATE_DONE"
 
-        plain = tmp_path / "plaintext.json"  # the same file without its CA: the client speaks plaintext, refused
-        plain.write_text(json.dumps({**json.loads(path.read_text()), "tls_ca": ""}))
-        run = tmp_path / "run.json"
-        done = subprocess.run([node(), str(CLIENT), "--cluster", str(plain), "--run", str(run), "--out",
-                               str(tmp_path / "refused")], capture_output=True, text=True, timeout=120)
-        assert done.returncode == 1 and "CreateRun failed: UNAVAILABLE" in done.stderr, done.stderr
-        assert not (tmp_path / "refused").exists()
-    finally:
-        commands.down(path)
+    plain = tmp_path / "plaintext.json"  # the same file without its CA: the client speaks plaintext, refused
+    plain.write_text(json.dumps({**json.loads(path.read_text()), "tls_ca": ""}))
+    run = tmp_path / "run.json"
+    done = subprocess.run([node(), str(CLIENT), "--cluster", str(plain), "--run", str(run), "--out",
+                           str(tmp_path / "refused")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "CreateRun failed: UNAVAILABLE" in done.stderr, done.stderr
+    assert not (tmp_path / "refused").exists()
 
 
 def test_a_node_client_registers_a_dataset_and_scores_against_it(local_cluster, tmp_path):
