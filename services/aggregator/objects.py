@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import logging
 from collections import Counter
 from collections.abc import Iterable
@@ -120,17 +119,13 @@ class Objects:
             del self._lacking[run_id]
         return True
 
-    def put(self, key: str, data: BinaryIO, size: int, sha256: str, *, lacking: bool = False) -> bool:
-        """Store the checked bytes ``data`` (their SHA-256 ``sha256``) as the object ``key`` unless it is there already
-        (blocking); whether they were written. One known ``lacking`` (``take_lacking``) is written without asking S3:
-        a content-addressed object written meanwhile holds these very bytes, so writing them again changes nothing.
-        Bytes held in memory (a small file) go in one PUT signed with their digest (``ObjectStore.put_checked``)."""
+    def put(self, key: str, data: BinaryIO, size: int, *, lacking: bool = False) -> bool:
+        """Store the checked bytes ``data`` as the object ``key`` unless it is there already (blocking); whether they
+        were written. One known ``lacking`` (``take_lacking``) is written without asking S3: a content-addressed
+        object written meanwhile holds these very bytes, so writing them again changes nothing."""
         if not lacking and self.store.size_of(key) == size:
             return False
-        if isinstance(data, io.BytesIO):
-            self.store.put_checked(key, data.getvalue(), sha256)
-        else:
-            self.store.put_stream(key, data, size)
+        self.store.put_stream(key, data, size)
         return True
 
     async def named(self, space: str) -> set[str]:

@@ -3,48 +3,34 @@
 Keys are untrusted: downloads are confined to the target directory and reads are size-limited
 before a byte is read. Transient failures (connection errors, S3 5xx, SlowDown) are retried here
 with exponential backoff; the SDK's own retries are switched off so there is one retry policy.
-A small object whose SHA-256 the caller checked (an uploaded file) is written with one signed PUT of
-this module's own (``put_checked``), falling back to the SDK for anything but success.
 """
 
 from __future__ import annotations
 
-import http.client
 import io
-import logging
 import os
-import re
-import ssl
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, TypeVar
-from urllib.parse import urlsplit
 
 import certifi
 import urllib3
 from minio import Minio
-from minio import time as minio_time
-from minio.credentials import Credentials
 from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, S3Error, ServerError
-from minio.signer import sign_v4_s3
-from urllib3.util.wait import wait_for_read
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common.metrics import S3_BYTES, S3_ERRORS, S3_REQUEST_DURATION
 from mfscore.services.common.settings import Settings
 
 T = TypeVar("T")
-log = logging.getLogger("mfscore.object_store")
 CHUNK_BYTES = 1 << 20
 PART_BYTES = 8 << 20  # a multipart upload's part: what one upload holds in memory
 TRANSIENT_S3_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "OperationAborted"})
 MISSING_S3_CODES = frozenset({"NoSuchKey", "NoSuchObject", "NoSuchVersion"})
-PLAIN_KEY = re.compile(r"[A-Za-z0-9._/-]+")  # a key that is its own URL path: what put_checked sends itself
 REFUSED_S3_CODES = {  # the request's credentials or their permissions; what to check, by code
     "InvalidAccessKeyId": "the server knows no such access key; check MFSCORE_S3_ACCESS_KEY",
     "SignatureDoesNotMatch": "the secret key does not match the access key; check MFSCORE_S3_SECRET_KEY",
@@ -135,7 +121,6 @@ class ObjectStore:
         self.attempts = attempts
         self.base_delay = base_delay
         self.max_delay = max_delay
-        self._direct = _DirectPut(settings, connect_timeout, read_timeout)
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
             maxsize=pool_size,
@@ -208,26 +193,6 @@ class ObjectStore:
         size = os.stat(path).st_size
         self._call("put", key, lambda: self._client.fput_object(self.bucket, key, os.fspath(path)))
         S3_BYTES.labels("written").inc(size)
-
-    def put_checked(self, key: str, data: bytes, sha256: str) -> None:
-        """Store ``data``, whose SHA-256 the caller has checked is ``sha256``, under ``key``.
-
-        One PUT signed with that digest (S3 and MinIO check the body against it; moto does not, and nothing relies
-        on it: the caller checked), sent on this thread's own kept-alive connection (``_DirectPut``): the SDK's
-        request building and its HTTP stack cost about twice the CPU per request, which a run's uploaded files pay
-        one by one. Anything but a 200 (a refusal, an error, a connection gone) sends the request again through the
-        SDK, whose answer counts, retried or not as any; a key that would need escaping in a URL, or an Amazon S3
-        endpoint (virtual-host addressing), goes through the SDK at once."""
-        if not self._direct.usable(self.bucket, key):
-            self.put_bytes(key, data)
-            return
-
-        def put() -> None:
-            if not self._direct.put(self.bucket, key, data, sha256):
-                self._client.put_object(self.bucket, key, io.BytesIO(data), len(data))
-
-        self._call("put", key, put)
-        S3_BYTES.labels("written").inc(len(data))
 
     def put_stream(self, key: str, data: BinaryIO, length: int) -> None:
         """Store ``length`` bytes read from the seekable ``data`` under ``key``: one request up to a part's size,
@@ -431,75 +396,6 @@ class ObjectStore:
         if keys:
             self._call("delete", folder, remove)
         return len(keys)
-
-
-class _DirectPut:
-    """Signed PUTs of in-memory objects over one kept-alive ``http.client`` connection per thread (TLS verified as the
-    SDK's pool verifies it), for ``ObjectStore.put_checked``; ``put`` says whether the server answered 200."""
-
-    def __init__(self, settings: Settings, connect_timeout: float, read_timeout: float):
-        self.host = settings.s3_host
-        self.endpoint = settings.s3_endpoint
-        self.secure = settings.s3_secure
-        self.region = settings.s3_region
-        self.credentials = Credentials(settings.s3_access_key, settings.s3_secret_key)
-        self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
-        self.aws = self.host.split(":")[0].lower().endswith(".amazonaws.com")
-        self._context = None
-        self._local = threading.local()
-        self._told = False
-
-    def usable(self, bucket: str, key: str) -> bool:
-        """Whether the request's path is ``/bucket/key`` as given, with nothing to escape or to resolve."""
-        return not self.aws and bool(PLAIN_KEY.fullmatch(bucket)) and bool(PLAIN_KEY.fullmatch(key)) \
-            and not any(part in ("", ".", "..") for part in key.split("/"))
-
-    def _connection(self) -> http.client.HTTPConnection:
-        """This thread's connection: kept while the server keeps it (nothing to read on it while idle), else new."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and conn.sock is not None and not wait_for_read(conn.sock, timeout=0.0):
-            return conn
-        if conn is not None:
-            conn.close()
-        if self.secure:
-            if self._context is None:
-                self._context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or certifi.where())
-            conn = http.client.HTTPSConnection(self.host, timeout=self.connect_timeout, context=self._context)
-        else:
-            conn = http.client.HTTPConnection(self.host, timeout=self.connect_timeout)
-        conn.connect()
-        conn.sock.settimeout(self.read_timeout)
-        self._local.conn = conn
-        return conn
-
-    def put(self, bucket: str, key: str, data: bytes, sha256: str) -> bool:
-        path = f"/{bucket}/{key}"
-        date = minio_time.utcnow()
-        headers = {"Host": self.host, "Content-Length": str(len(data)), "Content-Type": "application/octet-stream",
-                   "x-amz-content-sha256": sha256, "x-amz-date": minio_time.to_amz_date(date)}
-        headers = sign_v4_s3(method="PUT", url=urlsplit(self.endpoint + path), region=self.region, headers=headers,
-                             credentials=self.credentials, content_sha256=sha256, date=date)
-        try:
-            conn = self._connection()
-            conn.request("PUT", path, body=data, headers=headers)
-            response = conn.getresponse()
-            response.read()
-        except (OSError, http.client.HTTPException):
-            self._drop()
-            return False
-        if response.will_close or response.status != 200:
-            self._drop()
-        if response.status != 200 and not self._told:
-            self._told = True
-            log.info("S3 at %s answered a direct PUT with HTTP %d: it is sent again through the SDK, whose answer "
-                     "counts (said once)", self.endpoint, response.status)
-        return response.status == 200
-
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None:
-            conn.close()
 
 
 def confined(root: str | os.PathLike, relative: str) -> Path:
