@@ -7,3 +7,7 @@ import matplotlib  # noqa: F401
 
 # Test helper packages (conformance/, oracles) import as top-level modules.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# The conformance scoreboard, printed at the end of a run that ran conformance tests (by the pytest-xdist controller
+# too, from its workers' counts).
+pytest_plugins = ["conformance.scoreboard"]
