@@ -26,8 +26,11 @@ $(NODE_STAMP): package.json package-lock.json
 demo: setup
 	$(BIN)/python -m mfscore.cli.demo --out demo-output
 
+# Two pytest-xdist workers (TEST_WORKERS=0: none, pytest's own process), each given whole modules (--dist loadscope)
+# so a module's fixtures (a cluster, a generated dataset) are made once; servers are started on free ports.
+TEST_WORKERS ?= 2
 test: setup $(NODE_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # The slow fault injections (outages of tens of seconds); 'make test' runs a short one of each kind.
 test-faults: setup
