@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup demo test test-faults test-ops test-browser conformance bench docs clean
+.PHONY: setup demo test test-slow test-faults test-ops test-browser conformance bench docs clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,10 @@ demo: setup
 TEST_WORKERS ?= 2
 test: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
+
+# Tests slow by nature (a large run, NATS bringing streams from R1 to R3); 'make test' runs a short one of each kind.
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow
 
 # The slow fault injections (outages of tens of seconds); 'make test' runs a short one of each kind.
 test-faults: setup

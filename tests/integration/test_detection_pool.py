@@ -2,20 +2,24 @@
 detection run's jobs to its two ``detection-scorer`` processes, which fetch each subset's trial file the aggregator
 stored with the run's inputs; the reports are the embedded command's, byte for byte.
 
-The run is large enough (over 100,000 trials in each ``-qm`` subset) for the plan to slice each subset's 500
-bootstrap replicates into jobs, so slices of one subset are scored by both processes, each advancing its generator
-past the draws of the slices it did not score (``mfscore.detection.bootstrap``).
+The runs with ``--ci`` have each subset's 500 bootstrap replicates sliced into jobs, so slices of one subset are
+scored by both processes, each advancing its generator past the draws of the slices it did not score
+(``mfscore.detection.bootstrap``). The large run (``slow``, 'make test-slow') is large enough (over 100,000 trials in
+each ``-qm`` subset) to be sliced by its work alone (``detection.SLICE_WORK``); 'make test' runs a small one, sliced
+because a record holds at most ``detection.MAX_RECORD_VALUES`` replicate values (the ROC band's among them).
 """
 
 from __future__ import annotations
 
 import re
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from integration.equivalence import assert_same_outputs, run_both
+from mfscore.cli.main import build_parser
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.services.commands import local_cluster as commands
 from mfscore.tasks import detection
@@ -23,6 +27,7 @@ from mfscore.tasks import detection
 pytestmark = pytest.mark.integration
 
 TRIALS = 160_000  # the smallest -qm subset has over 100,000 (two slices of 250 replicates)
+SMALL_TRIALS = 10_000  # a few thousand a subset
 QUERIES = ["-qm", "Purpose==['add']", "Purpose==['remove','clone']", "Operation==['Blur']"]
 
 
@@ -55,6 +60,7 @@ def scored(config, service: str) -> dict[str, int]:
     return done
 
 
+@pytest.mark.slow  # 160,000 trials scored twice, embedded and on the cluster: 20-45 s
 def test_a_run_with_intervals_and_queries_scored_by_the_pool_writes_the_embedded_files(
         pool_cluster, large_detection, tmp_path, capsys):
     cluster_file, config = pool_cluster
@@ -77,6 +83,27 @@ def subset_sizes(semafor_report: Path) -> list[int]:
     header, *rows = [line.split("|") for line in semafor_report.read_text().splitlines()]
     column = {name: i for i, name in enumerate(header)}
     return [int(row[column["N_TARGET"]]) + int(row[column["N_NONTARGET"]]) for row in rows]
+
+
+def test_a_small_run_with_intervals_and_queries_sliced_by_the_pool_writes_the_embedded_files(
+        pool_cluster, tmp_path, capsys):
+    data = generate_detection_dataset(tmp_path / "data", SMALL_TRIALS, seed=7)
+    arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
+                 "--sysDir", str(data.directory), "-s", data.system, "--ci", "--semafor", *QUERIES]
+    cluster_file, config = pool_cluster
+    a, b = tmp_path / "embedded", tmp_path / "cluster"
+    before = scored(config, "detection-scorer")
+    runs = run_both(capsys, cluster_file, "detection", arguments, "-o", str(a / "x"), str(b / "x"))
+    files = assert_same_outputs(a, b, *runs)
+    assert sorted(name for name in files if name.endswith("_report.csv")) == \
+        [f"x_qm_query_{i}_report.csv" for i in range(3)] + ["x_semafor_report.csv"]
+    after = scored(config, "detection-scorer")
+    jobs = {name: after[name] - before.get(name, 0) for name in after}
+    parsed = build_parser().parse_args(["detection", *arguments, "-o", str(tmp_path / "planned" / "x")])
+    plan = detection.TASK.plan(parsed.task_options(parsed).options)
+    per_subset = Counter(job.key.query for job in plan.jobs)
+    assert sorted(per_subset) == [0, 1, 2] and all(n >= 2 for n in per_subset.values())  # every subset was sliced
+    assert sum(jobs.values()) == len(plan.jobs) and all(jobs.values()), jobs  # both scorers scored
 
 
 def test_a_small_run_on_the_pool_and_without_intervals_writes_the_embedded_files(pool_cluster, tmp_path, capsys):
