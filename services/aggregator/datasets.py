@@ -15,10 +15,9 @@ import hashlib
 import logging
 from collections.abc import Iterable
 
-from nats.js.errors import NoKeysError
-
 from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
+from mfscore.services.common.jetstream import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, namespace
 from mfscore.services.wire import datasets_pb2, runs_pb2
@@ -77,10 +76,7 @@ class DatasetBook:
 
     async def restore(self) -> None:
         """Read every dataset's description from the bucket."""
-        try:
-            keys = await self.kv.keys(filters=[KEY_PREFIX])  # nats-py: a substring, not a subject
-        except NoKeysError:
-            keys = []
+        keys = await bucket_keys(self.kv)
         found = {}
         for key in keys:
             if key.startswith(KEY_PREFIX):

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 
 import nats.errors
 from google.protobuf.timestamp_pb2 import Timestamp
-from nats.js.errors import KeyNotFoundError, NoKeysError, NotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from mfscore.services.aggregator.lease import Deposed, Lease, NotLeading
 from mfscore.services.aggregator.retry import nats_unavailable, one_line, retrying
 from mfscore.services.common import metrics
 from mfscore.services.common.auth import Caller
+from mfscore.services.common.jetstream import bucket_keys
 from mfscore.services.common.run_layout import check_run_id
 from mfscore.services.wire import runs_pb2
 from mfscore.tasks.base import Plan
@@ -266,10 +267,7 @@ class RunBook:
     async def restore(self) -> list[RunEntry]:
         """Read every run from the bucket; the unfinished ones that were submitted, to resume (their records replay
         from the stream)."""
-        try:
-            keys = await self.kv.keys()
-        except NoKeysError:
-            keys = []
+        keys = await bucket_keys(self.kv)
         present = set(keys)
         self.abandoned.update(key[len("spec."):] for key in keys
                               if key.startswith("spec.") and f"status.{key[len('spec.'):]}" not in present)

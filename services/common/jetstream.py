@@ -26,6 +26,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import (
     APIError,
     BucketNotFoundError,
+    NoKeysError,
     NoStreamResponseError,
     NotFoundError,
     ServiceUnavailableError,
@@ -290,6 +291,24 @@ async def wait_for_streams(js: JetStreamContext, stop: asyncio.Event, *, poll_se
         else:
             missing.pop(0)
     return True
+
+
+async def bucket_keys(kv: KeyValue, *, attempts: int = 5) -> list[str]:
+    """Every live key of ``kv`` (``kv.keys()``), [] for none.
+
+    nats-py's key listing can end before its first key: its watcher puts the "nothing pending" marker first when
+    the consumer has delivered every key but none has been handled yet (seen on a loaded machine), and ``keys()``
+    then says the bucket has no key, so a restore would miss every run. An empty answer is believed at once only
+    when the bucket's stream holds no message; else it is asked again, ``attempts`` times in all (a bucket whose
+    keys were all deleted holds only their markers, and answers empty each time)."""
+    for attempt in range(attempts):
+        try:
+            return await kv.keys()
+        except NoKeysError:
+            if (await kv.status()).values == 0:
+                return []
+            await asyncio.sleep(0.05 * (attempt + 1))
+    return []
 
 
 async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:

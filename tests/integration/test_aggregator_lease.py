@@ -10,6 +10,7 @@ import uuid
 
 import grpc
 import pytest
+from nats.js.errors import NoKeysError
 
 from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
 from mfscore.services.aggregator.service import Aggregator, follow_leading
@@ -17,7 +18,7 @@ from mfscore.services.aggregator.state import RunEntry, State, now, status_key
 from mfscore.services.commands.local_cluster import health
 from mfscore.services.common.auth import Callers, Caller, client_channel
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
-from mfscore.services.common.jetstream import connect
+from mfscore.services.common.jetstream import bucket_keys, connect
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, runs_pb2, services_pb2_grpc
 
@@ -272,3 +273,29 @@ def test_a_standby_is_alive_and_only_the_leader_serves_the_aggregator_service(je
     assert seen["first leads"] == [("SERVING", "SERVING", "SERVING"), ("SERVING", "NOT_SERVING", "NOT_SERVING")]
     assert seen["second leads"] == [("SERVING", "NOT_SERVING", "NOT_SERVING"), ("SERVING", "SERVING", "SERVING")]
     assert seen["leader without NATS"] == [("NOT_SERVING", "NOT_SERVING", "NOT_SERVING")]
+
+
+def test_bucket_keys_are_not_lost_to_nats_py_s_early_end_marker(jetstream):
+    """``bucket_keys``: nats-py's ``kv.keys()`` can answer "no key" on a loaded machine (its watcher's end marker
+    overtakes the deliveries; a new leader then restored no run). An empty answer is asked again while the stream
+    holds messages; an empty bucket, and one whose keys were all deleted, are [] all the same."""
+    async def scenario():
+        async with bucket(jetstream) as (nc, js, kv, name):
+            assert await bucket_keys(kv) == []
+            await kv.put("status.r1", b"1")
+            await kv.put("spec.r1", b"2")
+            listed, early_end = kv.keys, [True]
+
+            async def keys_once_empty():  # the race, as keys() then answers
+                if early_end.pop() if early_end else False:
+                    raise NoKeysError
+                return await listed()
+
+            kv.keys = keys_once_empty
+            assert sorted(await bucket_keys(kv)) == ["spec.r1", "status.r1"] and not early_end
+            kv.keys = listed
+            await kv.delete("status.r1")
+            await kv.delete("spec.r1")
+            assert await bucket_keys(kv, attempts=2) == []
+
+    asyncio.run(scenario())
