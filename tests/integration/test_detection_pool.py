@@ -60,11 +60,10 @@ def scored(config, service: str) -> dict[str, int]:
     return done
 
 
-@pytest.mark.slow  # 160,000 trials scored twice, embedded and on the cluster: 20-45 s
-def test_a_run_with_intervals_and_queries_scored_by_the_pool_writes_the_embedded_files(
-        pool_cluster, large_detection, tmp_path, capsys):
+def queried_run_on_the_pool(pool_cluster, arguments: list[str], tmp_path: Path, capsys) -> tuple[Path, dict[str, int]]:
+    """The run embedded and on the pool, their files the same and its reports the three queries' and SemaFor's;
+    the embedded run's directory, and the jobs each detection scorer settled for it."""
     cluster_file, config = pool_cluster
-    arguments = large_detection + ["--ci", "--semafor", *QUERIES]
     a, b = tmp_path / "embedded", tmp_path / "cluster"
     before = scored(config, "detection-scorer")
     runs = run_both(capsys, cluster_file, "detection", arguments, "-o", str(a / "x"), str(b / "x"))
@@ -72,7 +71,13 @@ def test_a_run_with_intervals_and_queries_scored_by_the_pool_writes_the_embedded
     assert sorted(name for name in files if name.endswith("_report.csv")) == \
         [f"x_qm_query_{i}_report.csv" for i in range(3)] + ["x_semafor_report.csv"]
     after = scored(config, "detection-scorer")
-    jobs = {name: after[name] - before.get(name, 0) for name in after}
+    return a, {name: after[name] - before.get(name, 0) for name in after}
+
+
+@pytest.mark.slow  # 160,000 trials scored twice, embedded and on the cluster: 20-45 s
+def test_a_run_with_intervals_and_queries_scored_by_the_pool_writes_the_embedded_files(
+        pool_cluster, large_detection, tmp_path, capsys):
+    a, jobs = queried_run_on_the_pool(pool_cluster, large_detection + ["--ci", "--semafor", *QUERIES], tmp_path, capsys)
     slices = [detection.slices(n, True) for n in subset_sizes(a / "x_semafor_report.csv")]
     assert all(len(s) >= 2 for s in slices)  # every subset's replicates were sliced
     assert sum(jobs.values()) == sum(len(s) for s in slices) and all(jobs.values()), jobs  # both scorers scored
@@ -90,15 +95,7 @@ def test_a_small_run_with_intervals_and_queries_sliced_by_the_pool_writes_the_em
     data = generate_detection_dataset(tmp_path / "data", SMALL_TRIALS, seed=7)
     arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
                  "--sysDir", str(data.directory), "-s", data.system, "--ci", "--semafor", *QUERIES]
-    cluster_file, config = pool_cluster
-    a, b = tmp_path / "embedded", tmp_path / "cluster"
-    before = scored(config, "detection-scorer")
-    runs = run_both(capsys, cluster_file, "detection", arguments, "-o", str(a / "x"), str(b / "x"))
-    files = assert_same_outputs(a, b, *runs)
-    assert sorted(name for name in files if name.endswith("_report.csv")) == \
-        [f"x_qm_query_{i}_report.csv" for i in range(3)] + ["x_semafor_report.csv"]
-    after = scored(config, "detection-scorer")
-    jobs = {name: after[name] - before.get(name, 0) for name in after}
+    _, jobs = queried_run_on_the_pool(pool_cluster, arguments, tmp_path, capsys)
     parsed = build_parser().parse_args(["detection", *arguments, "-o", str(tmp_path / "planned" / "x")])
     plan = detection.TASK.plan(parsed.task_options(parsed).options)
     per_subset = Counter(job.key.query for job in plan.jobs)
