@@ -393,10 +393,13 @@ def test_a_conflicting_record_fails_the_run_with_one_sentence(tmp_path, local_cl
 
 
 
+REPORT_S3_STEPS = ("reading the digests of its uploads", "fetching the files its report reads", "storing its reports")
+
+
 @pytest.mark.faults  # about 25 s; make test has the S3 outage of one job (test_s3_outage.py)
 def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, capsys, cluster):
     """S3 refuses the validator (through a proxy of its own) while a run is validated, then the aggregator (through
-    another) while its reports are stored: each waits for S3 (the validator answers UNAVAILABLE, not a rejection;
+    another) while it reports (reads its uploads' digests, fetches, stores): each waits for S3 (the validator answers UNAVAILABLE, not a rejection;
     the aggregator asks again) and the run ends DONE with the embedded command's files. The aggregator's S3 stays
     up while the run's inputs are uploaded through it."""
     path, config = cluster
@@ -440,7 +443,9 @@ def test_s3_down_while_validating_and_while_reporting_is_waited_out(tmp_path, ca
         proxy.close()
     done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
     log = Path(process(config, "aggregator")["log"]).read_text()
-    assert f"run {run.run_id}: validating: waiting" in log and f"run {run.run_id}: storing its reports: waiting" in log
+    assert f"run {run.run_id}: validating: waiting" in log
+    # the outage meets whichever of the report's S3 steps the aggregator was stopped before (timing decides)
+    assert any(f"run {run.run_id}: {step}: waiting" in log for step in REPORT_S3_STEPS), log[-3000:]
     figures("S3 down while validating, then while reporting", trials_planned=done.trials_planned,
             trials_received=done.trials_received, trials_reported=trials_reported(tmp_path / "submitted"),
             seconds_down_each=S3_OUTAGE_SECONDS, seconds_from_s3_back_to_exit=recovered)
