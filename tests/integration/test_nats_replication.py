@@ -106,6 +106,13 @@ async def consumer_replicated(js, consumer: str, timeout: float = 30.0):
     return info
 
 
+async def placed(js) -> None:
+    """Once every stream and the bucket just made has its leader (and replicas): on a cluster, NATS answers a
+    stream's creation before the stream takes messages, and a put at once may find no stream ("no responders")."""
+    for stream in (*(config.name for config in STREAMS), RUNS_STREAM):
+        await replicated(js, stream)
+
+
 def replicated_settings(**fields) -> dict:
     return {"stream_replicas": NODES, **fields}
 
@@ -152,6 +159,7 @@ def test_ensure_streams_is_idempotent_and_brings_r3_to_r1_with_its_messages(as_r
         async with as_role("aggregator", **replicated_settings()) as js:
             await ensure_streams(js, Settings(**replicated_settings()))
             kv = await runs_bucket(js, Settings(**replicated_settings()))
+            await placed(js)
             await kv.put("status.r1", b"scoring")
         async with as_role("scorer") as js:
             for i in range(5):
@@ -176,6 +184,7 @@ def test_ensure_streams_is_idempotent_and_brings_r1_to_r3_with_its_messages(as_r
         async with as_role("aggregator") as js:
             await ensure_streams(js, Settings())
             kv = await runs_bucket(js, Settings())
+            await placed(js)
             await kv.put("status.r1", b"scoring")
         async with as_role("scorer") as js:
             for i in range(5):
