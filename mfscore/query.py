@@ -33,6 +33,10 @@ Semantics follow pandas where pandas is defined:
   would raise on a mixed-type column. Two columns compare numerically where both cells
   are numeric, as strings where both are strings, and are False otherwise.
 * A boolean column may stand alone as a condition (``IsControl``, ``not IsControl``).
+
+``evaluate`` works on a pandas frame; ``evaluate_text`` gives the same answer without pandas on columns
+that pandas reads as plain strings, for the comparisons whose meaning on strings is plain equality, and
+says when it cannot. pandas is imported by the frame evaluator only.
 """
 
 from __future__ import annotations
@@ -43,16 +47,19 @@ import keyword
 import operator
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Union
 
 import numpy as np
-import pandas as pd
 
 from mfscore.errors import QueryError
 from mfscore.limits import MAX_QUERY_CHARS, MAX_QUERY_COMPARISONS
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Node", "Literal", "ListLiteral", "Column", "Compare", "Not", "And", "Or",
-           "parse", "column_names", "evaluate", "select"]
+           "parse", "column_names", "evaluate", "evaluate_text", "select"]
 
 Scalar = Union[str, int, float, bool]
 
@@ -394,12 +401,16 @@ def _bools(result: pd.Series) -> np.ndarray:
 
 
 def _numbers(value: object, n: int) -> np.ndarray | None:
+    import pandas as pd
+
     if isinstance(value, pd.Series):
         return pd.to_numeric(value, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     return None if isinstance(value, str) else np.full(n, float(value))
 
 
 def _strings(value: object, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    import pandas as pd
+
     if isinstance(value, str):
         return np.full(n, value, dtype=object), np.ones(n, dtype=bool)
     if not isinstance(value, pd.Series):
@@ -409,12 +420,16 @@ def _strings(value: object, n: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 class _Evaluator:
-    """Turns a tree into a boolean mask over the rows of one frame."""
+    """Turns a tree into a boolean mask over the rows of one frame (``self.pd``: pandas, imported when one is made)."""
 
     def __init__(self, frame: pd.DataFrame, text: str):
+        import pandas as pd
+
+        self.pd = pd
         self.frame, self.text, self.n = frame, text, len(frame)
 
     def column(self, name: str) -> pd.Series:
+        pd = self.pd
         if name not in self.frame.columns:
             raise _fail(self.text, f"unknown column {name!r}")
         data = self.frame[name]
@@ -434,7 +449,7 @@ class _Evaluator:
             return np.full(self.n, node.value)
         if isinstance(node, Column):
             data = self.column(node.name)
-            if pd.api.types.is_bool_dtype(data.dtype):
+            if self.pd.api.types.is_bool_dtype(data.dtype):
                 return _bools(data)
             raise _fail(self.text, f"column {node.name!r} is not boolean; compare it with a value")
         raise _fail(self.text, f"{node!r} is not a condition")
@@ -446,7 +461,7 @@ class _Evaluator:
             return node.value
         if isinstance(node, ListLiteral):
             return node.values
-        return pd.Series(self.mask(node))
+        return self.pd.Series(self.mask(node))
 
     def compare(self, node: Compare) -> np.ndarray:
         left, right = self.value(node.left), self.value(node.right)
@@ -459,6 +474,7 @@ class _Evaluator:
         return ~hit if node.op in ("!=", "not in") else hit
 
     def equal(self, left: object, right: object) -> np.ndarray:
+        pd = self.pd
         if isinstance(right, pd.Series) or (isinstance(left, tuple) and not isinstance(right, tuple)):
             left, right = right, left
         if isinstance(left, pd.Series):
@@ -467,7 +483,7 @@ class _Evaluator:
         return np.full(self.n, bool(hit))
 
     def order(self, fn, left: object, right: object) -> np.ndarray:
-        if not isinstance(left, pd.Series) and not isinstance(right, pd.Series):
+        if not isinstance(left, self.pd.Series) and not isinstance(right, self.pd.Series):
             same_kind = isinstance(left, str) == isinstance(right, str)
             return np.full(self.n, bool(same_kind and fn(left, right)))
         result, numeric = np.zeros(self.n, dtype=bool), np.zeros(self.n, dtype=bool)
@@ -489,6 +505,62 @@ def evaluate(node: Node, frame: pd.DataFrame, *, text: str = "") -> np.ndarray:
     for name in _names(node):
         evaluator.column(name)
     return evaluator.mask(node)
+
+
+class _Undecided(Exception):
+    """``evaluate_text`` leaves this query to ``evaluate``."""
+
+
+class _TextEvaluator:
+    """``_Evaluator``'s answers for string columns and string values, in plain Python."""
+
+    def __init__(self, columns: Mapping[str, Sequence[str]], n: int):
+        self.columns, self.n = columns, n
+
+    def mask(self, node: Node) -> list[bool]:
+        if isinstance(node, (And, Or)):
+            combine = all if isinstance(node, And) else any
+            return [combine(row) for row in zip(*(self.mask(part) for part in node.operands))]
+        if isinstance(node, Not):
+            return [not hit for hit in self.mask(node.operand)]
+        if isinstance(node, Literal) and isinstance(node.value, bool):
+            return [node.value] * self.n
+        if isinstance(node, Compare) and node.op in ("==", "!=", "in", "not in"):
+            hit = self.equal(self.value(node.left), self.value(node.right))
+            return [not h for h in hit] if node.op in ("!=", "not in") else hit
+        raise _Undecided  # an ordering (numbers coerced from text), a bare column, a column that is not text
+
+    def value(self, node: Node) -> Sequence[str] | str | tuple[str, ...]:
+        """A column's cells (a list), a string, or a tuple of strings: where equality is string equality."""
+        if isinstance(node, Column) and node.name in self.columns:
+            return list(self.columns[node.name])
+        if isinstance(node, Literal) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ListLiteral) and all(isinstance(v, str) for v in node.values):
+            return node.values
+        raise _Undecided
+
+    def equal(self, left, right) -> list[bool]:
+        if isinstance(right, list) or (isinstance(left, tuple) and not isinstance(right, tuple)):
+            left, right = right, left
+        if isinstance(left, list) and isinstance(right, tuple):
+            members = set(right)
+            return [cell in members for cell in left]
+        if isinstance(left, list):
+            return [a == b for a, b in zip(left, right)] if isinstance(right, list) else [a == right for a in left]
+        hit = left in right if isinstance(right, tuple) and not isinstance(left, tuple) else left == right
+        return [hit] * self.n
+
+
+def evaluate_text(node: Node, columns: Mapping[str, Sequence[str]], n: int) -> list[bool] | None:
+    """``evaluate``'s mask for a table of ``n`` rows whose columns pandas reads as exactly these strings
+    (``formats.tables.reads_as_text``), or None when the query is not one decided here: an ordering, a bare
+    column, a number or boolean compared, a column not given. The caller then evaluates on the frame,
+    which answers or raises the query's error."""
+    try:
+        return _TextEvaluator(columns, n).mask(node)
+    except _Undecided:
+        return None
 
 
 def select(frame: pd.DataFrame, text: str) -> np.ndarray:

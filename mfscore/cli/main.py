@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import time
@@ -38,6 +39,9 @@ OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
                     "delete": "cluster", "dataset": "cluster", "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
+# numpy's OpenBLAS starts a thread per core as it is imported (about 0.05 CPU s a process, measured); no command
+# does floating-point linear algebra that threads would speed up. A value the user set is kept.
+SINGLE_BLAS_THREAD = "1"
 
 
 def task_command(name: str):
@@ -124,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     """The ``mfscore`` command: its exit status (argparse exits 2 itself on a usage error)."""
     program = argv is None  # the process's own command line, not a caller's list (a test, the demo)
     argv = sys.argv[1:] if argv is None else argv
+    if program:  # before numpy is imported; the command's worker processes inherit it
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", SINGLE_BLAS_THREAD)
     try:
         return _main(argv)
     except KeyboardInterrupt as interrupt:

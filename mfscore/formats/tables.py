@@ -116,6 +116,30 @@ def read_text_columns(path: str | Path, *, required: tuple[str, ...] = ()) -> di
     return {name: [row[i] for row in cells] for i, name in enumerate(header)}
 
 
+# pandas' default missing-value spellings (``pandas._libs.parsers.STR_NA_VALUES``; a test keeps them equal)
+NA_TEXTS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                      "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+_NUMBER_CHARACTERS = frozenset("0123456789+-.eE \t")
+_WORDS_PANDAS_CONVERTS = frozenset({"inf", "infinity", "nan", "true", "false"})  # any case, any sign
+
+
+def reads_as_text(name: str, cells: Sequence[str]) -> bool:
+    """Whether ``read_table`` gives column ``name`` of a plain table as exactly these strings (``read_text_columns``).
+
+    An identifier column is read as text; any other column is, unless pandas takes it for numbers or
+    booleans, so one cell that cannot be either decides it. Either way no cell may be a missing-value
+    spelling (pandas reads those as NaN). False only means "not known here": the caller reads with pandas.
+    """
+    if any(cell in NA_TEXTS for cell in cells):
+        return False
+    return name in IDENTIFIER_COLUMNS or any(_never_a_number(cell) for cell in cells)
+
+
+def _never_a_number(cell: str) -> bool:
+    return (not set(cell) <= _NUMBER_CHARACTERS
+            and cell.strip().lstrip("+-").lower() not in _WORDS_PANDAS_CONVERTS)
+
+
 def _plain_lines(path: Path) -> list[str] | None:
     """The lines of a plain table (``read_text_columns``) within the limits, or None for any other file."""
     try:

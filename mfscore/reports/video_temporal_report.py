@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from mfscore.formats.tables import write_table
+from mfscore.formats.tables import write_rows
 from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.video.temporal_confusion import (
     COLLAR,
@@ -54,15 +53,15 @@ def _mean(values: list[float]) -> float:
     return total / len(values) if values else math.nan
 
 
-def probe_scores(records: Iterable[ProbeRecord], timelines: dict[tuple[int, str], str] | None = None) -> pd.DataFrame:
-    """``scores_probes.csv``: one row per record; ``timelines`` maps (query, probe) to the plot path."""
+def probe_scores(records: Iterable[ProbeRecord],
+                 timelines: dict[tuple[int, str], str] | None = None) -> tuple[list[str], list[dict]]:
+    """``scores_probes.csv``'s columns and rows; ``timelines`` maps (query, probe) to the plot path."""
     rows = [{"query": r.query, "ProbeFileID": r.probe_id, "MCC": round(r.mcc, DIGITS)} for r in _ordered(records)]
-    columns = PROBE_COLUMNS
-    if timelines is not None:
-        columns = PROBE_COLUMNS + ["Timeline"]
-        for row in rows:
-            row["Timeline"] = timelines.get((row["query"], row["ProbeFileID"]), "")
-    return pd.DataFrame(rows, columns=columns)
+    if timelines is None:
+        return PROBE_COLUMNS, rows
+    for row in rows:
+        row["Timeline"] = timelines.get((row["query"], row["ProbeFileID"]), "")
+    return PROBE_COLUMNS + ["Timeline"], rows
 
 
 def _query_mccs(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[list[float]]:
@@ -78,10 +77,9 @@ def query_means(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> lis
     return [_mean(values) for values in _query_mccs(records, queries)]
 
 
-def query_scores(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> pd.DataFrame:
-    """``scores.csv``: per query, the mean of the unrounded MCCs, rounded; NaN (written empty) for no probe."""
-    rows = [{"query": q, "MCC": round(mean, DIGITS)} for q, mean in enumerate(query_means(records, queries))]
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+def query_scores(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[dict]:
+    """``scores.csv``'s rows: per query, the mean of the unrounded MCCs, rounded; NaN (written empty) for no probe."""
+    return [{"query": q, "MCC": round(mean, DIGITS)} for q, mean in enumerate(query_means(records, queries))]
 
 
 def empty_queries(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> list[int]:
@@ -90,16 +88,13 @@ def empty_queries(records: Iterable[ProbeRecord], queries: tuple[str, ...]) -> l
     return [q for q in range(len(queries)) if q not in seen]
 
 
-def query_table(queries: tuple[str, ...]) -> pd.DataFrame:
-    return pd.DataFrame({"id": range(len(queries)), "query": list(queries)}, columns=QUERY_COLUMNS)
-
-
 def write_scores(records: list[ProbeRecord], queries: tuple[str, ...], directory_path,
                  timelines: dict[tuple[int, str], str] | None = None) -> None:
     """Write the three MediScore files; ``directory_path(name)`` says where each goes (a staging path)."""
-    write_table(probe_scores(records, timelines), directory_path("scores_probes.csv"))
-    write_table(query_scores(records, queries), directory_path("scores.csv"))
-    write_table(query_table(queries), directory_path("query_table_join.csv"))
+    write_rows(*probe_scores(records, timelines), directory_path("scores_probes.csv"))
+    write_rows(SCORE_COLUMNS, query_scores(records, queries), directory_path("scores.csv"))
+    write_rows(QUERY_COLUMNS, [{"id": q, "query": text} for q, text in enumerate(queries)],
+               directory_path("query_table_join.csv"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -116,16 +111,19 @@ def write_records(records: list[ProbeRecord], path: Path) -> None:
     if path.suffix.lower() == ".json":
         path.write_text(json.dumps(ordered, indent=1) + "\n")
     else:
-        write_table(pd.DataFrame(ordered, columns=DUMP_COLUMNS), path)
+        write_rows(DUMP_COLUMNS, ordered, path)
 
 
-def write_html(table: pd.DataFrame, path: Path, title: str = "Video temporal localization: per-probe scores") -> None:
-    """A self-contained HTML page with the per-probe table (``-R``); a Timeline cell links its plot."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+def write_html(table: tuple[list[str], list[dict]], path: Path,
+               title: str = "Video temporal localization: per-probe scores") -> None:
+    """A self-contained HTML page with the per-probe table (``-R``: ``probe_scores``); a Timeline cell links its plot."""
+    columns, rows = table
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     body = []
-    for row in table.to_dict("records"):
+    for row in rows:
         cells = []
-        for column, value in row.items():
+        for column in columns:
+            value = row[column]
             text = "" if isinstance(value, float) and math.isnan(value) else str(value)
             if column == "Timeline" and text:
                 cells.append(f'<td><a href="{html.escape(text, quote=True)}">{html.escape(text)}</a></td>')

@@ -23,16 +23,16 @@ sentence naming the file and line, before any output exists.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mfscore import query as query_parser
 from mfscore.errors import InputFileError, OptionError, QueryError
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
-from mfscore.formats.joins import join
-from mfscore.formats.tables import file_line, read_header, read_table
+from mfscore.formats.tables import NA_TEXTS, file_line, read_header, read_table, read_text_columns, reads_as_text
 from mfscore.options import Check, option, valid_queries, validate
 from mfscore.video.interval_algebra import (
     Interval,
@@ -42,6 +42,9 @@ from mfscore.video.interval_algebra import (
     union,
 )
 from mfscore.video.temporal_confusion import TemporalCounts, temporal_counts
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ALL = "*"                     # docs/video.md §A.3: the literal * selects every row
 PROCESSED = "Processed"       # docs/video.md §A.3.4: the only status scored under opt-out
@@ -248,37 +251,144 @@ def _bounds_error(problems: list[_OutOfRange], system_path: Path, frame_counts: 
 # Scoring
 
 
-def _read(inputs: TemporalInputs, options: TemporalOptions) -> tuple[pd.DataFrame, dict[str, dict], dict[str, dict]]:
-    """The joined table M (docs/video.md §A.3.1), and the index and system rows by probe (with their file lines)."""
+@dataclass(frozen=True)
+class _Tables:
+    """M (docs/video.md §A.3.1) and the index and system rows by probe (with their file lines), read with or
+    without pandas. ``joined`` holds M's probe, reference and journal-line columns; ``rows_of`` gives a query's
+    rows of M (positions) and its probes in order of first appearance, or None when it cannot say (on text)."""
+
+    joined: dict[str, list]
+    index_rows: dict[str, dict]
+    system_rows: dict[str, dict]
+    rows_of: Callable[[str, query_parser.Node | None], tuple[Sequence[int], list[str]] | None]
+
+
+class _NotPlain(Exception):
+    """The tables, or a query, are not read here without pandas: ``_frame_tables`` reads them."""
+
+
+def _system_required(options: TemporalOptions) -> tuple[str, ...]:
+    return ("ProbeFileID", SYSTEM, *(("ProbeStatus",) if options.opt_out else ()),
+            *((OPT_OUT,) if options.video_opt_out else ()))
+
+
+def _frame_tables(inputs: TemporalInputs, options: TemporalOptions) -> _Tables:
+    """The tables read by pandas: every table the library parses, every cell typed as pandas types it."""
+    import pandas as pd
+
+    from mfscore.formats.joins import join
+
     if inputs.reference is not None:
         read_header(inputs.reference)  # docs/video.md §A.1: read but unused; it must still be a readable table
     index = _with_lines(read_table(inputs.index, required=("ProbeFileID", "FrameCount")), _INDEX_LINE)
     index = _one_row_per_probe(index, inputs.index, _INDEX_LINE, "index")
     journal = _with_lines(read_table(inputs.journal_mask, required=(*JOURNAL_KEYS, REFERENCE)), _JOURNAL_LINE)
+    if "ProbeFileID" in journal.columns:
+        raise InputFileError("the journal mask has a ProbeFileID column; it is joined by "
+                             f"{', '.join(JOURNAL_KEYS)} alone and must not name probes", path=str(inputs.journal_mask))
     probe_join = read_table(inputs.probe_journal_join, required=("ProbeFileID", *JOURNAL_KEYS))
-    required = ("ProbeFileID", SYSTEM, *(("ProbeStatus",) if options.opt_out else ()),
-                *((OPT_OUT,) if options.video_opt_out else ()))
-    system = _with_lines(read_table(inputs.system, raw_text=True, required=required), _SYSTEM_LINE)
+    system = _with_lines(read_table(inputs.system, raw_text=True, required=_system_required(options)), _SYSTEM_LINE)
     system = _one_row_per_probe(system, inputs.system, _SYSTEM_LINE, "system output")
     # docs/video.md §A.3.1: M = probejournaljoin ⋈ journalmask ⋈ index (inner joins)
     merged = join(join(probe_join, journal, JOURNAL_KEYS, "inner"), index, ["ProbeFileID"], "inner")
-    return (merged, dict(zip(index["ProbeFileID"], index.to_dict("records"))),
-            dict(zip(system["ProbeFileID"], system.to_dict("records"))))
+
+    def rows_of(text: str, node: query_parser.Node | None) -> tuple[Sequence[int], list[str]]:
+        if node is None:
+            return range(len(merged)), list(pd.unique(merged["ProbeFileID"]))
+        hits = _evaluate(node, merged, text, inputs)
+        return hits.nonzero()[0].tolist(), list(pd.unique(merged["ProbeFileID"].loc[hits]))
+
+    return _Tables({name: merged[name].tolist() for name in ("ProbeFileID", REFERENCE, _JOURNAL_LINE)},
+                   dict(zip(index["ProbeFileID"], index.to_dict("records"))),
+                   dict(zip(system["ProbeFileID"], system.to_dict("records"))), rows_of)
 
 
-def _select(merged: pd.DataFrame, options: TemporalOptions, nodes: list[query_parser.Node | None],
-            inputs: TemporalInputs, system_rows: dict[str, dict]) -> list[tuple[pd.DataFrame, list[str]]]:
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,15}\Z")
+
+
+def _text_rows(table: dict[str, list[str]], line_column: str) -> dict[str, dict]:
+    """``_one_row_per_probe`` on text: lines repeated verbatim dropped; two different lines for a probe are left
+    to pandas (which may still find them equal as values, and otherwise words the error)."""
+    rows: dict[str, dict] = {}
+    seen: set[tuple[str, ...]] = set()
+    for position, cells in enumerate(zip(*table.values())):
+        if cells not in seen:
+            seen.add(cells)
+            row = {**dict(zip(table, cells)), line_column: file_line(position)}
+            if row["ProbeFileID"] in rows:
+                raise _NotPlain
+            rows[row["ProbeFileID"]] = row
+    return rows
+
+
+def _keys(table: dict[str, list[str]], keys: list[str]) -> list[tuple[str, ...]]:
+    """Each row's join key; ``_NotPlain`` for a missing-value spelling in one (pandas reads it as NaN, and NaN
+    keys match each other)."""
+    cells = list(zip(*(table[k] for k in keys)))
+    if any(c in NA_TEXTS for key in cells for c in key):
+        raise _NotPlain
+    return cells
+
+
+def _text_tables(inputs: TemporalInputs, options: TemporalOptions) -> _Tables:
+    """The tables as text (``read_text_columns``), where pandas would read the values used as this very text;
+    ``_NotPlain`` otherwise. Bad input raises as usual; the caller then leaves both to ``_frame_tables``."""
+    if inputs.reference is not None:
+        read_text_columns(inputs.reference)
+    index = read_text_columns(inputs.index, required=("ProbeFileID", "FrameCount"))
+    journal = read_text_columns(inputs.journal_mask, required=(*JOURNAL_KEYS, REFERENCE))
+    probe_join = read_text_columns(inputs.probe_journal_join, required=("ProbeFileID", *JOURNAL_KEYS))
+    system = read_text_columns(inputs.system, required=_system_required(options))
+    if not all(map(_WHOLE_NUMBER.match, index["FrameCount"])) or "" in system["ProbeFileID"]:
+        raise _NotPlain  # a FrameCount pandas reads as another number; a system row pandas reads with no probe
+    journal_only, index_only = set(journal) - set(JOURNAL_KEYS), set(index) - {"ProbeFileID"}
+    if set(probe_join) & journal_only or (set(probe_join) | journal_only) & index_only or "ProbeFileID" in journal:
+        raise _NotPlain  # pandas would suffix the names the joined tables share
+    index_rows = _text_rows(index, _INDEX_LINE)
+    _keys(index, ["ProbeFileID"])
+    journal_at = {key: position for position, key in enumerate(_keys(journal, JOURNAL_KEYS))}
+    if len(journal_at) != len(journal[REFERENCE]):
+        raise _NotPlain  # a journal edge on two rows: pandas' merge orders the matches
+
+    # docs/video.md §A.3.1: M = probejournaljoin ⋈ journalmask ⋈ index (inner joins), in the probe-journal join's order
+    matches = [(p, journal_at[key[1:]], index_rows[key[0]])
+               for p, key in enumerate(_keys(probe_join, ["ProbeFileID", *JOURNAL_KEYS]))
+               if key[1:] in journal_at and key[0] in index_rows]
+    joined = {name: [cells[p] for p, _, _ in matches] for name, cells in probe_join.items()}
+    joined |= {name: [journal[name][j] for _, j, _ in matches] for name in journal_only}
+    joined |= {name: [row[name] for _, _, row in matches] for name in index_only}
+    joined[_JOURNAL_LINE] = [file_line(j) for _, j, _ in matches]
+    # a query sees M's columns as pandas types the whole file column each came from
+    files = {**journal, **index, **probe_join}
+    as_text = {name: joined[name] for name in files if name in joined and reads_as_text(name, files[name])}
+
+    def rows_of(text: str, node: query_parser.Node | None) -> tuple[Sequence[int], list[str]] | None:
+        if node is None:
+            return range(len(matches)), list(dict.fromkeys(joined["ProbeFileID"]))
+        hits = query_parser.evaluate_text(node, as_text, len(matches))
+        if hits is None:
+            return None
+        rows = [p for p, hit in enumerate(hits) if hit]
+        return rows, list(dict.fromkeys(joined["ProbeFileID"][p] for p in rows))
+
+    return _Tables(joined, index_rows, _text_rows(system, _SYSTEM_LINE), rows_of)
+
+
+def _selected(tables: _Tables, options: TemporalOptions, nodes: list[query_parser.Node | None],
+              inputs: TemporalInputs) -> list[tuple[Sequence[int], list[str]]]:
     """Each query's rows of M and its probes by first appearance, all in the system output (docs/video.md §A.3.2–§A.3.3)."""
     selections = []
     for q, (text, node) in enumerate(zip(options.queries, nodes)):
-        rows = merged if node is None else merged.loc[_evaluate(node, merged, text, inputs)]
-        probes = list(pd.unique(rows["ProbeFileID"]))
-        missing = [p for p in probes if p not in system_rows]
+        selection = tables.rows_of(text, node)
+        if selection is None:
+            raise _NotPlain
+        probes = selection[1]
+        missing = [p for p in probes if p not in tables.system_rows]
         if missing:
             more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
             raise InputFileError(f"probe {missing[0]}{more}, selected by query {q} ({text}), "
                                  "is missing from the system output", path=str(inputs.system))
-        selections.append((rows, probes))
+        selections.append(selection)
     return selections
 
 
@@ -304,13 +414,14 @@ def _system_sets(scored: dict[str, int], system_rows: dict[str, dict], options: 
             for probe, frame_count in scored.items() for column in (SYSTEM, OPT_OUT)}
 
 
-def _references(rows: pd.DataFrame, scored: dict[str, int], path: Path,
+def _references(tables: _Tables, rows: Sequence[int], scored: dict[str, int], path: Path,
                 parsed: dict[int, list[Interval]]) -> dict[str, list[Interval]]:
     """The reference intervals of each scored probe: its selected journal rows' VideoFrame lists (docs/video.md §A.4).
 
     ``parsed`` caches the lists by journal-mask line across queries."""
     found: dict[str, list[Interval]] = {}
-    for probe, text, line in zip(rows["ProbeFileID"], rows[REFERENCE], rows[_JOURNAL_LINE]):
+    probes, texts, lines = (tables.joined[name] for name in ("ProbeFileID", REFERENCE, _JOURNAL_LINE))
+    for probe, text, line in ((probes[r], texts[r], lines[r]) for r in rows):
         if probe not in scored:
             continue
         if line not in parsed:
@@ -334,26 +445,37 @@ def _probe_intervals(query: int, ordinal: int, probe: str, frame_count: int, ref
 
 
 def select_video_temporal(inputs: TemporalInputs, options: TemporalOptions) -> TemporalSelection:
-    """Read and check the tables; the interval sets of each (query, scored probe), in MediScore's row order."""
+    """Read and check the tables; the interval sets of each (query, scored probe), in MediScore's row order.
+
+    Plain tables are read and joined as text, without pandas (issue 28: pandas' import is most of the
+    command); any table, query or bad input not decided that way is read by pandas, which gives the
+    answer or the error (tests compare both ways on the same inputs)."""
     nodes = _parse_queries(options.queries)  # a query outside the grammar fails before any file is read
-    merged, index_rows, system_rows = _read(inputs, options)
-    selections = _select(merged, options, nodes, inputs, system_rows)
+    try:
+        return _selection(_text_tables(inputs, options), options, nodes, inputs)
+    except (_NotPlain, InputFileError):
+        return _selection(_frame_tables(inputs, options), options, nodes, inputs)
+
+
+def _selection(tables: _Tables, options: TemporalOptions, nodes: list[query_parser.Node | None],
+               inputs: TemporalInputs) -> TemporalSelection:
+    selections = _selected(tables, options, nodes, inputs)
     selected = TemporalSelection(queries=tuple(options.queries))
 
     # docs/video.md §A.3.4: opt-out; scored maps each scored probe to its FrameCount
     scored: dict[str, int] = {}
     for probe in (p for _, probes in selections for p in probes):
-        status = system_rows[probe].get("ProbeStatus")
+        status = tables.system_rows[probe].get("ProbeStatus")
         if options.opt_out and status != PROCESSED:
             selected.not_scored[probe] = status if isinstance(status, str) else ""
         elif probe not in scored:
-            row = index_rows[probe]
+            row = tables.index_rows[probe]
             scored[probe] = _frame_count(row["FrameCount"], path=inputs.index, line=row[_INDEX_LINE], probe=probe)
-    sets = _system_sets(scored, system_rows, options, inputs.system)
+    sets = _system_sets(scored, tables.system_rows, options, inputs.system)
 
     parsed: dict[int, list[Interval]] = {}
     for q, (rows, probes) in enumerate(selections):
-        references = _references(rows, scored, inputs.journal_mask, parsed)
+        references = _references(tables, rows, scored, inputs.journal_mask, parsed)
         for ordinal, probe in enumerate(p for p in probes if p in scored):
             selected.probes.append(_probe_intervals(q, ordinal, probe, scored[probe], references.get(probe, []),
                                                     sets[probe, SYSTEM], sets[probe, OPT_OUT], options.collar))

@@ -1,10 +1,11 @@
 """Table-driven commands import what they use: provenance filtering reads, scores and writes without pandas, OpenCV,
 networkx, scipy or matplotlib (half a second of start-up on every run), graph building with networkx alone, and
-video temporal without OpenCV."""
+video temporal with none of them when its tables are plain and its queries compare text."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -45,6 +46,27 @@ def test_path_checks_need_no_opencv():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
-def test_video_temporal_imports_no_opencv(tmp_path):
-    arguments = ["video-temporal", *generate_temporal_dataset(tmp_path / "data", 6).cli_args(), "-o", f"{tmp_path}/out/"]
+def test_video_temporal_imports_no_heavy_library(tmp_path):
+    arguments = ["video-temporal", *generate_temporal_dataset(tmp_path / "data", 6).cli_args(), "-c", "5",
+                 "-q", "*", "Operation == 'PasteSampled'", "-o", f"{tmp_path}/out/"]
+    assert _imported(arguments) == []
+    scores = (tmp_path / "out" / "scores.csv").read_text().splitlines()
+    assert scores[0] == "query|MCC" and [line.split("|")[0] for line in scores[1:]] == ["0", "1"]
+
+
+def test_video_temporal_ordering_query_reads_with_pandas(tmp_path):
+    """A comparison the text path does not decide (an ordering on numbers) is evaluated by pandas."""
+    arguments = ["video-temporal", *generate_temporal_dataset(tmp_path / "data", 6).cli_args(),
+                 "-q", "FrameCount > 0", "-o", f"{tmp_path}/out/"]
     assert _imported(arguments) == ["pandas"]
+
+
+def test_the_command_runs_numpy_on_one_blas_thread_unless_told():
+    """OpenBLAS starts a thread per core as numpy is imported, which costs CPU and speeds nothing mfscore does."""
+    code = ("import os, sys; from mfscore.cli.main import main; sys.argv = ['mfscore']; main(); "
+            "import numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = [sys.executable, "-c", code]
+    assert subprocess.run(run, capture_output=True, text=True, env=environment).stdout.split()[-1] == "1"
+    told = subprocess.run(run, capture_output=True, text=True, env={**environment, "OPENBLAS_NUM_THREADS": "2"})
+    assert told.stdout.split()[-1] == "2"

@@ -87,3 +87,40 @@ def test_rows_are_written_as_pandas_writes_them(tmp_path, rows):
     write_rows(columns, dicts, tmp_path / "fast.csv")
     write_table(pd.DataFrame(dicts, columns=columns), tmp_path / "pandas.csv")
     assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
+
+
+def test_missing_value_spellings_are_pandas_own():
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    assert tables.NA_TEXTS == STR_NA_VALUES
+
+
+# Cells pandas reads in every way: numbers in its forms, booleans in any case, missing-value spellings, words,
+# digits with other characters (still text), and non-ASCII digits.
+_TYPED_CELL = st.sampled_from(["12", " 12 ", "1e3", "+.5e-3", "-INFINITY", "inf", "nan", "NA", "null", "", "True",
+                               "tRUE", "false", "yes", "abc", "Blur", "0x1A", "1_000", "1d5", "255 0 0", "- 5",
+                               "١٢", "[[1,2]]", "[]", "a b", "N/A "])
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], deadline=None,
+          max_examples=300)
+@given(st.sampled_from(["Operation", "ProbeFileID", "FrameCount"]), st.lists(_TYPED_CELL, min_size=1, max_size=5))
+def test_reads_as_text_only_when_pandas_gives_the_very_text(tmp_path, name, cells):
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join([f"{name}|other", *(f"{cell}|x" for cell in cells)]) + "\n", encoding="utf-8")
+    read = read_table(path)[name]
+    if tables.reads_as_text(name, read_text_columns(path)[name]):
+        assert [type(v) for v in read] == [str] * len(cells) and read.tolist() == cells
+
+
+@pytest.mark.parametrize(("name", "cells", "expected"), [
+    ("Operation", ["Blur", "12"], True),          # one word: pandas keeps every cell as text
+    ("Operation", ["12", "1e3"], False),          # numbers
+    ("Operation", ["True", "false"], False),      # booleans
+    ("Operation", ["Blur", "NA"], False),         # NA is read as missing
+    ("Operation", ["255 0 0"], False),            # text, but not known here: left to pandas
+    ("ProbeFileID", ["0123", "12"], True),        # identifiers are text
+    ("ProbeFileID", ["p1", ""], False),
+])
+def test_reads_as_text_cases(name, cells, expected):
+    assert tables.reads_as_text(name, cells) is expected
