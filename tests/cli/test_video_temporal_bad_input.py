@@ -234,6 +234,11 @@ def test_two_different_system_rows_for_a_probe(env, capsys):
     assert_failed_cleanly(run(env), capsys, env, f"{env['sys']}, line 5:", "probe P1", "lines 2, 5")
 
 
+def test_a_journal_mask_naming_probes_is_refused(env, capsys):
+    write(env["ref"] / "ref-journalmask.csv", [JOURNAL[0] + "|ProbeFileID", *(row + "|P1" for row in JOURNAL[1:])])
+    assert_failed_cleanly(run(env), capsys, env, str(env["ref"] / "ref-journalmask.csv"), "ProbeFileID column")
+
+
 def test_a_line_repeated_verbatim_is_harmless(env, capsys):
     write(env["sys"], [*system(), SYSTEM["P1"]])
     assert run(env) == 0
