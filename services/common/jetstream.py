@@ -45,6 +45,7 @@ JOBS_STREAM = "MFSCORE_JOBS"
 RESULTS_STREAM = "MFSCORE_RESULTS"
 DEAD_STREAM = "MFSCORE_DEAD"
 RUNS_BUCKET = "mfscore_runs"
+RUNS_STREAM = f"KV_{RUNS_BUCKET}"  # the stream NATS keeps the bucket in
 JOB_KINDS = tasks.resources()  # the registered tasks' resource classes (Task.resource; every job kind is a task's)
 DUPLICATE_WINDOW_SECONDS = 120.0
 REPLICAS_CATCH_UP_SECONDS = 60.0  # how long a change of replicas is waited for (the jobs stream's took 11 s)
@@ -234,13 +235,14 @@ def scorer_consumer(kind: str, ack_wait: float) -> api.ConsumerConfig:
 async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
     """Create the jobs, results and dead-letter streams as ``settings`` ask, or bring existing ones to them (more
     or fewer replicas, other limits), then the scorers' durable consumers, so an autoscaler reading their lag
-    finds them before any scorer starts. Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a
+    finds them before any scorer starts. Returns once each stream has its leader and current replicas. Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a
     stream's storage, or place more replicas than it has servers."""
     for config in stream_configs(settings):
         try:
             info = await js.stream_info(config.name)
         except NotFoundError:
             await _configure(js.add_stream(config), f"the stream {config.name}", settings)
+            await _caught_up(js, config.name)  # on a cluster NATS answers before the stream takes messages
             continue
         _check_storage(info.config, f"the stream {config.name}", settings)
         await _configure(js.update_stream(config), f"the stream {config.name}", settings)
@@ -313,14 +315,16 @@ async def bucket_keys(kv: KeyValue, *, attempts: int = 5) -> list[str]:
 
 async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
     """The key-value bucket holding run state, created on first use with the replicas and storage of
-    ``settings``, or brought to its replicas (``StreamRefused`` as for ``ensure_streams``). No age or size limit:
+    ``settings`` (returned once it has its leader and current replicas), or brought to its replicas (``StreamRefused`` as for ``ensure_streams``). No age or size limit:
     a run's state is kept for the retention period, which the aggregator enforces."""
     storage = api.StorageType(settings.stream_storage)
     try:
         kv = await js.key_value(RUNS_BUCKET)
     except BucketNotFoundError:
         created = js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=storage, replicas=settings.stream_replicas)
-        return await _configure(created, f"the bucket {RUNS_BUCKET}", settings)
+        kv = await _configure(created, f"the bucket {RUNS_BUCKET}", settings)
+        await _caught_up(js, RUNS_STREAM)  # as for a new stream: its first put may otherwise find no responder
+        return kv
     current = (await kv.status()).stream_info.config
     _check_storage(current, f"the bucket {RUNS_BUCKET}", settings)
     if current.num_replicas != settings.stream_replicas:

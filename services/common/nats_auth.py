@@ -23,12 +23,12 @@ from mfscore.services.common.jetstream import (
     JOBS_STREAM,
     RESULTS_STREAM,
     RUNS_BUCKET,
+    RUNS_STREAM,
     inbox_prefix,
     job_filter,
 )
 
 STREAMS = (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM)
-RUNS_STREAM = f"KV_{RUNS_BUCKET}"
 SERVICE_ROLES = ("aggregator", "scorer", "observer")  # the users a cluster runs with
 ROLES = (*SERVICE_ROLES, "admin")
 ROUTE_USER = "route"  # the user a node presents when it dials another node's route port

@@ -31,6 +31,7 @@ from mfscore.services.common.jetstream import (
     JOBS_STREAM,
     RESULTS_STREAM,
     RUNS_BUCKET,
+    RUNS_STREAM,
     STREAMS,
     StreamRefused,
     connect,
@@ -48,7 +49,6 @@ from mfscore.services.wire import runs_pb2
 
 pytestmark = pytest.mark.integration
 NODES = 3
-RUNS_STREAM = f"KV_{RUNS_BUCKET}"
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +106,15 @@ async def consumer_replicated(js, consumer: str, timeout: float = 30.0):
     return info
 
 
-async def placed(js) -> None:
-    """Once every stream and the bucket just made has its leader (and replicas): on a cluster, NATS answers a
-    stream's creation before the stream takes messages, and a put at once may find no stream ("no responders")."""
+async def placed_at_once(js) -> None:
+    """Every stream and the bucket has its leader and current replicas, asked once: ``ensure_streams`` and
+    ``runs_bucket`` return only then (on a cluster NATS answers a stream's creation before the stream takes
+    messages, and a put at once could find no stream: "no responders")."""
     for stream in (*(config.name for config in STREAMS), RUNS_STREAM):
-        await replicated(js, stream)
+        info = await js.stream_info(stream)
+        peers = info.cluster.replicas or []
+        assert info.cluster.leader and len(peers) == info.config.num_replicas - 1, stream
+        assert all(p.current for p in peers), stream
 
 
 def replicated_settings(**fields) -> dict:
@@ -159,7 +163,7 @@ def test_ensure_streams_is_idempotent_and_brings_r3_to_r1_with_its_messages(as_r
         async with as_role("aggregator", **replicated_settings()) as js:
             await ensure_streams(js, Settings(**replicated_settings()))
             kv = await runs_bucket(js, Settings(**replicated_settings()))
-            await placed(js)
+            await placed_at_once(js)
             await kv.put("status.r1", b"scoring")
         async with as_role("scorer") as js:
             for i in range(5):
@@ -184,7 +188,7 @@ def test_ensure_streams_is_idempotent_and_brings_r1_to_r3_with_its_messages(as_r
         async with as_role("aggregator") as js:
             await ensure_streams(js, Settings())
             kv = await runs_bucket(js, Settings())
-            await placed(js)
+            await placed_at_once(js)
             await kv.put("status.r1", b"scoring")
         async with as_role("scorer") as js:
             for i in range(5):
