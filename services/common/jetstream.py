@@ -235,8 +235,9 @@ def scorer_consumer(kind: str, ack_wait: float) -> api.ConsumerConfig:
 async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
     """Create the jobs, results and dead-letter streams as ``settings`` ask, or bring existing ones to them (more
     or fewer replicas, other limits), then the scorers' durable consumers, so an autoscaler reading their lag
-    finds them before any scorer starts. Returns once each stream has its leader and current replicas. Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a
-    stream's storage, or place more replicas than it has servers."""
+    finds them before any scorer starts. Returns once each stream has its leader and current replicas.
+    Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or place more
+    replicas than it has servers."""
     for config in stream_configs(settings):
         try:
             info = await js.stream_info(config.name)
@@ -315,8 +316,9 @@ async def bucket_keys(kv: KeyValue, *, attempts: int = 5) -> list[str]:
 
 async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
     """The key-value bucket holding run state, created on first use with the replicas and storage of
-    ``settings`` (returned once it has its leader and current replicas), or brought to its replicas (``StreamRefused`` as for ``ensure_streams``). No age or size limit:
-    a run's state is kept for the retention period, which the aggregator enforces."""
+    ``settings`` (returned once it has its leader and current replicas), or brought to its replicas
+    (``StreamRefused`` as for ``ensure_streams``). No age or size limit: a run's state is kept for the retention
+    period, which the aggregator enforces."""
     storage = api.StorageType(settings.stream_storage)
     try:
         kv = await js.key_value(RUNS_BUCKET)
