@@ -28,8 +28,15 @@ from mfscore.formats.images import (
     read_layers,
     source_name,
 )
-from mfscore.limits import DECODE_SAMPLE_BYTES, DEFAULT_MAX_JOB_BYTES, JOB_MAP_BYTES, JPEG2000_SAMPLE_BYTES
+from mfscore.limits import (
+    DECODE_SAMPLE_BYTES,
+    DECODED_MASK_BYTES,
+    DEFAULT_MAX_JOB_BYTES,
+    JOB_MAP_BYTES,
+    JPEG2000_SAMPLE_BYTES,
+)
 from mfscore.masks import KERNEL_SHAPES
+from mfscore.masks.decoded_masks import DecodedMasks
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.noscore_zones import NoScoreZones, noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
@@ -69,6 +76,10 @@ class MaskJob:
     max_job_bytes: int = DEFAULT_MAX_JOB_BYTES
     all_regions_without_zones: bool = False
     blank_size: tuple[int, int] | None = None  # (width, height) of a missing system mask; None: the reference's
+    readers: int = 1  # the run's jobs that read these two masks (one per query): more keeps them decoded for the others
+
+
+DECODED = DecodedMasks(DECODED_MASK_BYTES)  # a probe's masks, decoded once for its jobs under several queries
 
 
 def _selection(job: MaskJob) -> Selection | None:
@@ -77,7 +88,8 @@ def _selection(job: MaskJob) -> Selection | None:
     if job.bitplanes:
         layers = read_layers(job.reference_path, max_pixels=job.max_pixels)
         return bitplane_selection(layers, list(job.selected_bitplanes), list(job.journal_bitplanes))
-    image = read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True)
+    image = DECODED.read(job.reference_path, ("colour", job.max_pixels),
+                         lambda: read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True), job.readers)
     selection = colour_selection(image, list(job.selected_colours), with_distractors=job.with_distractors)
     if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (docs/masks.md §4.2)
         return Selection(selection.all_regions, np.zeros_like(selection.region), selection.all_regions)
@@ -91,7 +103,8 @@ def _system(job: MaskJob, shape: tuple[int, int]) -> np.ndarray:
     if not job.system_path:
         system = np.full(job.blank_size[::-1], 255, np.uint8)
     else:
-        system = read_grey(job.system_path, max_pixels=job.max_pixels)
+        system = DECODED.read(job.system_path, ("grey", job.max_pixels),
+                              lambda: read_grey(job.system_path, max_pixels=job.max_pixels), job.readers)
     if system.shape != shape:
         name = source_name(job.system_path) if job.system_path else "(blank system mask of the index size)"
         raise ImageError(f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "

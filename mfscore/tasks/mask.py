@@ -9,6 +9,7 @@ of every query from the folded records alone (docs/masks.md §6–§10).
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -118,7 +119,7 @@ class Mask(Task):
         jobs = [Job(JobKey(q, role, position), work)
                 for q, plan in enumerate(plans)
                 for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
-        return Plan(options, jobs, State(table, plans))
+        return Plan(options, _masks_read_once(jobs), State(table, plans))
 
     def draws(self, options: Options) -> tuple[str, ...]:
         return ("png",)  # each query's soft-MCC heat map, and the average ROCs with --plots
@@ -255,6 +256,19 @@ def _record(outcome) -> MaskRecord:
     if not isinstance(outcome, Problem):
         return outcome
     return outcome.counts_as if outcome.counts_as is not None else MaskRecord(status=UNREADABLE, message=outcome.message)
+
+
+def _masks_read_once(jobs: list[Job]) -> list[Job]:
+    """The jobs reading the same two masks (a probe under several ``-qm`` queries) next to each other, each
+    knowing how many read them (``MaskJob.readers``), so the masks are decoded once (masks/decoded_masks.py)."""
+    pairs = [(job.work.reference_path, job.work.system_path) for job in jobs]
+    readers = Counter(pairs)
+    first: dict[tuple, int] = {}
+    for position, pair in enumerate(pairs):
+        first.setdefault(pair, position)
+    ordered = sorted(zip(pairs, jobs), key=lambda item: first[item[0]])
+    return [Job(job.key, replace(job.work, readers=readers[pair])) if readers[pair] > 1 else job
+            for pair, job in ordered]
 
 
 TASK = Mask()
