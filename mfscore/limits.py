@@ -6,7 +6,7 @@ readers that enforce them.
 
 DEFAULT_MAX_PIXELS = 100_000_000          # pixels an image mask may declare (formats/images.py)
 DEFAULT_MAX_JOB_BYTES = 1_000_000_000     # bytes an image mask job may need, from its headers (masks/mask_scoring.py)
-DECODED_MASK_BYTES = 64_000_000           # decoded masks a process keeps for a probe's other jobs (masks/decoded_masks.py)
+DECODED_MASK_BYTES = 64_000_000           # decoded masks a process keeps for other jobs (masks/decoded_masks.py)
 JOB_MAP_BYTES = 6                         # one-byte maps per pixel a mask job holds at once, at most
 DECODE_SAMPLE_BYTES = 2                   # bytes per decoded sample while OpenCV decodes a PNG, JPEG, TIFF or BMP
 JPEG2000_SAMPLE_BYTES = 6                 # the same for JPEG 2000 (OpenJPEG's 32-bit planes and the result)

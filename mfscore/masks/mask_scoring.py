@@ -89,7 +89,8 @@ def _selection(job: MaskJob) -> Selection | None:
         layers = read_layers(job.reference_path, max_pixels=job.max_pixels)
         return bitplane_selection(layers, list(job.selected_bitplanes), list(job.journal_bitplanes))
     image = DECODED.read(job.reference_path, ("colour", job.max_pixels),
-                         lambda: read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True), job.readers)
+                         lambda: read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True),
+                         job.readers)
     selection = colour_selection(image, list(job.selected_colours), with_distractors=job.with_distractors)
     if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (docs/masks.md §4.2)
         return Selection(selection.all_regions, np.zeros_like(selection.region), selection.all_regions)

@@ -116,7 +116,8 @@ def write_records(records: list[ProbeRecord], path: Path) -> None:
 
 def write_html(table: tuple[list[str], list[dict]], path: Path,
                title: str = "Video temporal localization: per-probe scores") -> None:
-    """A self-contained HTML page with the per-probe table (``-R``: ``probe_scores``); a Timeline cell links its plot."""
+    """A self-contained HTML page with the per-probe table (``-R``: ``probe_scores``); a Timeline cell links its
+    plot."""
     columns, rows = table
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
     body = []
