@@ -43,12 +43,15 @@ class ImageBytes:
 
     ``data`` None is a file that is not there; with ``size`` too, one the scorer did not fetch because it has
     ``size`` bytes, more than ``limit``. Every reader takes one wherever it takes a path, and answers alike.
+    ``identity`` names these very bytes for good (a content-addressed object's key), so what is decoded from
+    them may be kept for another job (``masks/decoded_masks.py``); None for bytes known by no such name.
     """
 
     name: str
     data: bytes | None
     size: int | None = None
     limit: int | None = None
+    identity: str | None = None
 
 
 ImageSource = str | ImageBytes

@@ -9,7 +9,8 @@ second job of the probe waits for the first's decode instead of doing it too). A
 job is decoded and dropped as before, so a single-query run holds no more memory than
 ``job_bytes_per_pixel`` says. A file is known by its path and its ``stat`` (device, inode, size,
 modification time): a file changed on disk is read again. Masks given in memory (a cluster scorer's
-``ImageBytes``) are not kept: their jobs come one at a time from the queue.
+``ImageBytes``) are kept under their ``identity``, the content-addressed key of the object they were fetched
+from (a job names only objects of its own run's manifest), and not kept without one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from mfscore.formats.images import ImageSource
+from mfscore.formats.images import ImageBytes, ImageSource
 
 
 class DecodedMasks:
@@ -38,13 +39,9 @@ class DecodedMasks:
     def read(self, source: ImageSource, how: Hashable, decode: Callable[[], np.ndarray], readers: int) -> np.ndarray:
         """``decode()``'s image of ``source``, one of ``readers`` reads of it (read-only when kept); ``how`` names
         the reader and its options."""
-        if readers <= 1 or not isinstance(source, str):
+        key = self._key(source, how) if readers > 1 else None
+        if key is None:
             return decode()
-        try:
-            info = os.stat(source)
-        except OSError:
-            return decode()  # the reader words the error
-        key = (source, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, how)
         with self._lock:
             image = self._taken(key)
             if image is not None:
@@ -64,6 +61,17 @@ class DecodedMasks:
         finally:
             with self._lock:
                 self._decoding.pop(key).set()
+
+    @staticmethod
+    def _key(source: ImageSource, how: Hashable) -> Hashable | None:
+        """What names the decoded image for good: a file's path and ``stat``, bytes' identity; None for neither."""
+        if isinstance(source, ImageBytes):
+            return ("bytes", source.identity, how) if source.identity and source.data is not None else None
+        try:
+            info = os.stat(source)
+        except OSError:
+            return None  # the reader words the error
+        return ("file", source, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, how)
 
     def _taken(self, key: Hashable) -> np.ndarray | None:
         """The kept image, one read fewer to come (dropped after the last); the caller holds the lock."""

@@ -76,8 +76,9 @@ def _fetch_bytes(store: ObjectStore, message: jobs_pb2.Job, name: str, limit: in
     if not name:
         return ""
     key = message.objects.get(name) or message.input_prefix + name
+    identity = key if name in message.objects else None  # an object's key names its bytes for good (their SHA-256)
     try:
-        return ImageBytes(name, store.get_bytes(key, max_bytes=limit))
+        return ImageBytes(name, store.get_bytes(key, max_bytes=limit), identity=identity)
     except ObjectMissing:
         return ImageBytes(name, None)
     except ObjectTooLarge as error:

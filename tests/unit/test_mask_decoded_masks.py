@@ -47,7 +47,7 @@ def test_a_mask_of_three_readers_is_decoded_once_and_dropped_after_the_last(mask
     assert decode.calls == 2  # a fourth read (another run's) decodes again
 
 
-def test_a_single_reader_or_a_mask_in_memory_is_not_kept(mask):
+def test_a_single_reader_or_bytes_without_an_identity_are_not_kept(mask):
     cache, decode = DecodedMasks(budget=1 << 20), Counted(mask)
     first = cache.read(str(mask), "grey", decode, readers=1)
     cache.read(str(mask), "grey", decode, readers=1)
@@ -56,6 +56,17 @@ def test_a_single_reader_or_a_mask_in_memory_is_not_kept(mask):
     cache.read(in_memory, "grey", decode, readers=2)
     cache.read(in_memory, "grey", decode, readers=2)
     assert decode.calls == 4 and not cache._kept
+
+
+def test_bytes_are_kept_under_their_identity_an_objects_key(mask):
+    """A cluster scorer's masks: two jobs reading the object ``objects/.../<sha256>`` decode it once."""
+    cache, decode = DecodedMasks(budget=1 << 20), Counted(mask)
+    key = "objects/reference/team/" + "ab" * 32
+    images = [cache.read(ImageBytes("m.png", mask.read_bytes(), identity=key), "grey", decode, readers=2)
+              for _ in range(2)]
+    assert decode.calls == 1 and images[0] is images[1] and not cache._kept
+    cache.read(ImageBytes("m.png", None, identity=key), "grey", lambda: None, readers=2)  # a missing object
+    assert not cache._kept
 
 
 def test_the_budget_bounds_what_is_kept(tmp_path, mask):
@@ -68,7 +79,7 @@ def test_the_budget_bounds_what_is_kept(tmp_path, mask):
         path.write_bytes(mask.read_bytes())
         paths.append(path)
         cache.read(str(path), "grey", Counted(path), readers=2)
-    assert [key[0] for key in cache._kept] == [str(p) for p in paths[1:]] and cache._bytes == 2 * size  # oldest out
+    assert [key[1] for key in cache._kept] == [str(p) for p in paths[1:]] and cache._bytes == 2 * size  # oldest out
 
 
 def test_a_file_changed_on_disk_is_decoded_again(mask):
