@@ -9,7 +9,6 @@ of every query from the folded records alone (docs/masks.md §6–§10).
 from __future__ import annotations
 
 import os
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -261,14 +260,11 @@ def _record(outcome) -> MaskRecord:
 def _masks_read_once(jobs: list[Job]) -> list[Job]:
     """The jobs reading the same two masks (a probe under several ``-qm`` queries) next to each other, each
     knowing how many read them (``MaskJob.readers``), so the masks are decoded once (masks/decoded_masks.py)."""
-    pairs = [(job.work.reference_path, job.work.system_path) for job in jobs]
-    readers = Counter(pairs)
-    first: dict[tuple, int] = {}
-    for position, pair in enumerate(pairs):
-        first.setdefault(pair, position)
-    ordered = sorted(zip(pairs, jobs), key=lambda item: first[item[0]])
-    return [Job(job.key, replace(job.work, readers=readers[pair])) if readers[pair] > 1 else job
-            for pair, job in ordered]
+    by_masks: dict[tuple, list[Job]] = {}
+    for job in jobs:
+        by_masks.setdefault((job.work.reference_path, job.work.system_path), []).append(job)
+    return [Job(job.key, replace(job.work, readers=len(group))) if len(group) > 1 else job
+            for group in by_masks.values() for job in group]
 
 
 TASK = Mask()

@@ -345,7 +345,8 @@ def _text_tables(inputs: TemporalInputs, options: TemporalOptions) -> _Tables:
     if set(probe_join) & journal_only or (set(probe_join) | journal_only) & index_only or "ProbeFileID" in journal:
         raise _NotPlain  # pandas would suffix the names the joined tables share
     index_rows = _text_rows(index, _INDEX_LINE)
-    _keys(index, ["ProbeFileID"])
+    if NA_TEXTS.intersection(index_rows):
+        raise _NotPlain  # a probe pandas reads as NaN
     journal_at = {key: position for position, key in enumerate(_keys(journal, JOURNAL_KEYS))}
     if len(journal_at) != len(journal[REFERENCE]):
         raise _NotPlain  # a journal edge on two rows: pandas' merge orders the matches
@@ -358,13 +359,14 @@ def _text_tables(inputs: TemporalInputs, options: TemporalOptions) -> _Tables:
     joined |= {name: [journal[name][j] for _, j, _ in matches] for name in journal_only}
     joined |= {name: [row[name] for _, _, row in matches] for name in index_only}
     joined[_JOURNAL_LINE] = [file_line(j) for _, j, _ in matches]
-    # a query sees M's columns as pandas types the whole file column each came from
-    files = {**journal, **index, **probe_join}
-    as_text = {name: joined[name] for name in files if name in joined and reads_as_text(name, files[name])}
+    files = {**journal, **index, **probe_join}  # the file column each of M's columns came from
 
     def rows_of(text: str, node: query_parser.Node | None) -> tuple[Sequence[int], list[str]] | None:
         if node is None:
             return range(len(matches)), list(dict.fromkeys(joined["ProbeFileID"]))
+        # a query sees the columns it names as pandas types the whole file column each came from
+        as_text = {name: joined[name] for name in query_parser.column_names(node)
+                   if name in joined and name in files and reads_as_text(name, files[name])}
         hits = query_parser.evaluate_text(node, as_text, len(matches))
         if hits is None:
             return None
