@@ -51,6 +51,8 @@ test-browser: setup $(NODE_STAMP)
 conformance: setup
 	$(BIN)/python -m pytest -q tests/conformance -s
 
+# Benchmarks time commands as a user runs them, with Python's bytecode cache on (an empty value turns it on).
+bench: export PYTHONDONTWRITEBYTECODE =
 bench: setup
 	$(BIN)/python bench/commands.py
 	$(BIN)/python bench/startup.py
