@@ -207,6 +207,10 @@ class Fenced:
     async def keys(self, **kwargs) -> list[str]:
         return await self.kv.keys(**kwargs)
 
+    async def status(self):
+        """The bucket's status (``bucket_keys`` asks it when a listing comes back empty)."""
+        return await self.kv.status()
+
     async def put(self, key: str, value: bytes) -> int:
         self.lease.check()
         last = self.revisions.get(key)

@@ -278,10 +278,12 @@ def test_a_standby_is_alive_and_only_the_leader_serves_the_aggregator_service(je
 def test_bucket_keys_are_not_lost_to_nats_py_s_early_end_marker(jetstream):
     """``bucket_keys``: nats-py's ``kv.keys()`` can answer "no key" on a loaded machine (its watcher's end marker
     overtakes the deliveries; a new leader then restored no run). An empty answer is asked again while the stream
-    holds messages; an empty bucket, and one whose keys were all deleted, are [] all the same."""
+    holds messages; an empty bucket, and one whose keys were all deleted, are [] all the same, read directly or
+    through the fenced view the aggregator's books hold."""
     async def scenario():
         async with bucket(jetstream) as (nc, js, kv, name):
             assert await bucket_keys(kv) == []
+            assert await bucket_keys(Fenced(kv, js, name, Lease(kv, 10))) == []
             await kv.put("status.r1", b"1")
             await kv.put("spec.r1", b"2")
             listed, early_end = kv.keys, [True]
