@@ -25,7 +25,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
 from mfscore.sample_data.detection import generate_detection_dataset
 
-from commands import NUMPY_BOOTSTRAP  # bench/commands.py: the --ci floor, one script for both benchmarks
+from commands import CACHED_BYTECODE, NUMPY_BOOTSTRAP, timed  # bench/commands.py: the --ci floor, how a command is timed
 
 FAR_STOP = 0.1
 CI_LEVEL = 0.9
@@ -166,17 +165,6 @@ def bench_core_1m() -> None:
     summary.append(("core 1M, no CI (target <= 3 s)", t_mf, f"{t_sweep / t_mf:.1f}x faster than threshold sweep (extrap.)"))
 
 
-def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall, CPU seconds: user + system of the process and the children it waited for) of a whole command."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if status:
-        raise SystemExit(f"{' '.join(command[:4])} ... failed ({status})")
-    return wall, usage.ru_utime + usage.ru_stime
-
-
 def detection_command(ds, out: Path, ci: bool) -> list[str]:
     return [sys.executable, "-m", "mfscore", "detection", "--refDir", str(ds.directory), "-r", ds.reference,
             "-x", ds.index, "--sysDir", str(ds.directory), "-s", ds.system, "-o", str(out / "run"),
@@ -190,7 +178,7 @@ def bench_commands(repeat: int, baseline: Path | None) -> None:
           "±30 %), not measured here")
     envs = {"mfscore": None}
     if baseline is not None:
-        envs["baseline"] = {**os.environ, "PYTHONPATH": str(baseline.resolve())}
+        envs["baseline"] = {**CACHED_BYTECODE, "PYTHONPATH": str(baseline.resolve())}
     with tempfile.TemporaryDirectory(prefix="mfscore-bench-") as tmp:
         tmp = Path(tmp)
         data = {}
@@ -198,18 +186,23 @@ def bench_commands(repeat: int, baseline: Path | None) -> None:
             started = time.perf_counter()
             data[n] = generate_detection_dataset(tmp / f"data-{n}", n, seed=2019)
             line(f"(data generation, {n:,} trials, not part of the figures)", f"{time.perf_counter() - started:.1f} s")
+        for name, env in envs.items():  # untimed warm-up: the modules' bytecode cached, as a user's runs find it
+            timed([sys.executable, "-c", "import pandas"])
+            timed(detection_command(data[100_000], tmp / "warm-up", True), env)
         print(f"   {'workload':<30} {'floor':>15} {'floor s':>8} {'':8} " + " ".join(
             f"{name + ' wall':>13} {name + ' CPU':>12}" for name in envs) + "   MediScore s / mfscore (CPU, wall)")
         for n, ci in ((100_000, False), (100_000, True), (1_000_000, False), (1_000_000, True)):
             floor_name, floor = (("numpy bootstrap", [sys.executable, "-c", NUMPY_BOOTSTRAP, str(n)]) if ci else
                                  ("import pandas", [sys.executable, "-c", "import pandas"]))
+            commands = {name: detection_command(data[n], tmp / f"out-{name}-{n}-{ci}", ci) for name in envs}
             rounds = []
             for _ in range(repeat):
                 row = {"floor": timed(floor)}
                 for name, env in envs.items():
-                    row[name] = timed(detection_command(data[n], tmp / f"out-{name}-{n}-{ci}", ci), env)
+                    row[name] = timed(commands[name], env)
                 rounds.append(row)
-            median = {key: tuple(statistics.median(r[key][i] for r in rounds) for i in (0, 1)) for key in rounds[0]}
+            median = {key: (statistics.median(r[key].wall for r in rounds), statistics.median(r[key].cpu for r in rounds))
+                      for key in rounds[0]}
             low, high = MEDISCORE[n, ci]
             cpu, wall = median["mfscore"][1], median["mfscore"][0]
             quoted = f"{low:g}" if low == high else f"{low:g}-{high:g}"

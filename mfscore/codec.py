@@ -5,6 +5,9 @@ A value is a dataclass (encoded field by field from its type hints), a numpy arr
 dict, or a JSON scalar. A class with ``to_dict``/``from_dict`` (the record types) encodes itself.
 JSON keeps floats exact (``repr``) and NaN; the encoding is canonical (sorted keys), so two equal
 values have equal bytes, which is how the fold tells a repeat from a conflict.
+
+numpy is looked up, not imported: a value can only be an array once something has imported numpy, and a run
+whose values hold none (provenance filtering) starts 0.08 s sooner without it.
 """
 
 from __future__ import annotations
@@ -12,11 +15,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
+import sys
 import typing
 from functools import cache
 from pathlib import Path
-
-import numpy as np
 
 
 def encode(value) -> bytes:
@@ -33,7 +35,8 @@ def plain(value):
         return value.to_dict()
     if dataclasses.is_dataclass(value):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, np.ndarray):
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
         return {"dtype": value.dtype.str if value.dtype != object else "object", "shape": list(value.shape),
                 "data": value.ravel().tolist()}
     if isinstance(value, (tuple, list)):
@@ -42,7 +45,7 @@ def plain(value):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return value.item()
     return value
 
@@ -66,7 +69,8 @@ def rebuild(kind, data):
     if origin is list:
         (item,) = typing.get_args(kind)
         return [rebuild(item, v) for v in data]
-    if kind is np.ndarray:
+    np = sys.modules.get("numpy")  # a type hint naming np.ndarray was written by a module that imported it
+    if np is not None and kind is np.ndarray:
         dtype = object if data["dtype"] == "object" else np.dtype(data["dtype"])
         return np.array(data["data"], dtype=dtype).reshape(data["shape"])
     if isinstance(kind, type) and hasattr(kind, "from_dict"):

@@ -15,14 +15,13 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import numpy as np
-
 from mfscore.errors import ImageError
 from mfscore.limits import DEFAULT_MAX_PIXELS
 
 
 def __getattr__(name: str):
-    """``cv2``, imported when an image is first decoded: path checks (``confined_path``) need no OpenCV."""
+    """``cv2``, imported when an image is first decoded: path checks (``confined_path``) need no OpenCV (and no
+    numpy, which the decoding functions import as they run)."""
     if name == "cv2":
         import cv2
 
@@ -296,6 +295,7 @@ def _decode(source: ImageSource, max_pixels: int) -> tuple[np.ndarray, ImageHead
     path = source_name(source)
     w, h = header.width, header.height
     import cv2
+    import numpy as np
 
     try:
         raw = np.frombuffer(source.data, np.uint8) if isinstance(source, ImageBytes) else np.fromfile(path, np.uint8)
@@ -322,6 +322,8 @@ def read_grey(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS,
     identical (a grey image saved as RGB); alpha is ignored, as an OpenCV greyscale read ignores it.
     Without it colour is converted with ``cv2.cvtColor`` (what an OpenCV greyscale read does).
     """
+    import numpy as np
+
     image, _ = _decode(source, max_pixels)
     path = source_name(source)
     if image.ndim == 2:
@@ -342,6 +344,8 @@ def read_colour(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS, ke
 
     With ``keep_grey`` a grey image stays HxW, a third of the memory (``colour_selection`` reads both).
     """
+    import numpy as np
+
     image, _ = _decode(source, max_pixels)
     if image.ndim == 2:
         import cv2
@@ -358,6 +362,8 @@ def read_layers(source: ImageSource, *, max_pixels: int = DEFAULT_MAX_PIXELS) ->
     most 32 bit-planes), so a file declaring 2 or more than 4 components is refused with an
     ImageError before decoding.
     """
+    import numpy as np
+
     path = source_name(source)
     header = image_header(source)
     if header.format in ("jp2", "j2k") and header.channels not in (1, 3, 4):

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-
 from mfscore.errors import InputFileError
 
 if TYPE_CHECKING:
@@ -176,6 +174,8 @@ def _fields_fit_header(path: Path, n_fields: int) -> bool:
     counted here (vectorised). Returns False when the file has quotes (a quoted field may contain
     the separator): the caller then parses every column, which checks the counts itself.
     """
+    import numpy as np  # with pandas, which has imported it; the text readers need neither
+
     data = np.fromfile(path, dtype=np.uint8)
     if (data == ord('"')).any():
         return False

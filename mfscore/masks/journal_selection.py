@@ -94,19 +94,30 @@ NO_OPERATIONS = TrialOperations((), (), ())
 def operations_by_probe(journal: pd.DataFrame, evaluated: pd.Series) -> dict[tuple[str, str], TrialOperations]:
     """(ProbeFileID, JournalName) → the probe's selected colours and bit-planes, in one pass.
 
-    Bit-planes are listed by descending ``Sequence`` when the journal has one (docs/masks.md §4.3).
+    Bit-planes are listed by descending ``Sequence`` when the journal has one (docs/masks.md §4.3). Grouped in
+    plain Python, as pandas' ``groupby`` would (keys in order of appearance, rows with a missing key left out):
+    a pandas selection per probe cost a 120-probe run 0.09 s per query.
     """
     table = journal.assign(_evaluated=evaluated.to_numpy())
     if "Sequence" in table:
         order = pd.to_numeric(table["Sequence"], errors="coerce")
         table = table.assign(_order=-order).sort_values("_order", kind="stable")
     names = table["JournalName"] if "JournalName" in table else pd.Series("", index=table.index)
+    missing = (table["ProbeFileID"].isna() | names.isna()).to_numpy()
+    rows_of: dict[tuple[str, str], list[int]] = {}
+    for row, key in enumerate(zip(table["ProbeFileID"].to_numpy(), names.to_numpy())):
+        if not missing[row]:
+            rows_of.setdefault(key, []).append(row)
+    chosen = (table["_evaluated"] == "Y").to_numpy()
+    colours = table["Color"].to_numpy() if "Color" in table else None
+    planes = table["BitPlane"].to_numpy() if "BitPlane" in table else None
     result = {}
-    for (probe, name), rows in table.groupby([table["ProbeFileID"], names], sort=False):
-        chosen = rows[rows["_evaluated"] == "Y"]
-        colours = tuple(c for c in (parse_colour(x) for x in chosen.get("Color", ())) if c is not None)
-        result[(probe, name)] = TrialOperations(colours, _bitplanes(chosen.get("BitPlane", ())),
-                                                _bitplanes(rows.get("BitPlane", ())))
+    for key, rows in rows_of.items():
+        picked = [row for row in rows if chosen[row]]
+        parsed = (parse_colour(colours[row]) for row in picked) if colours is not None else ()
+        result[key] = TrialOperations(tuple(c for c in parsed if c is not None),
+                                      _bitplanes(planes[picked] if planes is not None else ()),
+                                      _bitplanes(planes[rows] if planes is not None else ()))
     return result
 
 

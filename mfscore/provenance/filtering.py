@@ -140,6 +140,12 @@ class FilteringRecord:
                 "counts": [[c.node_type, c.num_ref_nodes, [list(r) for r in c.at_rank]] for c in self.counts],
                 "hits": [list(h) for h in self.hits], "false_alarms": [list(f) for f in self.false_alarms]}
 
+    def __reduce__(self):
+        """Pickled (a process pool returns every record to the command) with its hits as plain tuples: named tuples
+        pickle and unpickle through Python code, 0.3 s of CPU for 300 records of 300 nodes, plain ones in C."""
+        return _unpickled, (self.ordinal, self.journal_name, self.probe_id, self.output_file, self.num_sys_nodes,
+                            self.counts, tuple(map(tuple, self.hits)), tuple(map(tuple, self.false_alarms)))
+
     @classmethod
     def from_dict(cls, data: dict) -> FilteringRecord:
         return cls(ordinal=data["ordinal"], journal_name=data["journal_name"], probe_id=data["probe_id"],
@@ -148,6 +154,11 @@ class FilteringRecord:
                                 for kind, n_ref, at_rank in data["counts"]),
                    hits=tuple(ReferenceHit(*h) for h in data["hits"]),
                    false_alarms=tuple(FalseAlarmHit(*f) for f in data["false_alarms"]))
+
+
+def _unpickled(ordinal, journal_name, probe_id, output_file, num_sys_nodes, counts, hits, false_alarms):
+    return FilteringRecord(ordinal, journal_name, probe_id, output_file, num_sys_nodes, counts,
+                           tuple(map(ReferenceHit._make, hits)), tuple(map(FalseAlarmHit._make, false_alarms)))
 
 
 def score_trial(*, ordinal: int, journal_name: str, probe_id: str, output_file: str,

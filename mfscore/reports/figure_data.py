@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # the arrays are the builders'; a module that only names them (provenance filtering) needs no numpy
+    import numpy as np
 
 
 @dataclass(frozen=True)

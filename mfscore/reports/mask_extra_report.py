@@ -12,7 +12,7 @@ import pandas as pd
 
 from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SIZE_EDGES, extra_cells
 from mfscore.masks.mask_record import MaskRecord
-from mfscore.reports.mask_heatmap import HeatMap, draw_heat_map, plot_heat_map
+from mfscore.reports.mask_heatmap import HeatMap, plot_heat_map
 
 _PREFIXES = {"probe": ("p", "ProbeScored"), "donor": ("d", "DonorScored")}
 
@@ -41,7 +41,7 @@ def extra_table(keys: pd.DataFrame, roles: dict[str, list[MaskRecord]], actual: 
 
 
 def heat_map(histogram: pd.DataFrame) -> HeatMap:
-    """The cells of an ``mcc_size_histogram`` table as arrays: what the figure worker draws."""
+    """The cells of an ``mcc_size_histogram`` table as arrays: what ``mask_heatmap`` draws."""
     size_lows = np.unique(histogram["SizeBinLow"].to_numpy(dtype=float))
     mcc_edges = np.unique(np.concatenate([histogram["MCCBinLow"], histogram["MCCBinHigh"]]))
     shares, counts = (histogram.pivot_table(index="MCCBinLow", columns="SizeBinLow", values=value, aggfunc="sum")
@@ -53,8 +53,3 @@ def heat_map(histogram: pd.DataFrame) -> HeatMap:
 def mcc_histogram_plot(histogram: pd.DataFrame, path: str | Path, title: str) -> Path:
     """Heat map of an ``mcc_size_histogram`` table, written as one PNG at ``path`` (``mask_heatmap``)."""
     return plot_heat_map(heat_map(histogram), path, title)
-
-
-def draw_mcc_histogram(histogram: pd.DataFrame, title: str):
-    """The heat map's figure (``mask_heatmap.draw_heat_map``); the caller closes it."""
-    return draw_heat_map(heat_map(histogram), title)

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from mfscore.formats.tables import TextTable, write_rows, write_text_table
 from mfscore.reports.figure_data import BarFigure, Series
 from mfscore.provenance.filtering import (
@@ -140,6 +138,8 @@ RECALL_FIGURE = "recall_at_k.png"
 
 def recall_figure(means: list[dict]) -> BarFigure:
     """``--plots``: the mean node recall at each rank (``scores.csv``'s rows), one bar per node type."""
+    import numpy as np  # a run without --plots imports none: the tables are written as text
+
     series = tuple(Series(str(row["NodeType"]), np.array([row[f"NodeRecallAt{n}"] for n in RANKS], dtype=np.float64))
                    for row in means)
     return BarFigure("Provenance filtering: mean node recall at rank k", tuple(f"k = {n}" for n in RANKS), series,

@@ -62,13 +62,3 @@ def line(i: int) -> dict:
     """The colour, line style and marker of the ``i``-th curve of a figure."""
     return dict(color=colour(i), linestyle=LINESTYLES[i % len(LINESTYLES)], marker=MARKERS[i % len(MARKERS)],
                 linewidth=LINE_WIDTH, markersize=5)
-
-
-def text_colour_on(rgba) -> str:
-    """Black or white, whichever reads better on a cell of colour ``rgba`` (by its relative luminance)."""
-    r, g, b = (_linear(c) for c in rgba[:3])
-    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.18 else "white"
-
-
-def _linear(c: float) -> float:
-    return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4

@@ -121,7 +121,7 @@ class Mask(Task):
         return Plan(options, _masks_read_once(jobs), State(table, plans))
 
     def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",)  # each query's soft-MCC heat map, and the average ROCs with --plots
+        return ("png",) if options.report.plots else ()  # the average ROCs; the heat map is drawn with OpenCV, here
 
     def validation(self, options: Options) -> Submission:
         """The system table against the index; masks are checked when scored, pixel values only with -pppns."""

@@ -1,6 +1,7 @@
 """Table-driven commands import what they use: provenance filtering reads, scores and writes without pandas, OpenCV,
-networkx, scipy or matplotlib (half a second of start-up on every run), graph building with networkx alone, and
-video temporal with none of them when its tables are plain and its queries compare text."""
+networkx, scipy, matplotlib (half a second of start-up on every run) or numpy, graph building with networkx alone, and
+video temporal with none of them when its tables are plain and its queries compare text, and a mask run without
+matplotlib."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.sample_data.provenance import generate_provenance_dataset
 from mfscore.sample_data.video import generate_temporal_dataset
 
@@ -16,21 +18,29 @@ HEAVY = ("pandas", "cv2", "networkx", "scipy", "matplotlib")
 PROBE = """
 import json, sys
 from mfscore.cli.main import main
+from mfscore.run import figure_process
+workers, start = [], figure_process.start
+figure_process.start = lambda *formats: (workers.append(formats), start(*formats))[1]
 status = main(sys.argv[1:])
-print(json.dumps([status, sorted(m for m in %r if m in sys.modules)]))
-""" % (HEAVY,)
+print(json.dumps([status, sorted(m for m in %r if m in sys.modules), len(workers)]))
+""" % (HEAVY + ("numpy",),)
 
 
-def _imported(arguments: list[str]) -> list[str]:
+def _run(arguments: list[str], watched: tuple[str, ...] = HEAVY) -> tuple[list[str], int]:
+    """The ``watched`` libraries the command imported, and the figure workers it started."""
     done = subprocess.run([sys.executable, "-c", PROBE, *arguments], capture_output=True, text=True, check=True)
-    status, imported = json.loads(done.stdout.splitlines()[-1])
+    status, imported, workers = json.loads(done.stdout.splitlines()[-1])
     assert status == 0, done.stderr
-    return imported
+    return [m for m in imported if m in watched], workers
+
+
+def _imported(arguments: list[str], watched: tuple[str, ...] = HEAVY) -> list[str]:
+    return _run(arguments, watched)[0]
 
 
 def test_provenance_filtering_imports_no_heavy_library(tmp_path):
     options = generate_provenance_dataset(tmp_path / "data", 12).options("system.csv")
-    assert _imported(["provenance-filtering", *options, "-o", f"{tmp_path}/out/"]) == []
+    assert _imported(["provenance-filtering", *options, "-o", f"{tmp_path}/out/"], HEAVY + ("numpy",)) == []
     scores = (tmp_path / "out" / "scores.csv").read_text().splitlines()
     assert scores[0].startswith("NodeType|NodeRecallAt50") and scores[1].startswith("All|")
 
@@ -59,6 +69,18 @@ def test_video_temporal_ordering_query_reads_with_pandas(tmp_path):
     arguments = ["video-temporal", *generate_temporal_dataset(tmp_path / "data", 6).cli_args(),
                  "-q", "FrameCount > 0", "-o", f"{tmp_path}/out/"]
     assert _imported(arguments) == ["pandas"]
+
+
+def test_a_mask_run_draws_its_heat_map_without_matplotlib(tmp_path):
+    """The heat map every mask run writes is drawn with OpenCV in the command: no figure worker (matplotlib's import
+    cost a 120-probe run a fifth of its CPU); --plots, which adds the average ROCs, starts one."""
+    data = generate_mask_dataset(tmp_path / "data", 6, width=64, height=48)
+    arguments = ["mask", "--refDir", str(data.directory), "-r", data.reference, "-x", data.index,
+                 "-s", str(data.directory / data.system), "-p", "1"]
+    assert _run([*arguments, "-oR", f"{tmp_path}/out/run"]) == (["cv2", "pandas"], 0)
+    assert (tmp_path / "out" / "run_mask_extra_mcc_by_size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert _run([*arguments, "--plots", "-oR", f"{tmp_path}/plots/run"]) == (["cv2", "pandas"], 1)
+    assert (tmp_path / "plots" / "run_mask_roc.png").exists()
 
 
 def test_the_command_runs_numpy_on_one_blas_thread_unless_told():

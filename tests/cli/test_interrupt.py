@@ -22,8 +22,8 @@ ONE_LINE = "mfscore: interrupted; no report was written\n"
 
 
 @pytest.mark.parametrize("task, extra", [
-    ("mask", []),                      # a thread per CPU, and the figure worker
-    ("mask", ["-p", "2"]),             # two worker processes (forkserver), and the figure worker
+    ("mask", ["--plots"]),             # a thread per CPU, and the figure worker (--plots: the average ROCs)
+    ("mask", ["-p", "2", "--plots"]),  # two worker processes (forkserver), and the figure worker
     ("detection", []),                 # scored in the command's own process, and the figure worker
     ("video-spatial", ["-procs", "2"]),
 ])
@@ -42,7 +42,7 @@ def test_ctrl_c_is_one_line(task, extra, tmp_path):
 
 def test_the_figure_worker_was_there(tmp_path):
     """The mask run above has a figure worker to interrupt (else the test would prove nothing about it)."""
-    argv = ["mask", *example_arguments("mask", tmp_path / "data", tmp_path / "out")]
+    argv = ["mask", *example_arguments("mask", tmp_path / "data", tmp_path / "out"), "--plots"]
     result = interrupt(argv, "jobs", tmp_path / "interrupt", hold=3.0)
     assert result.status == 130
     assert len(result.descendants) >= 1  # the figure worker, in a process group of its own

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import matplotlib
 import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from mfscore.masks.run_metrics import average_aucs
 from mfscore.masks.scorer import RoleResult
 from mfscore.masks.threshold_metrics import trapezoid_auc
 from mfscore.provenance.filtering import RANKS
-from mfscore.reports import mask_extra_report, style, summary_plots
+from mfscore.reports import mask_extra_report, mask_heatmap, style, summary_plots
 from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.reports.mask_figures import average_roc_figure
 from mfscore.reports.provenance_filtering_report import recall_figure
@@ -84,29 +85,54 @@ def test_a_distribution_with_an_empty_series_still_draws(tmp_path):
     _png(summary_plots.plot_distribution(figure, tmp_path / "d.png"))
 
 
-def test_the_heat_map_writes_each_cells_count_in_a_colour_that_reads(tmp_path):
-    rng = np.random.default_rng(2)
+def _heat(seed=2):
+    rng = np.random.default_rng(seed)
     sizes, mccs = np.r_[rng.uniform(0, 1250, 400), [1300] * 6], np.r_[rng.uniform(-1, 1, 400), [0.95] * 6]
-    histogram = mcc_size_histogram(sizes, mccs)  # the last column's masks share one cell: a bright cell
-    fig = mask_extra_report.draw_mcc_histogram(histogram, "title")
-    try:
-        ax = fig.axes[0]
-        texts = [t for t in ax.texts if t.get_gid() == "count"]
-        non_empty = histogram[histogram["Count"] > 0]
-        assert sorted(int(t.get_text()) for t in texts) == sorted(non_empty["Count"].tolist())
-        mesh = ax.collections[0]
-        for t in texts:  # each count reads on its own cell's colour
-            x, y = t.get_position()
-            col, row = int(x // 125), int(np.searchsorted(np.linspace(-1, 1, 21), y) - 1)
-            cell = mesh.cmap(mesh.norm(mesh.get_array().reshape(20, -1)[row, col]))
-            assert t.get_color() == style.text_colour_on(cell)
-        assert {t.get_color() for t in texts} == {"black", "white"}
-    finally:
-        summary_plots.plt.close(fig)
-    _png(mask_extra_report.mcc_histogram_plot(histogram, tmp_path / "h.png", "title"), style.FIG_SIZE)
+    return mask_extra_report.heat_map(mcc_size_histogram(sizes, mccs))  # the last column's masks share a bright cell
 
 
-@pytest.mark.parametrize("rgba, want", [((0.267, 0.005, 0.329, 1), "white"), ((0.993, 0.906, 0.144, 1), "black"),
-                                        ((0.0, 0.0, 0.0, 1), "white"), ((1.0, 1.0, 1.0, 1), "black")])
-def test_text_colour_contrasts_with_the_cell(rgba, want):
-    assert style.text_colour_on(rgba) == want
+def test_the_heat_maps_cells_are_their_shares_colour_with_their_count_in_a_colour_that_reads():
+    heat = _heat()
+    cells = mask_heatmap.cells(heat)
+    rows, columns = heat.shares.shape
+    assert len(cells) == rows * columns
+    assert sorted(int(c.text) for c in cells if c.text) == sorted(heat.counts[heat.counts > 0].astype(int).tolist())
+    viridis = matplotlib.colormaps["viridis"]
+    for cell, share in zip(cells, heat.shares.ravel()):  # row by row from the lowest MCC, as the shares
+        np.testing.assert_allclose(np.array(cell.fill[::-1]) / 255, viridis(share)[:3], atol=1.5 / 255)
+        assert cell.text_colour == mask_heatmap.text_colour_on(cell.fill)
+    assert {c.text_colour for c in cells if c.text} == {mask_heatmap.BLACK, mask_heatmap.WHITE}
+    lowest_first = [c.box[1] for c in cells[::columns]]
+    assert lowest_first == sorted(lowest_first, reverse=True)  # MCC grows upwards
+
+
+def test_the_heat_maps_picture_shows_each_cell_and_its_count():
+    """Read back from the picture: a cell's corner has its fill; its middle holds text of the chosen colour exactly
+    where it has a count."""
+    heat = _heat()
+    picture = mask_heatmap.render_heat_map(heat, "title").astype(int)
+    assert picture.shape == (mask_heatmap.HEIGHT, mask_heatmap.WIDTH, 3)
+    for cell in mask_heatmap.cells(heat):
+        left, top, right, bottom = (int(round(v)) for v in cell.box)
+        np.testing.assert_allclose(picture[top + 3, left + 3], cell.fill, atol=2)
+        middle = picture[(top + bottom) // 2 - 4:(top + bottom) // 2 + 5, left + 6:right - 6].reshape(-1, 3)
+        away = np.abs(middle - cell.fill).max(axis=1)
+        if not cell.text:
+            assert away.max() <= 2
+            continue
+        inked = middle[away > 40]
+        assert len(inked) > 0
+        nearest = np.abs(inked - cell.text_colour).max(axis=1).min()
+        assert nearest < 60, (cell, nearest)
+
+
+def test_the_heat_map_writes_one_png_of_its_size(tmp_path):
+    path = mask_extra_report.mcc_histogram_plot(mcc_size_histogram([10.0, 700.0], [0.5, -0.2]), tmp_path / "h.png",
+                                                "title")
+    _png(path, style.FIG_SIZE)
+
+
+@pytest.mark.parametrize("rgb, want", [((68, 1, 84), "white"), ((253, 231, 37), "black"), ((0, 0, 0), "white"),
+                                       ((255, 255, 255), "black")])
+def test_text_colour_contrasts_with_the_cell(rgb, want):
+    assert mask_heatmap.text_colour_on(rgb[::-1]) == {"white": mask_heatmap.WHITE, "black": mask_heatmap.BLACK}[want]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import random
 import tempfile
 from pathlib import Path
@@ -24,8 +25,10 @@ from mfscore.provenance.filtering import (
     MISSING,
     NODE_TYPES,
     RANKS,
+    FalseAlarmHit,
     FilteringRecord,
     RankCounts,
+    ReferenceHit,
     TypeCounts,
     node_types,
     ranked,
@@ -264,6 +267,17 @@ def test_records_survive_a_json_round_trip(trials):
         again = FilteringRecord.from_dict(json.loads(json.dumps(record.to_dict())))
         assert again == record
         assert repr(again) == repr(record)  # 1 stays an int, 1.0 a float: they print differently
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials_strategy)
+def test_records_survive_pickling_as_a_process_pool_sends_them(trials):
+    """``FilteringRecord.__reduce__`` sends the hits as plain tuples; they come back as the named tuples they were."""
+    for record in score_all(trials):
+        again = pickle.loads(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
+        assert again == record and repr(again) == repr(record)
+        assert all(type(h) is ReferenceHit for h in again.hits)
+        assert all(type(f) is FalseAlarmHit for f in again.false_alarms)
 
 
 def folded(records) -> list[FilteringRecord]:
