@@ -7,7 +7,7 @@ JSON keeps floats exact (``repr``) and NaN; the encoding is canonical (sorted ke
 values have equal bytes, which is how the fold tells a repeat from a conflict.
 
 numpy is looked up, not imported: a value can only be an array once something has imported numpy, and a run
-whose values hold none (provenance filtering) starts 0.08 s sooner without it.
+whose values hold none (provenance filtering) starts about 0.05 s sooner without it.
 """
 
 from __future__ import annotations
