@@ -28,3 +28,14 @@ def write_property_docs(path: str) -> None:
 
     with open(path, "w", encoding="utf-8") as file:
         file.write(f"{'markeredgecolor' in (Line2D.set.__doc__ or '')} {'markeredgecolor' in kwdoc(Line2D)}\n")
+
+
+MARK = "a new interpreter"  # the parent of a forked worker sets it before starting the worker
+
+
+def write_process(path: str) -> None:
+    """The drawing process's id, its parent's, and ``MARK`` as the drawing process sees it."""
+    import os
+
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(f"{os.getpid()} {os.getppid()} {MARK}\n")

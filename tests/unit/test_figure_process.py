@@ -126,3 +126,47 @@ def test_a_worker_skips_property_docs_and_draws_the_same_bytes(worker, monkeypat
     for suffix, magic in ((".pdf", b"%PDF"), (".png", b"\x89PNG")):
         drawn = (tmp_path / f"worker{suffix}").read_bytes()
         assert drawn.startswith(magic) and drawn == (tmp_path / f"here{suffix}").read_bytes()
+
+
+FORKED_RUN = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import figure_jobs
+from mfscore.run import figure_process
+figure_jobs.MARK = "the parent's"
+figure_process.start(("png", "pdf"))
+worker = figure_process._worker
+figure_process.draw("figure_jobs:write_process", sys.argv[2])
+figure_process.draw("figure_jobs:write_property_docs", sys.argv[3])
+figure_process.finish()
+failed = None
+figure_process.start(("png",))
+figure_process.draw("figure_jobs:fail", "no room on the canvas")
+try:
+    figure_process.finish()
+except ValueError as exc:
+    failed = str(exc)
+figure_process.start(("png",))
+abandoned = figure_process._worker
+figure_process.abandon()
+print(json.dumps([os.getpid(), type(worker).__name__, worker.returncode, failed, abandoned.returncode,
+                  "matplotlib" in sys.modules]))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the worker is forked on Linux only")
+def test_a_command_forks_its_worker_which_draws_fails_and_stops_as_a_new_one_does(tmp_path):
+    """A fresh process (one thread, no matplotlib) forks its worker: the job runs in a child that sees the
+    parent's modules as they were (``MARK``), imports matplotlib without property docs, sends a failure back,
+    and is stopped by ``abandon``; the parent never imports matplotlib."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", FORKED_RUN, str(Path(__file__).parent), str(tmp_path / "process.txt"),
+                           str(tmp_path / "docs.txt")], capture_output=True, text=True, check=True)
+    parent, kind, status, failed, abandoned, parent_has_matplotlib = json.loads(done.stdout.splitlines()[-1])
+    pid, ppid, mark = (tmp_path / "process.txt").read_text().split(" ", 2)
+    assert kind == "_Forked" and int(ppid) == parent and int(pid) != parent and mark == "the parent's\n"
+    assert (tmp_path / "docs.txt").read_text() == "False True\n"
+    assert status == 0 and failed == "no room on the canvas" and abandoned == -9
+    assert not parent_has_matplotlib
