@@ -12,10 +12,10 @@ every figure sent to a worker that died: the worker saves time, it is never need
 
 Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child. On Linux,
 from a process with one thread and no matplotlib, the worker is forked: it starts with the command's modules
-(numpy, pandas) already loaded, about 0.1 s of CPU less than a new interpreter importing them; elsewhere it is a
-new ``python -m mfscore.run.figure_process``. The worker runs in a process group of its own, so a Ctrl-C at the terminal interrupts the command
-alone, which stops the worker (``abandon``): an interrupted run prints one line, not the worker's
-traceback.
+(numpy, pandas) already loaded, 0.2-0.3 s of CPU less than a new interpreter importing them (a detection run of
+100,000 trials); elsewhere it is a new ``python -m mfscore.run.figure_process``. The worker runs in a process
+group of its own, so a Ctrl-C at the terminal interrupts the command alone, which stops the worker
+(``abandon``): an interrupted run prints one line, not the worker's traceback.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def _forked(formats: tuple[str, ...]) -> _Forked | None:
             os.setpgid(0, 0)  # out of reach of the terminal's Ctrl-C
             os.close(jobs_write)
             os.close(answer_read)
-            os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # what a drawing library prints goes to stderr
+            os.dup2(2, 1)  # what a drawing library prints goes to stderr (the descriptors: sys.stdout may be a wrapper)
             with os.fdopen(jobs_read, "rb") as jobs, os.fdopen(answer_write, "wb") as answer:
                 serve(jobs, answer, formats)
             status = 0
