@@ -23,8 +23,7 @@ from mfscore.masks.extra_metrics import (
 from mfscore.masks.scorer import QueryRun
 from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
 from mfscore.options import at_least, one_of, option, valid_queries, validate
-from mfscore.reports.mask_extra_report import extra_table, heat_map
-from mfscore.reports.mask_heatmap import plot_heat_map
+from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
 from mfscore.reports.stage import Stage
 
@@ -191,4 +190,4 @@ def write_extras(run: QueryRun, stage: Stage, options: ReportOptions, subdir: st
         name = f"_mask_extra_mcc_by_size{suffix}"
         write_table(histogram, stage.path(f"{name}.csv", subdir))
         title = "Soft MCC by reference mask size" + (f" ({role})" if suffix else "")
-        plot_heat_map(heat_map(histogram), stage.path(f"{name}.png", subdir), title)
+        mcc_histogram_plot(histogram, stage.path(f"{name}.png", subdir), title)
