@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mfscore.errors import InputFileError
-from mfscore.formats.joins import join
+from mfscore.formats.joins import join, unique_key
 from mfscore.formats.tables import file_line, read_header, read_table
 
 SCORE = "ConfidenceScore"
@@ -50,15 +50,20 @@ def scores_and_labels(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return trials[SCORE].to_numpy(dtype=np.float64), (trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
 
 
-def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, warnings: list[str]) -> None:
+def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, warnings: list[str],
+                like: pd.Index | None = None) -> pd.Index | None:
     """Refuse two different rows with the same trial key; warn about lines repeated verbatim.
 
     A repeated line is scored once per copy, as MediScore does (NIST's own NC2016 splice index
-    repeats 20 lines, and the checkfiles count them).
+    repeats 20 lines, and the checkfiles count them). Returns ``unique_key(frame, keys, like)``: a
+    key column without repeats rules out repeated keys, and a join looks rows up in it.
     """
+    lookup = unique_key(frame, keys, like)
+    if lookup is not None:
+        return lookup
     same_key = frame.duplicated(subset=keys, keep="first").to_numpy()
     if not same_key.any():
-        return
+        return None
     repeated = frame.duplicated(keep="first").to_numpy()
     if repeated.any():
         first = file_line(int(np.flatnonzero(repeated)[0]))
@@ -70,6 +75,7 @@ def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, war
         key = ", ".join(f"{k}={frame.iloc[pos][k]}" for k in keys)
         raise InputFileError(f"duplicate {what} key ({key}) with different values; each trial must appear once",
                              path=str(path), line=file_line(pos))
+    return None
 
 
 def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
@@ -103,18 +109,18 @@ def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path, *, all_c
     reference = read_table(ref_path, required=("IsTarget",), columns=needed)
     index = read_table(index_path, columns=needed)
     system = read_table(sys_path, raw_text=True, required=(SCORE,), columns=needed)
-    _check_keys(reference, sys_ref_keys, ref_path, "reference trial", warnings)
-    _check_keys(index, index_ref_keys, index_path, "index trial", warnings)
-    _check_keys(system, sys_ref_keys, sys_path, "system output trial", warnings)
+    reference_lookup = _check_keys(reference, sys_ref_keys, ref_path, "reference trial", warnings)
+    index_lookup = _check_keys(index, index_ref_keys, index_path, "index trial", warnings, like=reference_lookup)
+    system_lookup = _check_keys(system, sys_ref_keys, sys_path, "system output trial", warnings)
 
     system[SCORE] = _parse_scores(system, sys_path)
-    joined = join(reference, system, sys_ref_keys, how="left")
+    joined = join(reference, system, sys_ref_keys, how="left", lookup=system_lookup)
     unscored = joined[SCORE].isna()
     if unscored.any():
         warnings.append(f"{int(unscored.sum())} reference trial(s) have no system score and are not scored "
                         f"(first: {', '.join(str(joined.loc[unscored.idxmax(), k]) for k in sys_ref_keys)})")
         joined = joined.loc[~unscored.to_numpy()]
-    trials = join(joined, index, index_ref_keys, how="inner")
+    trials = join(joined, index, index_ref_keys, how="inner", lookup=index_lookup)
 
     return ScoredTable(
         trials=trials,

@@ -167,28 +167,45 @@ def _plain_lines(path: Path) -> list[str] | None:
     return lines
 
 
+_FIELD_CHECK_BLOCK = 1 << 20  # bytes a block of lines: arrays this size are reused, not faulted in anew per file
+
+
 def _fields_fit_header(path: Path, n_fields: int) -> bool:
     """Check no line has more fields than the header before a column-subset read.
 
     pandas does not check field counts when reading a subset of columns, so the separators are
-    counted here (vectorised). Returns False when the file has quotes (a quoted field may contain
-    the separator): the caller then parses every column, which checks the counts itself.
+    counted here, vectorised over blocks of whole lines. Returns False when the file has quotes (a
+    quoted field may contain the separator): the caller then parses every column, which checks the
+    counts itself.
     """
     import numpy as np  # with pandas, which has imported it; the text readers need neither
 
-    data = np.fromfile(path, dtype=np.uint8)
-    if (data == ord('"')).any():
-        return False
-    line_ends = np.flatnonzero(data == ord("\n"))
-    if line_ends.size == 0 or line_ends[-1] != data.size - 1:
-        line_ends = np.r_[line_ends, data.size]
-    separators = np.flatnonzero(data == ord(SEPARATOR))
-    per_line = np.diff(np.searchsorted(separators, line_ends), prepend=0)
-    too_many = np.flatnonzero(per_line > n_fields - 1)
-    if too_many.size:
-        line = int(too_many[0]) + 1
-        raise InputFileError(f"malformed table (expected {n_fields} fields, saw {int(per_line[too_many[0]]) + 1})",
-                             path=str(path), line=line)
+    first_error: tuple[int, int] | None = None  # (line, fields) of the first line with too many
+    lines_before, carry = 0, b""
+    with open(path, "rb") as file:
+        while True:
+            block = file.read(_FIELD_CHECK_BLOCK)
+            data = carry + block
+            end = len(data) if not block else data.rfind(b"\n") + 1
+            lines, carry = data[:end], data[end:]
+            if b'"' in lines:
+                return False
+            if first_error is None and lines:
+                codes = np.frombuffer(lines, dtype=np.uint8)
+                line_ends = np.flatnonzero(codes == ord("\n"))
+                if line_ends.size == 0 or line_ends[-1] != codes.size - 1:
+                    line_ends = np.r_[line_ends, codes.size]
+                separators = np.flatnonzero(codes == ord(SEPARATOR))
+                per_line = np.diff(np.searchsorted(separators, line_ends), prepend=0)
+                too_many = np.flatnonzero(per_line > n_fields - 1)
+                if too_many.size:
+                    first_error = (lines_before + int(too_many[0]) + 1, int(per_line[too_many[0]]) + 1)
+                lines_before += line_ends.size
+            if not block:
+                break
+    if first_error is not None:
+        raise InputFileError(f"malformed table (expected {n_fields} fields, saw {first_error[1]})",
+                             path=str(path), line=first_error[0])
     return True
 
 

@@ -35,10 +35,10 @@ from mfscore.detection.bootstrap import N_RESAMPLES
 from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials
 from mfscore.detection.scorer import DetectionOptions, in_subset_order, subset_result
-from mfscore.detection.trials import trial_response_rate
-from mfscore.formats.joins import join
+from mfscore.detection.trials import _check_keys, trial_response_rate
+from mfscore.formats.joins import join, unique_key
 from mfscore.formats.tables import write_table
-from mfscore.errors import MfscoreError
+from mfscore.errors import InputFileError, MfscoreError
 from mfscore.records import JobKey, Problem, RecordConflictError, complete, decode_outcome, encode_outcome, fold
 from mfscore.reports.detection_outputs import PlotOptions
 from mfscore.run.local import report_into, write_generated
@@ -282,9 +282,12 @@ def join_cases(draw):
         right_keys = [(f, *r) for f, r in zip(firsts, rest)]
     else:
         right_keys = draw(st.lists(key_tuple, max_size=12))
-    # left rows: some copied from the right's keys (matches), some random (may be missing on the right)
-    left_keys = draw(st.lists(st.one_of(key_tuple, st.sampled_from(right_keys) if right_keys else key_tuple),
-                              max_size=15))
+    if right_keys and draw(st.booleans()):  # the right's keys in its order (an index and its reference), some changed
+        left_keys = [draw(st.one_of(st.just(keys_), key_tuple)) if draw(st.integers(0, 4)) == 0 else keys_
+                     for keys_ in right_keys]
+    else:  # some copied from the right's keys (matches), some random (may be missing on the right)
+        left_keys = draw(st.lists(st.one_of(key_tuple, st.sampled_from(right_keys) if right_keys else key_tuple),
+                                  max_size=15))
 
     def frame(rows, extra):
         cols = {k: key_column([r[i] for r in rows], kind) for i, (k, kind) in enumerate(zip(keys, kinds))}
@@ -315,6 +318,67 @@ def test_join_equals_pandas_merge(case):
     expected = left.merge(right, how=how, on=keys, sort=False).reset_index(drop=True)
     got = join(left, right, keys, how).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, expected)  # dtypes included
+    for lookup in (unique_key(right, keys), unique_key(right, keys, like=unique_key(left, keys))):
+        pd.testing.assert_frame_equal(join(left, right, keys, how, lookup=lookup).reset_index(drop=True), expected)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=join_cases())
+def test_unique_key_is_the_first_key_column_without_a_repeat(case):
+    left, right, keys, _ = case
+    expected = next((k for k in keys if not right[k].duplicated().any()), None)
+    like = unique_key(left, keys)  # another table's: taken when it holds the same values in the same rows
+    for lookup in (unique_key(right, keys), unique_key(right, keys, like=like)):
+        if lookup is like and like is not None:
+            assert not right[like.name].duplicated().any() and np.array_equal(like, right[like.name])
+        else:
+            assert (lookup.name if lookup is not None else None) == expected
+            if lookup is not None:
+                assert lookup.equals(pd.Index(right[expected]))
+
+
+@pytest.mark.parametrize("repeat_at", [None, 1023, 1024, 2999])
+def test_unique_key_looks_past_the_rows_it_checks_first(repeat_at):
+    names = [f"p{i:05d}" for i in range(3000)]
+    if repeat_at is not None:
+        names[repeat_at] = names[0 if repeat_at else 1]
+    frame = pd.DataFrame({"task": ["manipulation"] * 3000, "name": pd.Series(names, dtype="str"), "n": np.arange(3000)})
+    assert unique_key(frame, ["task", "name", "n"]).name == ("name" if repeat_at is None else "n")
+
+
+def _keys_checked_by_duplicated(frame, keys, warnings):
+    """``_check_keys`` as it reads, on ``DataFrame.duplicated`` alone: the slow obvious reference."""
+    same_key = frame.duplicated(subset=keys).to_numpy()
+    repeated = frame.duplicated().to_numpy()
+    if repeated.any():
+        warnings.append(f"x: {int(repeated.sum())} line(s) repeat an earlier line exactly (first: line "
+                        f"{int(np.flatnonzero(repeated)[0]) + 2}); each copy is scored, as MediScore does")
+    conflicting = same_key & ~repeated
+    if conflicting.any():
+        pos = int(np.flatnonzero(conflicting)[0])
+        raise InputFileError(f"duplicate trial key ({', '.join(f'{k}={frame.iloc[pos][k]}' for k in keys)}) "
+                             "with different values; each trial must appear once", path="x", line=pos + 2)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=join_cases(), data=st.data())
+def test_key_check_equals_the_duplicated_rule(case, data):
+    _, right, keys, _ = case
+    if len(right):  # some lines repeated verbatim
+        copied = data.draw(st.lists(st.integers(0, len(right) - 1), max_size=3))
+        right = pd.concat([right, right.iloc[copied]], ignore_index=True)
+    outcomes = []
+    like = unique_key(case[0], keys)
+    for check in (lambda w: _check_keys(right, keys, Path("x"), "trial", w),
+                  lambda w: _check_keys(right, keys, Path("x"), "trial", w, like=like),
+                  lambda w: _keys_checked_by_duplicated(right, keys, w)):
+        warnings: list[str] = []
+        try:
+            check(warnings)
+            outcomes.append((warnings, None))
+        except InputFileError as error:
+            outcomes.append((warnings, str(error)))
+    assert outcomes[0] == outcomes[1] == outcomes[2]
 
 
 def test_join_nan_keys_match_nan_and_missing_rows():
