@@ -26,6 +26,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -44,6 +45,7 @@ from mfscore.detection.semafor import (
 
 N_RESAMPLES = 500
 SEED = 77
+HISTOGRAM_MIN_ROWS = 200_000  # from here a subset's 500 replicates counted by OpenCV save more than its import costs
 KEPT_STATES = 64  # generator states a process keeps, each where a slice of replicates ended (2.5 KB each)
 
 
@@ -143,8 +145,21 @@ def resample_counts(n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, or
 def group_counts(codes: np.ndarray, n_codes: int, n_resamples: int = N_RESAMPLES, seed: int = SEED, first: int = 0):
     """For each replicate, how many of its draws fell on each code (``SortedTrials.group_codes``): the same draws
     as ``resample_counts``, counted by (score group, label) rather than by row."""
-    return _counted_draws(codes.size, n_resamples, seed, first,
-                          lambda drawn: np.bincount(codes.take(drawn), minlength=n_codes))
+    return _counted_draws(codes.size, n_resamples, seed, first, code_counter(codes, n_codes))
+
+
+def code_counter(codes: np.ndarray, n_codes: int) -> Callable[[np.ndarray], np.ndarray]:
+    """How many of a replicate's drawn rows carry each code: ``np.bincount`` of their codes, or OpenCV's 16-bit
+    histogram of them (a table lookup a draw, 0.09 s to import; 7.6 ms a replicate of 10⁶ rows, against 10 ms)
+    when the codes fit 16 bits, the float32 counts it returns are exact (fewer than 2**24 rows) and there are at
+    least ``HISTOGRAM_MIN_ROWS`` rows. The same integers either way."""
+    if n_codes > 1 << 16 or not HISTOGRAM_MIN_ROWS <= codes.size < 1 << 24:
+        return lambda drawn: np.bincount(codes.take(drawn), minlength=n_codes)
+    import cv2
+
+    small = codes.astype(np.uint16)
+    return lambda drawn: cv2.calcHist([small.take(drawn).reshape(1, -1)], [0], None, [n_codes],
+                                      [0, n_codes]).ravel().astype(np.int64)
 
 
 def _counted_draws(n: int, n_resamples: int, seed: int, first: int, count):

@@ -278,12 +278,35 @@ def replicates_by_row_weights(trials, far_stop, semafor, count=N_RESAMPLES):
 
 @pytest.mark.parametrize("name", sorted(DATASETS))
 @pytest.mark.parametrize("threshold", [None, 0.1, 0.0, float("nan")], ids=["own", "0.1", "0.0", "nan"])
-def test_counts_by_score_group_equal_counts_by_row(name, threshold, no_kept_states):
+@pytest.mark.parametrize("histogram", [False, True], ids=["bincount", "opencv"])
+def test_counts_by_score_group_equal_counts_by_row(name, threshold, histogram, no_kept_states, monkeypatch):
     """Every value of every replicate (MediScore's metrics with their types, the SemaFor ones, the ROC band) counted
-    by score group is the value counted by row weights, bit for bit."""
+    by score group, with either counter, is the value counted by row weights, bit for bit."""
+    monkeypatch.setattr(bootstrap, "HISTOGRAM_MIN_ROWS", 0 if histogram else 1 << 30)
     scores, labels, _ = DATASETS[name]
     trials = SortedTrials.from_arrays(scores, labels)
     draws = SemaforDraws(threshold=threshold)
     fast = replicate_slice(trials, 0.1, draws, band=True)
     assert encode(fast) == encode(replicates_by_row_weights(trials, 0.1, draws))
     assert [type(v) for v in fast.auc] == [type(v) for v in slow_replicates(scores, labels, 0.1)["auc"]]
+
+
+@pytest.mark.parametrize("n_codes", [1, 2, 3, 19_999, 1 << 16, (1 << 16) + 1])
+def test_the_opencv_counter_counts_as_bincount_does(n_codes, monkeypatch):
+    """``code_counter``'s histogram path gives ``np.bincount``'s integers, length and dtype; past 2**16 codes, or
+    below ``HISTOGRAM_MIN_ROWS`` rows, it is ``np.bincount`` itself."""
+    import cv2
+
+    calls, calc_hist = [], cv2.calcHist
+    monkeypatch.setattr(cv2, "calcHist", lambda *args: calls.append(1) or calc_hist(*args))
+    rng = np.random.default_rng(n_codes)
+    codes = rng.integers(0, n_codes, 50_000).astype(np.int32)
+    codes[:2] = 0, n_codes - 1  # both ends of the range
+    drawn = rng.integers(0, codes.size, codes.size)
+    expected = np.bincount(codes.take(drawn), minlength=n_codes)
+    for min_rows, used in ((0, n_codes <= 1 << 16), (codes.size + 1, False)):
+        monkeypatch.setattr(bootstrap, "HISTOGRAM_MIN_ROWS", min_rows)
+        calls.clear()
+        got = bootstrap.code_counter(codes, n_codes)(drawn)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+        assert bool(calls) == used
