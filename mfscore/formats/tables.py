@@ -181,13 +181,16 @@ def _fields_fit_header(path: Path, n_fields: int) -> bool:
     import numpy as np  # with pandas, which has imported it; the text readers need neither
 
     first_error: tuple[int, int] | None = None  # (line, fields) of the first line with too many
-    lines_before, carry = 0, b""
+    lines_before, pending = 0, []  # pending: the blocks of a line not ended yet (each byte is copied once)
     with open(path, "rb") as file:
         while True:
             block = file.read(_FIELD_CHECK_BLOCK)
-            data = carry + block
-            end = len(data) if not block else data.rfind(b"\n") + 1
-            lines, carry = data[:end], data[end:]
+            end = block.rfind(b"\n") + 1 if block else 0
+            if block and not end:
+                pending.append(block)
+                continue
+            lines = b"".join([*pending, block[:end]])
+            pending = [block[end:]]
             if b'"' in lines:
                 return False
             if first_error is None and lines:
