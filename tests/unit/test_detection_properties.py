@@ -7,7 +7,9 @@
   records, folded in shards (any shard order, repeats collapse, conflicts raise, ``mfscore.records.fold``),
   give exactly the metrics of the full table, bootstrap intervals included, and the report of one job per
   subset; a record that is not its job's, or a job that could not read its file, stops the report.
-* ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included.
+* ``join`` equals ``DataFrame.merge(how, on, sort=False)``, dtypes included, by each lookup it can be given;
+  ``unique_key`` finds the first key column without a repeat, and the key check built on it warns and refuses
+  exactly as ``DataFrame.duplicated`` says.
 * ``trial_response_rate`` rounds half away from zero to 2 decimals (docs/detection.md §4).
 
 No tolerances: every comparison here is exact.
@@ -341,7 +343,7 @@ def test_unique_key_is_the_first_key_column_without_a_repeat(case):
 def test_unique_key_looks_past_the_rows_it_checks_first(repeat_at):
     names = [f"p{i:05d}" for i in range(3000)]
     if repeat_at is not None:
-        names[repeat_at] = names[0 if repeat_at else 1]
+        names[repeat_at] = names[0]
     frame = pd.DataFrame({"task": ["manipulation"] * 3000, "name": pd.Series(names, dtype="str"), "n": np.arange(3000)})
     assert unique_key(frame, ["task", "name", "n"]).name == ("name" if repeat_at is None else "n")
 
