@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 import traceback
+from functools import partial
 
 from mfscore import __version__, tasks
 from mfscore.cli import compare, leaderboard, report_html, validate, validate_provenance
@@ -103,12 +104,17 @@ def missing_cluster_command(argv: list[str], parser: argparse.ArgumentParser) ->
             f"pip install 'mfscore[{CLUSTER_COMMANDS[command]}]'")
 
 
-def run_task(args) -> int:
-    """Run a task's command on local files (the embedded mode)."""
+def run_task(args, *, own_process: bool = False) -> int:
+    """Run a task's command on local files (the embedded mode); ``own_process``: the command is this process's
+    own, so the garbage collector is set for the run (``run.collector``), its modules being imported."""
     from mfscore.run.local import run_local
 
     started = time.perf_counter()
     run = args.task_options(args)
+    if own_process:
+        from mfscore.run.collector import collect_less
+
+        collect_less()
     lines = run_local(tasks.get(args.task_name), run.options, run.out_root, processes=run.processes,
                       out=sys.stderr if args.json else sys.stdout, progress=not args.quiet)
     if run.verbose:
@@ -131,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     if program:  # before numpy is imported; the command's worker processes inherit it
         os.environ.setdefault("OPENBLAS_NUM_THREADS", SINGLE_BLAS_THREAD)
     try:
-        return _main(argv)
+        return _main(argv, own_process=program)
     except KeyboardInterrupt as interrupt:
         what = interrupt.sentence() if isinstance(interrupt, Interrupted) else "no report was written"
         print(f"mfscore: interrupted; {what}", file=sys.stderr)
@@ -140,14 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         return INTERRUPTED
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], *, own_process: bool) -> int:
     parser = build_parser(argv)
     missing = missing_cluster_command(argv, parser)
     if missing is not None:
         print(f"mfscore: error: {missing}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
-    command = run_task if getattr(args, "task_options", None) else getattr(args, "run", None)
+    command = (partial(run_task, own_process=own_process) if getattr(args, "task_options", None)
+               else getattr(args, "run", None))
     if command is None:
         parser.print_help()
         return 2
