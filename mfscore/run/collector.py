@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector, set for a command's run.
+"""Python's cyclic garbage collector, set for a command's run or a service's life.
 
 A run makes few reference cycles but very many short-lived containers: parsed JSON, records, mapping rows.
 With the default setting the collector runs every 700 new containers, and each of its older passes walks
@@ -15,7 +15,8 @@ YOUNG_COLLECTION_EVERY = 10_000  # new container objects between two collections
 
 def collect_less() -> None:
     """Leave every object alive now (the imported modules, the options) out of all later collections, and collect
-    the youngest generation less often. For a process that runs one command and exits: an object alive now that
-    later becomes garbage in a cycle is not collected (``gc.freeze``). Processes forked later inherit both."""
+    the youngest generation less often. For a process whose objects alive now live as long as it does (a command
+    once its modules are imported, a service once it has loaded its tasks): an object frozen here that later
+    becomes garbage in a cycle is never collected (``gc.freeze``). Processes forked later inherit both."""
     gc.freeze()
     gc.set_threshold(YOUNG_COLLECTION_EVERY)

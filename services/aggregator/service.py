@@ -32,6 +32,7 @@ from nats.js.kv import KV_DEL, KV_PURGE
 
 from mfscore import tasks
 from mfscore.run import figure_process
+from mfscore.run.collector import collect_less
 from mfscore.services.aggregator.api import AggregatorApi
 from mfscore.services.aggregator.dataset_api import DatasetApi
 from mfscore.services.aggregator.datasets import DatasetBook
@@ -106,6 +107,7 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     figure_process.import_drawing()
+    collect_less()
     metrics_port = metrics.start_metrics_server(settings.metrics_port, settings.metrics_host, role="aggregator")
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)

@@ -24,6 +24,7 @@ from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.formats.images import ImageBytes
 from mfscore.run.allocator import keep_freed_memory
+from mfscore.run.collector import collect_less
 from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
 from mfscore.services.common.jetstream import JobWorker, connect, public_url, wait_for_streams
 from mfscore.services.common.messages import job, record_message
@@ -165,6 +166,7 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     os.makedirs(settings.work_dir, exist_ok=True)
     tasks.load_all()
     keep_freed_memory()
+    collect_less()
     metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host, role="scorer")
     handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
     server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
