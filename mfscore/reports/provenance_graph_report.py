@@ -89,20 +89,14 @@ def _confidence_cells(values: list) -> list[str]:
 
 def node_mapping(records: list[GraphRecord]) -> TextTable:
     cells = iter(_confidence_cells([row[1] for r in records for row in r.node_rows]))
-    rows = []
-    for r in records:  # a trial's labels made once for its rows (300 probes: 90,000 rows)
-        labels = tuple(_labels(r))
-        rows += [(*labels, world_id, next(cells), mapping) for world_id, _, mapping in r.node_rows]
-    return TextTable(NODE_COLUMNS, rows)
+    return TextTable(NODE_COLUMNS, [(*_labels(r), world_id, next(cells), mapping)
+                                    for r in records for world_id, _, mapping in r.node_rows])
 
 
 def link_mapping(records: list[GraphRecord]) -> TextTable:
     cells = iter(_confidence_cells([row[2] for r in records for row in r.link_rows]))
-    rows = []
-    for r in records:
-        labels = tuple(_labels(r))
-        rows += [(*labels, source, target, next(cells), mapping) for source, target, _, mapping in r.link_rows]
-    return TextTable(LINK_COLUMNS, rows)
+    return TextTable(LINK_COLUMNS, [(*_labels(r), source, target, next(cells), mapping)
+                                    for r in records for source, target, _, mapping in r.link_rows])
 
 
 def report_tables(records: list[GraphRecord], direct: bool) -> dict[str, TextTable]:
