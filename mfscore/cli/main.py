@@ -105,8 +105,9 @@ def missing_cluster_command(argv: list[str], parser: argparse.ArgumentParser) ->
 
 
 def run_task(args, *, own_process: bool = False) -> int:
-    """Run a task's command on local files (the embedded mode); ``own_process``: the command is this process's
-    own, so the garbage collector is set for the run (``run.collector``), its modules being imported."""
+    """Run a task's command on local files (the embedded mode). ``own_process``: the command is this process's
+    own, not a caller's ``main([...])``, so once the task's modules are imported the garbage collector is set for
+    the run (``run.collector``)."""
     from mfscore.run.local import run_local
 
     started = time.perf_counter()
