@@ -24,8 +24,7 @@ def unique_key(frame: pd.DataFrame, keys: list[str], like: pd.Index | None = Non
     ``like`` is another table's result (an index's reference): when ``frame`` holds its values in the same
     rows, it is this table's too, and no second hash table is built.
     """
-    if (like is not None and like.name in keys and len(frame) == len(like)
-            and np.array_equal(frame[like.name].to_numpy(), like.to_numpy())):
+    if like is not None and like.name in keys and _in_same_rows(frame[like.name], like):
         return like
     for name in keys:
         column = frame[name]
@@ -35,6 +34,11 @@ def unique_key(frame: pd.DataFrame, keys: list[str], like: pd.Index | None = Non
         if index.is_unique:
             return index
     return None
+
+
+def _in_same_rows(column: pd.Series, lookup: pd.Index) -> bool:
+    """Whether ``column`` holds ``lookup``'s values row for row (NaN is unequal: such a column is looked up)."""
+    return len(column) == len(lookup) and np.array_equal(column.to_numpy(), lookup.to_numpy())
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -49,7 +53,7 @@ def _positions(left: pd.DataFrame, right: pd.DataFrame, keys: list[str], lookup:
         if lookup is None:
             return None
     column = left[lookup.name]
-    if len(column) == len(lookup) and np.array_equal(column.to_numpy(), lookup.to_numpy()):  # NaN is unequal
+    if _in_same_rows(column, lookup):
         pos = np.arange(len(column), dtype=np.intp)
     else:
         pos = lookup.get_indexer(column)
