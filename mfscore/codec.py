@@ -20,6 +20,8 @@ import typing
 from functools import cache
 from pathlib import Path
 
+_SCALARS = frozenset((int, float, str, bool, type(None)))  # exactly these types: plain returns them as they are
+
 
 def encode(value) -> bytes:
     return json.dumps(plain(value), sort_keys=True, separators=(",", ":")).encode()
@@ -40,6 +42,8 @@ def plain(value):
         return {"dtype": value.dtype.str if value.dtype != object else "object", "shape": list(value.shape),
                 "data": value.ravel().tolist()}
     if isinstance(value, (tuple, list)):
+        if _SCALARS.issuperset(map(type, value)):  # a record's counts: hundreds of ints, checked in C
+            return list(value)
         return [plain(v) for v in value]
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
