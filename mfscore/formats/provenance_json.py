@@ -15,6 +15,7 @@ import stat
 from functools import cache
 from importlib import resources
 from itertools import islice
+from operator import itemgetter
 
 from jsonschema import Draft7Validator
 
@@ -143,12 +144,24 @@ def _distinct_shapes(document):
     for name in ("nodes", "links"):
         items = document.get(name)
         if isinstance(items, list):
-            if all(type(item) is dict for item in items):  # the usual file: _shape inlined, a third of the time
-                shapes = {(tuple(item), tuple(map(type, item.values()))): item for item in reversed(items)}
-            else:
-                shapes = {_shape(item): item for item in reversed(items)}
+            if _one_shape(items):
+                reduced[name] = items[:1]
+                continue
+            shapes = {_shape(item): item for item in reversed(items)}
             reduced[name] = list(shapes.values())
     return reduced
+
+
+def _one_shape(items: list) -> bool:
+    """Whether every item is an object with the same keys, each holding values of one type: the usual file,
+    told a column at a time (in C) rather than an item at a time (``_shape``), several times faster."""
+    if not items or set(map(type, items)) != {dict}:
+        return False
+    keys = set().union(*items)
+    try:
+        return all(len(set(map(type, map(itemgetter(key), items)))) == 1 for key in keys)
+    except KeyError:  # an item lacks a key another has
+        return False
 
 
 def _sortable(part) -> tuple:

@@ -205,6 +205,37 @@ def test_the_shape_shortcut_agrees_with_full_validation(document, task):
     assert (schema_problems(document, task) == []) == _validator(task).is_valid(document)
 
 
+_MUTATIONS = [None, "drop", "retype", "bool", "extra", "not an object", "reorder"]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.integers(1, 40), st.data(), st.sampled_from(_MUTATIONS), st.sampled_from(["provenance", "provenancefiltering"]))
+def test_lists_of_one_shape_with_one_item_changed_agree_with_full_validation(n, data, mutation, task):
+    """The column-wise test for lists whose items all look alike (``_one_shape``), on such lists with at most one
+    item changed: a key dropped or added, a value of another type, a bool for a number, keys in another order."""
+    from mfscore.formats.provenance_json import _validator
+
+    nodes = [{"id": f"n{i}", "file": f"w/{i}.jpg", "nodeConfidenceScore": float(i)} for i in range(n)]
+    links = [{"source": 0, "target": i % n, "relationshipConfidenceScore": 0.5} for i in range(n)]
+    items = data.draw(st.sampled_from([nodes, links]))
+    at = data.draw(st.integers(0, n - 1))
+    key = data.draw(st.sampled_from(sorted(items[at])))
+    if mutation == "drop":
+        del items[at][key]
+    elif mutation == "retype":
+        items[at][key] = data.draw(_VALUES)
+    elif mutation == "bool":
+        items[at][key] = True
+    elif mutation == "extra":
+        items[at]["extra"] = data.draw(_VALUES)
+    elif mutation == "not an object":
+        items[at] = data.draw(_VALUES)
+    elif mutation == "reorder":
+        items[at] = dict(reversed(items[at].items()))
+    document = {"nodes": nodes, "links": links}
+    assert (schema_problems(document, task) == []) == _validator(task).is_valid(document)
+
+
 @pytest.mark.parametrize("number", ["1" + "0" * 400 + ".5", "1" + "0" * 309, "-" + "9" * 320 + ".0", "1.5E400",
                                     "2e+308", "-1.0e309"])
 def test_a_number_past_the_float_range_is_refused_without_an_exponent_too(tmp_path, number):
