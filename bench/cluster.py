@@ -22,7 +22,9 @@ and prints:
 5. upload bytes (the aggregator's ``mfscore_uploaded_bytes_total``): the measured submit, by a caller new to the
    cluster, uploads the reference set and the system output; then, on the 2-worker cluster, the reference set
    registered once as a dataset (``mfscore dataset register``) and a submit naming it (``--dataset``) by another
-   new client uploads only its system output (goal: exactly the system output's bytes).
+   new client uploads only its system output (goal: exactly the system output's bytes). That submit's CPU per
+   probe is printed with the first table's: it is what each submission of an evaluation costs once its reference
+   set is registered.
 
 The data is laid out as a reference directory and a system directory (a dataset is the reference set alone).
 Every cluster run's reports are checked byte for byte against the embedded run's (its run record,
@@ -77,6 +79,7 @@ class ClusterRun:
     objects: Counter               # distinct objects each kind of request named
     uploaded: int                  # bytes the measured submit uploaded
     uploaded_with_dataset: int | None = None  # bytes a submit naming the registered reference set uploaded
+    cpu_with_dataset: dict[str, float] | None = None  # per process, over that submit
 
 
 def group(name: str) -> str:
@@ -227,19 +230,21 @@ def uploaded_bytes(config) -> int:
 
 
 def with_dataset(root: Path, path: Path, config, reference: Path, arguments: list[str],
-                 expected: dict[str, bytes]) -> int:
+                 expected: dict[str, bytes]) -> tuple[int, dict[str, float]]:
     """Register the reference set as a dataset (the operator, once) and submit naming it as a client new to the
-    cluster: the bytes that submit uploaded (its reports checked against the embedded run's)."""
+    cluster: the bytes that submit uploaded (its reports checked against the embedded run's) and the CPU seconds
+    of each process over that submit."""
     caller = root / "dataset-client.json"
     local_cluster.add_caller(config, "bench-dataset-client", "client", out=caller)
     time.sleep(1.5)  # the services read the tokens file again within a second
     quiet(["dataset", "register", DATASET, str(reference), "--shared", "--cluster", str(path)])
     before = uploaded_bytes(config)
     out = root / "dataset-out"
-    quiet(["submit", "--cluster", str(caller), "--dataset", DATASET, "mask", *arguments, "-oR", str(out / "x")])
+    with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:
+        quiet(["submit", "--cluster", str(caller), "--dataset", DATASET, "mask", *arguments, "-oR", str(out / "x")])
     if reports(out) != expected:
         raise SystemExit("the reports of the submit naming the dataset differ from the embedded CLI's")
-    return uploaded_bytes(config) - before
+    return uploaded_bytes(config) - before, cpu.spent()
 
 
 def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[str, bytes],
@@ -267,7 +272,8 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
                             cpu.spent(None, submitted), requests, objects, uploaded)
         print_processes(result)
         if reference is not None:
-            result.uploaded_with_dataset = with_dataset(root, path, config, reference, arguments, expected)
+            result.uploaded_with_dataset, result.cpu_with_dataset = with_dataset(root, path, config, reference,
+                                                                                 arguments, expected)
         return result
     finally:
         local_cluster.down(path)
@@ -303,6 +309,12 @@ def print_cpu(embedded_cpu: float, runs: list[ClusterRun]) -> None:
           + "".join(f"{after * per:9.1f} ms {after / embedded_cpu:5.2f}x" for after in afters))
     print(f"{'  object store before SubmitRun (the PUTs)':48}"
           + "".join(f"{b['object store'] * per:16.1f} ms" for b in befores))
+    for run in runs:
+        if run.cpu_with_dataset is not None:
+            spent = grouped(run.cpu_with_dataset)
+            print(f"submit --dataset (reference set registered once), {run.workers} workers: mfscore processes "
+                  f"{spent['mfscore'] * per:.1f} ms, {spent['mfscore'] / embedded_cpu:.2f}x embedded (goal <= 1.15x); "
+                  f"object store {spent['object store'] * per:.1f} ms, NATS {spent['NATS'] * per:.1f} ms")
 
 
 def print_throughput(embedded_wall: float, one: ClusterRun, two: ClusterRun) -> None:
