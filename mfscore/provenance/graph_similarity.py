@@ -9,7 +9,9 @@ anywhere merge into exactly the report of scoring everything at once
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from itertools import chain
 
 from mfscore.provenance.graph_reference import ReferenceGraph
 from mfscore.provenance.graph_system import Confidence, SystemGraph
@@ -46,17 +48,14 @@ def node_recall(v_r: int, v_rs: int) -> float:
     return _divide(v_rs, v_r)
 
 
-def _confidence_order(confidence) -> tuple:
-    return (0, 0) if confidence is None else (1, confidence)
-
-
-def map_nodes(reference: frozenset[str], system: dict[str, Confidence]) -> list[NodeRow]:
-    """Node mapping rows in MediScore's order: Mapping, then NodeConfidence (empty lowest), then WorldFileID."""
+def map_nodes(reference: frozenset[str], system: dict[str, Confidence], names: dict[str, str]) -> list[NodeRow]:
+    """Node mapping rows in MediScore's order: Mapping, then NodeConfidence (empty lowest), then WorldFileID.
+    ``names``: each file's ``world_file_id`` (``world_ids``)."""
     rows = [(k, system[k], CORRECT) for k in reference if k in system]
     rows += [(k, None, MISSING) for k in reference if k not in system]
     rows += [(k, c, FALSE_ALARM) for k, c in system.items() if k not in reference]
-    rows = [(world_file_id(k), c, m, k) for k, c, m in rows]
-    rows.sort(key=lambda r: (r[2], _confidence_order(r[1]), r[0], r[3]))
+    rows = [(names[k], c, m, k) for k, c, m in rows]
+    rows.sort(key=lambda r: (r[2], r[1] is not None, 0 if r[1] is None else r[1], r[0], r[3]))  # empty lowest
     return [r[:3] for r in rows]
 
 
@@ -73,16 +72,17 @@ def match_links(reference: frozenset[tuple[str, str]], system: dict, undirected:
     return matched
 
 
-def map_links(reference: frozenset[tuple[str, str]], system: dict, matched: dict) -> list[LinkRow]:
+def map_links(reference: frozenset[tuple[str, str]], system: dict, matched: dict,
+              names: dict[str, str]) -> list[LinkRow]:
     """Link mapping rows in MediScore's order: LinkConfidence (empty, i.e. Missing, first), Mapping,
-    Source, Target. A Correct row keeps the reference orientation and the system link's confidence."""
+    Source, Target. A Correct row keeps the reference orientation and the system link's confidence.
+    ``names``: each file's ``world_file_id`` (``world_ids``)."""
     used = set(matched.values())
     rows = [(link, system[matched[link]], CORRECT) for link in reference if link in matched]
     rows += [(link, None, MISSING) for link in reference if link not in matched]
     rows += [(link, c, FALSE_ALARM) for link, c in system.items() if link not in used]
-    name = {key: world_file_id(key) for key in {key for link in (*reference, *system) for key in link}}
-    rows = [(name[a], name[b], c, m, a, b) for (a, b), c, m in rows]
-    rows.sort(key=lambda r: (_confidence_order(r[2]), r[3], r[0], r[1], r[4], r[5]))
+    rows = [(names[a], names[b], c, m, a, b) for (a, b), c, m in rows]
+    rows.sort(key=lambda r: (r[2] is not None, 0 if r[2] is None else r[2], r[3], r[0], r[1], r[4], r[5]))
     return [r[:4] for r in rows]
 
 
@@ -140,10 +140,16 @@ def graph_record(ordinal: int, *, journal_name: str, probe: str, output_file: st
                  reference: ReferenceGraph, system: SystemGraph, undirected: bool) -> GraphRecord:
     """Score one trial's system graph against its reference graph."""
     matched = match_links(reference.links, system.links, undirected)
+    names = world_ids(chain(reference.nodes, system.nodes, *reference.links, *system.links))
     return GraphRecord(
         ordinal=ordinal, journal_name=journal_name, probe=probe, output_file=output_file, direct=direct,
         ref_nodes=len(reference.nodes), sys_nodes=len(system.nodes),
         correct_nodes=sum(1 for k in reference.nodes if k in system.nodes),
         ref_links=len(reference.links), sys_links=len(system.links), correct_links=len(matched),
-        node_rows=tuple(map_nodes(reference.nodes, system.nodes)),
-        link_rows=tuple(map_links(reference.links, system.links, matched)))
+        node_rows=tuple(map_nodes(reference.nodes, system.nodes, names)),
+        link_rows=tuple(map_links(reference.links, system.links, matched, names)))
+
+
+def world_ids(files: Iterable[str]) -> dict[str, str]:
+    """``world_file_id`` of each distinct file: a trial's nodes are most of its link ends, so each is named once."""
+    return {file: world_file_id(file) for file in set(files)}

@@ -13,6 +13,7 @@ reference the joins are tested against and the path taken when a join would rena
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -163,13 +164,26 @@ def load_system_graph(inputs: ProvenanceInputs, name: str, task: str, *,
         raise TrialInputError(f"the JSON fails the {task} schema: {problems[0]}"
                               + _more(len(problems) - 1, at_least=len(problems) == MAX_SCHEMA_PROBLEMS), path=path)
     n_nodes = len(document["nodes"])
-    for position, link in enumerate(document.get("links", [])):
+    links = document.get("links", [])
+    if _integer_positions(links, n_nodes):
+        return document
+    for position, link in enumerate(links):
         for end in ("source", "target"):
             value = link[end]
             if value != int(value) or not 0 <= value < n_nodes:
                 raise TrialInputError(f"links[{position}].{end} = {value} is not a position in nodes "
                                       f"(0..{n_nodes - 1})", path=path)
     return document
+
+
+def _integer_positions(links: list[dict], n_nodes: int) -> bool:
+    """Whether every link end is an int in ``[0, n_nodes)``, told a column at a time: the usual file, whose links
+    ``load_system_graph`` then need not check one by one (a float such as 2.0 is a position too, checked there)."""
+    for end in ("source", "target"):
+        values = list(map(itemgetter(end), links))
+        if values and (set(map(type, values)) != {int} or min(values) < 0 or max(values) >= n_nodes):
+            return False
+    return True
 
 
 def _more(count: int, *, at_least: bool) -> str:

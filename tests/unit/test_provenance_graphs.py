@@ -45,6 +45,7 @@ from mfscore.provenance.graph_similarity import (
     sim_lo,
     sim_nlo,
     sim_no,
+    world_ids,
 )
 from mfscore.provenance.graph_system import SystemGraph, has_cycle, system_graph
 from mfscore.records import JobKey, RecordConflictError, fold
@@ -224,7 +225,7 @@ def test_undirected_matching_uses_each_system_link_once_and_keeps_the_reference_
     matched = match_links(reference, system, undirected=True)
     assert matched == {("b", "a"): ("b", "a"), ("c", "d"): ("d", "c")}
     assert match_links(reference, system, undirected=False) == {("b", "a"): ("b", "a")}
-    rows = map_links(reference, system, matched)
+    rows = map_links(reference, system, matched, world_ids("abcd"))
     assert rows == [("a", "b", None, MISSING), ("b", "a", 0.5, CORRECT), ("c", "d", 1, CORRECT)]
 
 
@@ -397,3 +398,35 @@ def test_confidence_format_is_decided_per_file():
     missing = record(1, {"a.png", "b.png"})
     assert report_tables([perfect], True)["node_mapping.csv"].column("NodeConfidence") == ["1"]
     assert report_tables([perfect, missing], True)["node_mapping.csv"].column("NodeConfidence") == ["1.0", "1.0", ""]
+
+
+def _link_check_errors(links: list[dict], n_nodes: int) -> list[str]:
+    """The link-end check one link at a time, as ``load_system_graph`` words it: the reference for its shortcut."""
+    return [f"links[{position}].{end} = {link[end]}" for position, link in enumerate(links)
+            for end in ("source", "target") if link[end] != int(link[end]) or not 0 <= link[end] < n_nodes]
+
+
+_ENDS = st.one_of(st.integers(-2, 8), st.sampled_from([0.0, 1.0, 2.5, -1.0, 7.0, 2**70]))
+
+
+@settings(deadline=None)
+@given(st.integers(1, 6), st.lists(st.fixed_dictionaries({"source": _ENDS, "target": _ENDS}), max_size=8))
+def test_link_ends_told_a_column_at_a_time_as_one_by_one(tmp_path_factory, n_nodes, links):
+    """``load_system_graph`` accepts exactly the files whose every link end is a position in nodes, and
+    names the first that is not, whether or not the column-wise shortcut decides."""
+    from mfscore.provenance.trials import TrialInputError, _integer_positions, load_system_graph
+
+    directory = tmp_path_factory.mktemp("links")
+    nodes = [{"id": f"n{i}", "file": f"w/{i}.png", "nodeConfidenceScore": 1} for i in range(n_nodes)]
+    (directory / "s.json").write_text(json.dumps({"nodes": nodes, "links": [
+        {**link, "relationshipConfidenceScore": 0.5} for link in links]}))
+    errors = _link_check_errors(links, n_nodes)
+    if _integer_positions(links, n_nodes):
+        assert not errors
+    try:
+        load_system_graph(type("Inputs", (), {"system_dir": str(directory)}), "s.json", "provenance")
+        assert not errors
+    except TrialInputError as error:
+        assert errors and errors[0] in error.message
+    if all(type(v) is int and 0 <= v < n_nodes for link in links for v in link.values()):
+        assert _integer_positions(links, n_nodes)
