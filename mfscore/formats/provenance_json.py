@@ -117,7 +117,7 @@ def schema_problems(document, task: str) -> list[str]:
     if key not in SCHEMA_FILES:
         raise ValueError(f"unknown provenance task {task!r}; expected {GRAPH_BUILDING!r} or {FILTERING!r}")
     validator = _validator(key)
-    if validator.is_valid(_distinct_shapes(document)):
+    if _valid_shapes(validator, key, _distinct_shapes(document)):
         return []
     errors = sorted(islice(validator.iter_errors(document), MAX_SCHEMA_PROBLEMS),
                     key=lambda e: [_sortable(p) for p in e.absolute_path])
@@ -150,6 +150,32 @@ def _distinct_shapes(document):
             shapes = {_shape(item): item for item in reversed(items)}
             reduced[name] = list(shapes.values())
     return reduced
+
+
+_KNOWN_SHAPES: dict[tuple, bool] = {}  # (task, a reduced document's _document_shape) -> whether it is valid
+MAX_KNOWN_SHAPES = 256
+
+
+def _valid_shapes(validator: Draft7Validator, task: str, reduced) -> bool:
+    """``validator.is_valid(reduced)``, asked once per shape of document: a run's files are mostly of one or two
+    shapes, so all but the first skip jsonschema."""
+    shape = (task, _document_shape(reduced))
+    valid = _KNOWN_SHAPES.get(shape)
+    if valid is None:
+        valid = validator.is_valid(reduced)
+        if len(_KNOWN_SHAPES) < MAX_KNOWN_SHAPES:
+            _KNOWN_SHAPES[shape] = valid
+    return valid
+
+
+def _document_shape(document) -> tuple:
+    """What the schemas look at in a reduced document: its top level's shape and that of each item of its
+    ``nodes`` and ``links`` (equal shapes are equally valid)."""
+    if not isinstance(document, dict):
+        return _shape(document)
+    items = tuple(tuple(map(_shape, document[name])) if type(document.get(name)) is list else None
+                  for name in ("nodes", "links"))
+    return _shape(document), items
 
 
 def _one_shape(items: list) -> bool:
