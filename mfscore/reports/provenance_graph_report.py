@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
-import networkx as nx
 import numpy as np
 
 from mfscore.formats.tables import TextTable
@@ -113,6 +112,8 @@ def figure_name(probe: str) -> str:
 
 def write_figure(record: GraphRecord, path: Path) -> None:
     """The mapped graph: green correct, red false alarm, gray missing (nodes and links)."""
+    import networkx as nx
+
     from mfscore.reports import style
     from mfscore.reports.plots import plt, save_figure
 

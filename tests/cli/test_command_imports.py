@@ -1,7 +1,7 @@
 """Table-driven commands import what they use: provenance filtering reads, scores and writes without pandas, OpenCV,
-networkx, scipy, matplotlib (half a second of start-up on every run) or numpy, graph building with networkx alone, and
-video temporal with none of them when its tables are plain and its queries compare text, and a mask run without
-matplotlib."""
+networkx, scipy, matplotlib (half a second of start-up on every run) or numpy, graph building without them (networkx
+for -d only), video temporal with none of them when its tables are plain and its queries compare text, and a mask
+run without matplotlib."""
 
 from __future__ import annotations
 
@@ -45,10 +45,14 @@ def test_provenance_filtering_imports_no_heavy_library(tmp_path):
     assert scores[0].startswith("NodeType|NodeRecallAt50") and scores[1].startswith("All|")
 
 
-def test_provenance_graph_imports_networkx_alone(tmp_path):
+def test_provenance_graph_imports_networkx_for_the_direct_path_alone(tmp_path):
+    """networkx (0.09 s) is imported to cut a graph to the probe's ancestors and descendants (-d), to name a
+    journal's cycle and to draw figures; a run with none of them checks the journals for cycles without it."""
     options = generate_provenance_dataset(tmp_path / "data", 12, cycles=True).options("system.csv")
-    assert _imported(["provenance-graph", *options, "-c", "-o", f"{tmp_path}/out/"]) == ["networkx"]
+    assert _imported(["provenance-graph", *options, "-c", "-o", f"{tmp_path}/out/"]) == []
     assert (tmp_path / "out" / "scores.csv").read_text().splitlines()[0].startswith("Direct|MeanSimNLO")
+    assert _imported(["provenance-graph", *options, "-c", "-d", "-o", f"{tmp_path}/direct/"]) == ["networkx"]
+    assert (tmp_path / "direct" / "scores.csv").read_text().splitlines()[1].startswith("True|")
 
 
 def test_path_checks_need_no_opencv():
