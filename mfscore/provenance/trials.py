@@ -13,8 +13,8 @@ reference the joins are tested against and the path taken when a join would rena
 from __future__ import annotations
 
 import os
-from operator import itemgetter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
