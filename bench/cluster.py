@@ -1,9 +1,9 @@
 """Distributed scoring benchmark, run by hand: ``python bench/cluster.py [N_PROBES]`` (or ``make bench``).
 
 Not a test: it generates N (default 500) 1024×768 mask probes, runs the embedded ``mfscore mask`` as a
-whole command in a subprocess (three times: its median is what the ratios divide by), then ``mfscore submit`` (in process) on ``mfscore local-cluster`` (real
-nats-server, real S3 server (moto), every service a process) with 1 and then 2 mask-scorer workers,
-and prints:
+whole command in a subprocess (three times: its median is what the ratios divide by), then ``mfscore submit``
+(in process) on ``mfscore local-cluster`` (real nats-server, real S3 server (moto), every service a process)
+with 1 and then 2 mask-scorer workers, and prints:
 
 1. CPU seconds per probe (user + system, all threads): the embedded command's (``getrusage`` of the
    child), and each cluster run's from Linux /proc per process, grouped into mfscore's own processes

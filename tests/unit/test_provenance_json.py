@@ -209,7 +209,8 @@ _MUTATIONS = [None, "drop", "retype", "bool", "extra", "not an object", "reorder
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(st.integers(1, 40), st.data(), st.sampled_from(_MUTATIONS), st.sampled_from(["provenance", "provenancefiltering"]))
+@given(st.integers(1, 40), st.data(), st.sampled_from(_MUTATIONS),
+       st.sampled_from(["provenance", "provenancefiltering"]))
 def test_lists_of_one_shape_with_one_item_changed_agree_with_full_validation(n, data, mutation, task):
     """The column-wise test for lists whose items all look alike (``_one_shape``), on such lists with at most one
     item changed: a key dropped or added, a value of another type, a bool for a number, keys in another order."""
