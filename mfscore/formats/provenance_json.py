@@ -117,7 +117,7 @@ def schema_problems(document, task: str) -> list[str]:
     if key not in SCHEMA_FILES:
         raise ValueError(f"unknown provenance task {task!r}; expected {GRAPH_BUILDING!r} or {FILTERING!r}")
     validator = _validator(key)
-    if _valid_shapes(validator, key, _distinct_shapes(document)):
+    if _valid_shapes(key, _distinct_shapes(document)):
         return []
     errors = sorted(islice(validator.iter_errors(document), MAX_SCHEMA_PROBLEMS),
                     key=lambda e: [_sortable(p) for p in e.absolute_path])
@@ -156,13 +156,13 @@ _KNOWN_SHAPES: dict[tuple, bool] = {}  # (task, a reduced document's _document_s
 MAX_KNOWN_SHAPES = 256
 
 
-def _valid_shapes(validator: Draft7Validator, task: str, reduced) -> bool:
-    """``validator.is_valid(reduced)``, asked once per shape of document: a run's files are mostly of one or two
-    shapes, so all but the first skip jsonschema."""
+def _valid_shapes(task: str, reduced) -> bool:
+    """``_validator(task).is_valid(reduced)``, asked once per shape of document: a run's files are mostly of one
+    or two shapes, so all but the first skip jsonschema."""
     shape = (task, _document_shape(reduced))
     valid = _KNOWN_SHAPES.get(shape)
     if valid is None:
-        valid = validator.is_valid(reduced)
+        valid = _validator(task).is_valid(reduced)
         if len(_KNOWN_SHAPES) < MAX_KNOWN_SHAPES:
             _KNOWN_SHAPES[shape] = valid
     return valid
