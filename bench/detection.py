@@ -15,6 +15,10 @@ the only assertion is that the bootstrap being compared computes the same interv
    MediScore's seconds (``MEDISCORE``: measured outside the project on Python 3 on this kind of machine with the
    same generated data, ±30 %; MediScore is not run here). ``--baseline DIR`` also times a checkout of another
    revision (``git worktree add DIR REV``, run with ``PYTHONPATH=DIR``).
+   Without ``--ci`` a third command is timed in the same rounds: the floor of the work
+   (``WORK_FLOOR``: ``import pandas``, its C reader on the columns scoring reads from the three files, as text,
+   and one line drawn with matplotlib to a PDF and a PNG, as the ROC is; no join, no metric). When it costs more
+   than the goal's seconds, the goal is below the floor of the work with this stack, and the line says so.
 
 ``--only core|commands`` runs parts 1-2 or part 3; ``--repeat`` sets part 3's rounds.
 """
@@ -35,6 +39,8 @@ import numpy as np
 from mfscore.detection.bootstrap import N_RESAMPLES, SEED, quantile_positions
 from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
+from mfscore.detection.trials import OPT_OUT_CONVENTIONS, SCORE
+from mfscore.formats.tables import read_header
 from mfscore.sample_data.detection import generate_detection_dataset
 
 from commands import CACHED_BYTECODE, NUMPY_BOOTSTRAP, timed  # bench/commands.py: the --ci floor, how a command is timed
@@ -50,6 +56,22 @@ MEDISCORE = {(100_000, False): (2.7, 2.7), (100_000, True): (25.0, 43.0),
              (1_000_000, False): (11.4, 11.4), (1_000_000, True): (253.0, 253.0)}
 GOALS = {(1_000_000, False): 5.0, (1_000_000, True): 30.0, (100_000, False): 2.0}  # MediScore's seconds / mfscore's
 TARGETS = {"core_100k_ci": 2.0, "core_1m": 3.0}
+
+# The floor of a detection command's work: import pandas, read with its C reader, as text, the columns scoring
+# reads, and draw one line to a PDF and a PNG, importing less of matplotlib than mfscore does (argv: FIGURE_PREFIX,
+# then FILE COLUMN,COLUMN,... for each file).
+WORK_FLOOR = """
+import sys, pandas as pd
+for path, columns in zip(sys.argv[2::2], sys.argv[3::2]):
+    pd.read_csv(path, sep="|", usecols=columns.split(","), dtype=str, keep_default_na=False, na_values=[""])
+import matplotlib.artist
+matplotlib.artist.kwdoc = lambda artist: ""  # no property lists in docstrings, as mfscore's figure worker
+from matplotlib.figure import Figure  # no pyplot: its Agg canvas is the default
+figure = Figure()
+figure.add_subplot().plot([0, 1], [0, 1])
+figure.savefig(sys.argv[1] + ".pdf")
+figure.savefig(sys.argv[1] + ".png")
+"""
 
 summary: list[tuple[str, float, str]] = []   # (label, seconds, comparison)
 
@@ -171,6 +193,18 @@ def detection_command(ds, out: Path, ci: bool) -> list[str]:
             *(["--ci"] if ci else [])]
 
 
+def work_floor(ds, figure: Path) -> list[str]:
+    """``WORK_FLOOR`` on ``ds``: each file's columns that ``load_scored_table`` reads to score (the keys the
+    files share, IsTarget, the score and the opt-out status), the figure drawn to ``figure``.pdf and .png."""
+    files = [ds.directory / ds.reference, ds.directory / ds.index, ds.directory / ds.system]
+    headers = [read_header(path) for path in files]
+    keys = {c for header in headers[1:] for c in header if c in headers[0]}
+    needed = keys | {"IsTarget", SCORE, *OPT_OUT_CONVENTIONS}
+    columns = [",".join(c for c in header if c in needed) for header in headers]
+    arguments = [a for path, named in zip(files, columns) for a in (str(path), named)]
+    return [sys.executable, "-c", WORK_FLOOR, str(figure), *arguments]
+
+
 def bench_commands(repeat: int, baseline: Path | None) -> None:
     print("3. Whole commands: python -m mfscore detection, the ROC drawn, alternating with the floor; medians of "
           f"{repeat} rounds")
@@ -195,11 +229,14 @@ def bench_commands(repeat: int, baseline: Path | None) -> None:
             floor_name, floor = (("numpy bootstrap", [sys.executable, "-c", NUMPY_BOOTSTRAP, str(n)]) if ci else
                                  ("import pandas", [sys.executable, "-c", "import pandas"]))
             commands = {name: detection_command(data[n], tmp / f"out-{name}-{n}-{ci}", ci) for name in envs}
+            work = work_floor(data[n], tmp / "floor-roc") if not ci else None
             rounds = []
             for _ in range(repeat):
                 row = {"floor": timed(floor)}
                 for name, env in envs.items():
                     row[name] = timed(commands[name], env)
+                if work is not None:
+                    row["work floor"] = timed(work)
                 rounds.append(row)
             median = {key: (statistics.median(r[key].wall for r in rounds), statistics.median(r[key].cpu for r in rounds))
                       for key in rounds[0]}
@@ -218,6 +255,13 @@ def bench_commands(repeat: int, baseline: Path | None) -> None:
                 goal = GOALS[n, ci]
                 line(f"  goal: >= {goal:g}x MediScore (CPU <= {low / goal:.1f} s)",
                      f"{low / cpu:.1f}x: {'met' if low / cpu >= goal else 'MISSED'}")
+            if work is not None:
+                floor_cpu, goal_cpu = median["work floor"][1], low / GOALS[n, ci]
+                verdict = ("below this floor: unreachable while pandas reads the tables" if floor_cpu > goal_cpu
+                           else "above it")
+                line("  floor of the work: import pandas, read the columns scored, draw one line",
+                     f"{floor_cpu:.2f} s (the command {cpu / floor_cpu:.2f}x it); "
+                     f"the goal's {goal_cpu:.1f} s is {verdict}")
             summary.append((f"command {workload}", cpu, f"CPU s; MediScore {quoted} s / this: {ratio}"))
     load = os.getloadavg()
     print(f"   (load average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs)")
