@@ -39,7 +39,7 @@ import numpy as np
 from mfscore.detection.bootstrap import N_RESAMPLES, SEED, quantile_positions
 from mfscore.detection.metrics import detection_metrics
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, partial_auc, roc_curve
-from mfscore.detection.trials import OPT_OUT_CONVENTIONS, SCORE
+from mfscore.detection.trials import SCORING_COLUMNS
 from mfscore.formats.tables import read_header
 from mfscore.sample_data.detection import generate_detection_dataset
 
@@ -199,7 +199,7 @@ def work_floor(ds, figure: Path) -> list[str]:
     files = [ds.directory / ds.reference, ds.directory / ds.index, ds.directory / ds.system]
     headers = [read_header(path) for path in files]
     keys = {c for header in headers[1:] for c in header if c in headers[0]}
-    needed = keys | {"IsTarget", SCORE, *OPT_OUT_CONVENTIONS}
+    needed = keys | SCORING_COLUMNS
     columns = [",".join(c for c in header if c in needed) for header in headers]
     arguments = [a for path, named in zip(files, columns) for a in (str(path), named)]
     return [sys.executable, "-c", WORK_FLOOR, str(figure), *arguments]

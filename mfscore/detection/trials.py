@@ -30,6 +30,8 @@ OPT_OUT_CONVENTIONS = {
     },
 }
 
+SCORING_COLUMNS = frozenset({"IsTarget", SCORE, *OPT_OUT_CONVENTIONS})  # read to score, besides the keys
+
 
 @dataclass
 class ScoredTable:
@@ -103,7 +105,7 @@ def load_scored_table(ref_path: Path, index_path: Path, sys_path: Path, *, all_c
         raise InputFileError(f"shares no key column with the reference {ref_path} (expected e.g. ProbeFileID)", path=str(sys_path))
     if not index_ref_keys:
         raise InputFileError(f"shares no key column with the reference {ref_path}", path=str(index_path))
-    needed = None if all_columns else {*sys_ref_keys, *index_ref_keys, "IsTarget", SCORE, *OPT_OUT_CONVENTIONS}
+    needed = None if all_columns else {*sys_ref_keys, *index_ref_keys, *SCORING_COLUMNS}
 
     warnings: list[str] = []
     reference = read_table(ref_path, required=("IsTarget",), columns=needed)
