@@ -8,8 +8,8 @@ import time
 import uuid
 
 import pytest
-from nats.js.errors import NotFoundError
 
+from integration.nats_reset import delete_streams
 from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
 from mfscore.services.common.nats_auth import ROLES
 from mfscore.services.local.servers import start_nats_server, start_s3_server
@@ -64,9 +64,7 @@ def jetstream(cluster_settings):
     async def session():
         nc, js = await connect(cluster_settings, name="mfscore-tests")
         try:
-            for stream in (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM):
-                with contextlib.suppress(NotFoundError):
-                    await js.delete_stream(stream)
+            await delete_streams(js, (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM))
             await ensure_streams(js, cluster_settings)
             yield nc, js
         finally:

@@ -20,7 +20,8 @@ import pytest
 import trustme
 from nats.js import api
 from nats.js.api import DeliverPolicy
-from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.errors import NotFoundError
+from integration.nats_reset import delete_streams
 from output_files import tree
 
 from mfscore.cli.main import main
@@ -218,10 +219,7 @@ def test_each_role_does_its_own_work_without_a_violation(jetstream, nats_server,
 
     async def scenario():
         async with jetstream() as (_, admin):
-            for config in STREAMS:
-                await admin.delete_stream(config.name)
-            with contextlib.suppress(NotFoundError, BucketNotFoundError):
-                await admin.delete_key_value(RUNS_BUCKET)
+            await delete_streams(admin, [config.name for config in STREAMS], RUNS_BUCKET)
             async with as_role(nats_server, nats_users, "aggregator") as (_, agg), \
                     as_role(nats_server, nats_users, "scorer") as (_, scorer), \
                     as_role(nats_server, nats_users, "observer") as (_, observer):

@@ -21,9 +21,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from nats.js.errors import BucketNotFoundError, NotFoundError
 
 from integration.equivalence import tree, without_created
+from integration.nats_reset import delete_streams
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.common.jetstream import (
@@ -76,11 +76,7 @@ def as_role(nats_cluster, nats_users):
 
     async def reset():
         async with session("admin") as js:
-            for config in STREAMS:
-                with contextlib.suppress(NotFoundError):
-                    await js.delete_stream(config.name)
-            with contextlib.suppress(NotFoundError, BucketNotFoundError):
-                await js.delete_key_value(RUNS_BUCKET)
+            await delete_streams(js, [config.name for config in STREAMS], RUNS_BUCKET)
 
     asyncio.run(reset())
     return session
