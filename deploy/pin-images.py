@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Pin the third-party images of the build and the manifests to digests: ``name:tag`` -> ``name:tag@sha256:...``.
 
-The base image on deploy/Dockerfile's ``FROM`` lines and every NATS image (``image: nats:...``) under deploy/k8s/
-are looked up on their registry with whichever tool is installed (``docker buildx imagetools``, ``crane`` or
-``skopeo``) and rewritten in place, so a rebuild or a rollout pulls the same bytes even when the tag moves. An image
-already pinned gets its tag's current digest. Nothing is written unless every image resolved: a digest is only ever
-what a registry answered. mfscore's own image is not here: the release pushes it and sets it by digest with
+The base image on deploy/Dockerfile's ``FROM`` lines and every third-party ``image:`` under deploy/k8s/ (NATS,
+``nats:...``; the dev overlay's SeaweedFS, ``chrislusf/seaweedfs:...``; any other but mfscore's own) are looked up on
+their registry with whichever tool is installed (``docker buildx imagetools``, ``crane`` or ``skopeo``) and rewritten
+in place, so a rebuild or a rollout pulls the same bytes even when the tag moves. An image already pinned gets its
+tag's current digest. Nothing is written unless every image resolved: a digest is only ever what a registry
+answered. mfscore's own image (``mfscore:...``) is not here: the release pushes it and sets it by digest with
 ``kustomize edit set image`` (docs/deploy.md, "Reproducible images and the release").
 
     python deploy/pin-images.py             # rewrite the files
@@ -64,15 +65,20 @@ def pin_dockerfile(text: str, digest_of: DigestOf) -> str:
     return FROM_LINE.sub(one, text)
 
 
-def is_nats(reference: str) -> bool:
+# mfscore's own image, by its last path component: the release pins it (``kustomize edit set image``), not this
+OWN_IMAGE = "mfscore"
+
+
+def is_third_party(reference: str) -> bool:
+    """Whether an ``image:`` reference names someone else's image (NATS, SeaweedFS, ...), which this pins."""
     m = REFERENCE.fullmatch(reference)
-    return bool(m) and m["name"].rsplit("/", 1)[-1] == "nats"
+    return bool(m) and m["name"].rsplit("/", 1)[-1] != OWN_IMAGE
 
 
 def pin_manifest(text: str, digest_of: DigestOf) -> str:
-    """The YAML text with every NATS ``image:`` pinned, other images unchanged."""
+    """The YAML text with every third-party ``image:`` pinned; mfscore's own image unchanged."""
     def one(m: re.Match) -> str:
-        if not is_nats(m["ref"]):
+        if not is_third_party(m["ref"]):
             return m[0]
         return f"{m['lead']}{m['quote']}{pinned(m['ref'], digest_of)}{m['quote']}{m['rest']}"
 

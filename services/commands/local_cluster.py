@@ -1,10 +1,12 @@
 """``mfscore local-cluster up|down|status``: the whole distributed mode on this machine, on loopback.
 
-``up`` starts a real nats-server with JetStream, a real S3-compatible server (moto) and every
+``up`` starts a real nats-server with JetStream, a real S3 server (SeaweedFS) and every
 service as its own process, each on a free port, waits until every service answers its gRPC
 health check, and writes the connection settings where ``submit`` and ``report`` find them.
 Everything it keeps is under ``<cluster file>-state/`` (mode 0700; every file in it 0600): logs,
-secrets, NATS's store, the services' work directories and, with ``--tls``, its certificates.
+secrets, NATS's store, the object store's data (``s3/``), the services' work directories and, with ``--tls``, its
+certificates. ``restart_store`` stops the object store and starts it again on its port and data, as an operator
+would after changing its settings; the runs stored in it are still there.
 """
 
 from __future__ import annotations
@@ -84,20 +86,16 @@ def run(args) -> int:
 
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
        aggregators: int = 1, tls: bool = False,
-       nats_nodes: int = 1, environment: dict[str, str] | None = None) -> ClusterConfig:
+       nats_nodes: int = 1, environment: dict[str, str] | None = None, log_s3_requests: bool = False) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
     With ``nats_nodes`` above 1, NATS is a JetStream cluster of that many servers, every service is given all
     their URLs and keeps the streams and run state on all of them (``MFSCORE_STREAM_REPLICAS``).
     With ``aggregators=2`` two aggregators share the leader's lease (one leads, the other stands by) and the
     cluster file lists both addresses.
-    ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say)."""
-    from mfscore.services.local.servers import (
-        free_ports,
-        start_nats_cluster,
-        start_nats_server,
-        start_s3_server,
-    )
+    ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say).
+    ``log_s3_requests`` has the object store log a line per request (a benchmark counts them)."""
+    from mfscore.services.local.servers import free_ports, start_nats_cluster, start_nats_server
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
@@ -124,11 +122,10 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
                                      log_dir=state_dir / "logs", detach=True)
             nodes = [nats]
         processes += [{"name": "nats-server", "pid": node.popen.pid, "log": str(node.log_path)} for node in nodes]
-        s3 = start_s3_server(bucket=BUCKET, log_dir=state_dir / "logs", tls_cert=cert, tls_key=key, tls_ca=ca,
-                             detach=True)
+        s3 = _start_store(state_dir, tls=tls, log_requests=log_s3_requests)
         _write_secret(_secrets(state_dir) / "s3-service.json",
                       json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
-        processes.append({"name": "moto_server", "pid": s3.popen.pid, "log": str(s3.log_path)})
+        processes.append(_store_process(s3))
         names = ["validator", *["aggregator"] * aggregators, *["mask-scorer"] * mask_scorers,
                  *["provenance-scorer"] * provenance_scorers, *["detection-scorer"] * detection_scorers]
         ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
@@ -152,6 +149,41 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
     except BaseException:
         _stop_pids(processes)
         raise
+
+
+def _start_store(state_dir: Path, *, tls: bool, port: int | None = None, service=None, log_requests: bool = False):
+    """The cluster's object store (SeaweedFS) keeping its data in ``<state>/s3``, with the cluster's certificate
+    when ``tls``; ``service`` (default a new key) is the one identity it serves."""
+    from mfscore.services.local.servers import start_s3_server
+
+    tls_dir = state_dir / "tls"
+    files = {"tls_cert": tls_dir / "server.pem", "tls_key": tls_dir / "server.key", "tls_ca": tls_dir / "ca.pem"}
+    return start_s3_server(port, data_dir=state_dir / "s3", bucket=BUCKET, service=service,
+                           log_dir=state_dir / "logs", log_requests=log_requests, detach=True,
+                           **(files if tls else {}))
+
+
+def _store_process(s3) -> dict:
+    from mfscore.services.local.servers import STORE, STORE_STOP_SECONDS
+
+    return {"name": STORE, "pid": s3.popen.pid, "log": str(s3.log_path), "stop_seconds": STORE_STOP_SECONDS}
+
+
+def restart_store(path: Path) -> ClusterConfig:
+    """Stop the cluster's object store and start it again on the same port, data and key; the services keep
+    running (their requests meanwhile are retried as an outage). Rewrites ``path`` with its new process."""
+    from mfscore.services.local.servers import STORE, S3Credentials
+
+    config = ClusterConfig.read(path)
+    state_dir = Path(config.state_dir)
+    entry = next(p for p in config.processes if p["name"] == STORE)
+    _stop_pids([entry])
+    key = _service_s3(state_dir)
+    s3 = _start_store(state_dir, tls=bool(config.tls_ca), port=int(config.s3_endpoint.rsplit(":", 1)[1]),
+                      service=S3Credentials(key["access_key"], key["secret_key"]))
+    entry.update(_store_process(s3))
+    config.write(path)
+    return config
 
 
 def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
@@ -220,48 +252,14 @@ def new_tls(state_dir: Path) -> tuple[str, str, str]:
     """A fresh CA and a certificate it signs for 127.0.0.1 and localhost, in ``<state>/tls/`` (each file 0600):
     returns the paths of ``ca.pem``, ``server.pem`` and ``server.key``. The CA's key is never written, so nothing
     else can ever be signed with it; a new ``up`` makes a new CA."""
-    import datetime
-    import ipaddress
-
     try:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        from mfscore.services.local.certificates import loopback_certificate
     except ImportError:
         raise OptionError("--tls needs the 'cryptography' package: pip install 'mfscore[local]'") from None
 
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"mfscore local cluster CA {secrets.token_hex(4)}")])
-
-    def signed(subject: x509.Name, public_key, extensions: list) -> x509.Certificate:
-        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-                   .not_valid_after(now + datetime.timedelta(days=365))
-                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
-                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                                  critical=False))
-        for extension, critical in extensions:
-            builder = builder.add_extension(extension, critical=critical)
-        return builder.sign(ca_key, hashes.SHA256())
-
-    usage = dict.fromkeys(("content_commitment", "key_encipherment", "data_encipherment", "key_agreement",
-                           "encipher_only", "decipher_only"), False)
-    ca = signed(ca_name, ca_key.public_key(), [
-        (x509.BasicConstraints(ca=True, path_length=0), True),
-        (x509.KeyUsage(digital_signature=False, key_cert_sign=True, crl_sign=True, **usage), True)])
-    server = signed(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]), key.public_key(), [
-        (x509.BasicConstraints(ca=False, path_length=None), True),
-        (x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False, **usage), True),
-        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
-        (x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                                      x509.DNSName("localhost")]), False)])
     directory = Path(state_dir) / "tls"
     directory.mkdir(mode=0o700, exist_ok=True)
-    pem = serialization.Encoding.PEM
-    files = {"ca.pem": ca.public_bytes(pem), "server.pem": server.public_bytes(pem),
-             "server.key": key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())}
+    files = loopback_certificate()
     for name, data in files.items():
         _write_secret(directory / name, data.decode())
     return tuple(str(directory / name) for name in files)
@@ -406,18 +404,23 @@ def _alive(config: ClusterConfig) -> bool:
 
 
 def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
-    """SIGTERM services first (they drain), servers last; SIGKILL whatever outlives ``timeout``."""
+    """SIGTERM services first (they drain), servers last; SIGKILL whatever outlives ``timeout`` (or its own
+    ``stop_seconds``, shorter)."""
     services = [p for p in processes if "service" in p]
     for group in (services, [p for p in processes if "service" not in p]):
         for p in group:
             if pid_alive(p["pid"]):
                 os.kill(p["pid"], signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while any(pid_alive(p["pid"]) for p in group) and time.monotonic() < deadline:
+        start = time.monotonic()
+        deadlines = {p["pid"]: start + min(timeout, p.get("stop_seconds", timeout)) for p in group}
+        while True:
+            now = time.monotonic()
+            for p in group:
+                if now >= deadlines[p["pid"]] and pid_alive(p["pid"]):
+                    os.kill(p["pid"], signal.SIGKILL)
+            if not any(pid_alive(p["pid"]) for p in group):
+                break
             time.sleep(0.05)
-        for p in group:
-            if pid_alive(p["pid"]):
-                os.kill(p["pid"], signal.SIGKILL)
 
 
 def down(path: Path) -> None:

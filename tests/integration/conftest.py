@@ -1,4 +1,4 @@
-"""A real nats-server (JetStream) and a real S3 server (moto) on loopback, shared by the session."""
+"""A real nats-server (JetStream) and a real S3 server (SeaweedFS) on loopback, shared by the session."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def nats_server(tmp_path_factory, nats_users):
 
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory):
-    """moto refusing unsigned and made-up requests; its ``service`` and ``client`` keys cover the ``test-*`` buckets."""
-    server = start_s3_server(bucket="test-*", log_dir=tmp_path_factory.mktemp("s3"))
+    """SeaweedFS refusing unsigned and made-up requests; its one key, ``service``, covers the ``test-*`` buckets."""
+    server = start_s3_server(bucket="test-*", data_dir=tmp_path_factory.mktemp("s3"))
     try:
         yield server
     finally:

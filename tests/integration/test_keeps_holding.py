@@ -1,4 +1,4 @@
-"""What issue 17 says must keep holding, against real processes (nats-server, moto, every service, `mfscore submit`),
+"""What issue 17 says must keep holding, against real processes (nats-server, SeaweedFS, every service, `mfscore submit`),
 after this session changed the worker's retry policy, the job subjects, NATS users and permissions, gRPC
 authentication and retention: a mask scorer SIGKILLed mid-run, NATS SIGKILLed and started again mid-run, two runs
 submitted at once, and duplicate, unplanned and conflicting records. Each ends as the embedded command does, or
@@ -203,6 +203,36 @@ def test_nats_sigkilled_and_started_again_while_a_run_scores_ends_done(tmp_path,
             trials_received_at_kill=at_kill.trials_received, trials_received_when_back=during.trials_received,
             trials_received=done.trials_received, trials_reported=trials_reported(tmp_path / "submitted"),
             ack_wait=ack_wait or 60, seconds_nats_down=back - killed, seconds_from_nats_back_to_exit=recovered)
+
+
+def test_the_object_store_stopped_and_started_again_while_a_run_scores_ends_done(tmp_path, capsys, own_cluster):
+    """The object store (SeaweedFS) is stopped with a run SCORING and started again on its port and data directory
+    (``local_cluster.restart_store``): what was stored before (the run's inputs, the records so far) is still there,
+    the services wait out the gap, and submit exits 0 with the embedded command's files."""
+    path, config = own_cluster()
+    data = generate_mask_dataset(tmp_path / "data", 30)
+    arguments = mask_arguments(data)
+    said = embedded(tmp_path, arguments, capsys)
+    store = process(config, "seaweedfs")
+    submit, stdout, stderr = start_submit(path, arguments, tmp_path / "submitted")
+    try:
+        run = new_run(config, set())
+        at_stop = once_received(config, run.run_id, 3)
+        assert at_stop.state == State.RUN_STATE_SCORING and 0 < at_stop.trials_received < at_stop.trials_planned
+        stopped = time.monotonic()
+        config = commands.restart_store(path)
+        back = time.monotonic()
+        assert process(config, "seaweedfs")["pid"] != store["pid"] and not commands.pid_alive(store["pid"])
+        assert submit.wait(timeout=300) == 0, stderr.read_text()
+        recovered = time.monotonic() - back
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+    done = done_as_embedded(config, run.run_id, tmp_path, stdout, stderr, said)
+    assert done.trials_dead == 0
+    figures("the object store stopped and started again while scoring", trials_planned=done.trials_planned,
+            trials_received_at_stop=at_stop.trials_received, trials_reported=trials_reported(tmp_path / "submitted"),
+            seconds_store_down=back - stopped, seconds_from_store_back_to_exit=recovered)
 
 
 def test_two_runs_submitted_at_once_each_end_as_their_embedded_run(tmp_path, capsys, local_cluster):

@@ -1,5 +1,5 @@
 """The mask scorer pool decodes a job's masks from the objects' bytes, never from temporary files (issue 28): on a
-real S3 server (moto), each job's record is the embedded scorer's, and a missing object or one over the job's limit
+real S3 server (SeaweedFS), each job's record is the embedded scorer's, and a missing object or one over the job's limit
 is reported by the file's name in the run, as the core reports a file it cannot read."""
 
 from __future__ import annotations

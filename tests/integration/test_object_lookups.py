@@ -1,5 +1,5 @@
 """Which declared files a namespace holds (``Objects.held``), listed or asked object by object, against a real S3
-server (moto) through minio: both ways answer alike, and neither sees another namespace's objects."""
+server (SeaweedFS) through minio: both ways answer alike, and neither sees another namespace's objects."""
 
 from __future__ import annotations
 

@@ -1,18 +1,16 @@
-"""ObjectStore against a real S3 server (moto) through minio; faults come from a TCP proxy in front of it."""
+"""ObjectStore against a real S3 server (SeaweedFS) through minio; faults come from a TCP proxy in front of it."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import time
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from botocore.auth import S3SigV4Auth  # botocore comes with moto, the test S3 server
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 
 from integration.faults import FaultyProxy
+from integration.raw_s3 import put_raw
 from mfscore.errors import OptionError
 from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import (
@@ -93,29 +91,31 @@ def test_upload_tree_refuses_a_symlink_escaping_the_directory_and_uploads_nothin
     assert store.list_keys("run-2") == []
 
 
-def test_download_prefix_refuses_a_dotdot_key_and_writes_nothing(store, s3_server, cluster_settings, tmp_path):
+def test_a_dotdot_key_is_refused_by_the_store_and_by_the_download(store, s3_server, cluster_settings, tmp_path):
     store.put_bytes("run-3/in/good.png", b"good")
-    # minio refuses to write such a key, but another S3 client will: PUT it over plain HTTP (moto accepts it).
-    url = f"{s3_server.url}/{cluster_settings.bucket}/run-3/in/..%2F..%2Fescaped.txt"
-    signed = AWSRequest(method="PUT", url=url, data=b"evil")
-    key = Credentials(s3_server.service.access_key, s3_server.service.secret_key)
-    S3SigV4Auth(key, "s3", "us-east-1").add_auth(signed)
-    hostile = urllib.request.Request(url, data=b"evil", method="PUT", headers=dict(signed.headers))
-    with urllib.request.urlopen(hostile) as response:
-        assert response.status == 200
-    assert "run-3/in/../../escaped.txt" in store.list_keys("run-3/")
+    # minio refuses to write such a key, but another S3 client will try: PUT it over plain HTTP. AWS S3 keeps it
+    # as it is; SeaweedFS refuses it (400 InvalidRequest), so a listing of ours never holds one.
+    status, answer = put_raw(cluster_settings, "run-3/in/../../escaped.txt", b"evil")
+    assert status == 400 and b"<Code>InvalidRequest</Code>" in answer
+    assert store.list_keys("run-3/") == ["run-3/in/good.png"]
 
+    # what a store that keeps such keys would list reaches the same check, before any download
     target = tmp_path / "deep" / "target"
-    with pytest.raises(UnsafePath, match=r"'\.\.'"):
-        store.download_prefix("run-3/in", target, max_bytes=100)
+    for hostile_name in ("../../escaped.txt", "a/../../escaped.txt", "./good.png"):
+        with pytest.raises(UnsafePath, match=r"'\.\.'"):
+            store.download_keys("run-3/in", ["good.png", hostile_name], target, max_bytes=100)
     assert list(target.iterdir()) == []
     assert not (tmp_path / "escaped.txt").exists()
 
 
-def test_download_prefix_refuses_a_key_that_would_be_absolute(store, tmp_path):
+def test_an_empty_key_part_is_refused_by_the_download_and_collapsed_by_the_store(store, tmp_path):
+    # AWS S3 keeps "in//x" (an empty part, which would make the name absolute); SeaweedFS stores it as "in/x"
     store.put_bytes("run-4/in//tmp-escape.txt", b"x")
+    assert store.list_keys("run-4/") == ["run-4/in/tmp-escape.txt"]
+    assert store.get_bytes("run-4/in//tmp-escape.txt", max_bytes=10) == b"x"
     with pytest.raises(UnsafePath, match="empty"):
-        store.download_prefix("run-4/in/", tmp_path / "target", max_bytes=100)
+        store.download_keys("run-4/in/", ["/tmp-escape.txt"], tmp_path / "target", max_bytes=100)
+    assert list((tmp_path / "target").iterdir()) == []
 
 
 def test_too_large_objects_are_refused_before_a_byte_is_read(store, tmp_path):
@@ -219,3 +219,31 @@ def test_settings_parse_the_endpoint_and_name_a_bad_integer():
         Settings.from_env({"MFSCORE_MAX_DELIVER": "0"})
     with pytest.raises(OptionError, match="MFSCORE_S3_ENDPOINT"):
         Settings.from_env({"MFSCORE_S3_ENDPOINT": "ftp://minio:9000"})
+
+
+def test_a_listing_over_a_thousand_keys_is_whole_once_each_and_in_byte_order(store):
+    # S3 pages a listing 1,000 keys at a time; SeaweedFS keeps keys as a tree of folders, so its own order is a
+    # walk of that tree ('order/a/b' before 'order/a-b'), not S3's byte order ('-' < '.' < '/')
+    names = [f"order/{i:04d}" for i in range(1_000)] + ["order/a/b", "order/a-b", "order/a.b", "order/a0", "order/a/c"]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda key: store.put_bytes(key, key.encode()), names))
+    assert store.list_keys("order/") == sorted(names)
+    assert [key for key, _, _ in store.list_objects("order/a")] == ["order/a-b", "order/a.b", "order/a/b",
+                                                                   "order/a/c", "order/a0"]
+    sizes = store.sizes_under("order/", limit=len(names))
+    assert sizes == {key: len(key) for key in names}
+    assert store.sizes_under("order/", limit=len(names) - 1) is None
+    assert store.folders("order/") == ["order/a/"]
+    assert store.delete_prefix("order/") == len(names) and store.list_keys("order/") == []
+
+
+def test_an_object_over_the_multipart_threshold_round_trips(store, tmp_path):
+    # the SDK sends a file over 5 MiB as a multipart upload (parts of at least 5 MiB but the last)
+    data = os.urandom(12 * (1 << 20) + 12345)
+    source = tmp_path / "big.bin"
+    source.write_bytes(data)
+    store.put_file("big/one.bin", source)
+    assert store.size_of("big/one.bin") == len(data)
+    store.download_file("big/one.bin", tmp_path / "back.bin", max_bytes=len(data))
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert b"".join(store.chunks("big/one.bin", max_bytes=len(data))) == data

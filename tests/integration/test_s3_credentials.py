@@ -1,5 +1,5 @@
-"""S3 credentials against the real local server (moto through ``local_s3``): only keys generated in it work,
-each only for what its role needs, a refusal reaches the user as one sentence naming no secret, and no
+"""S3 credentials against the real local server (SeaweedFS): only the key generated for it works, its other ports
+are closed to anyone without that key, a refusal reaches the user as one sentence naming no secret, and no
 secret is in code, in the cluster file (which holds no S3 key: clients upload through the aggregator), or in any
 log."""
 
@@ -9,6 +9,8 @@ import dataclasses
 import json
 import os
 import secrets
+import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -112,15 +114,30 @@ def test_a_service_without_credentials_fails_at_start_in_one_sentence(tmp_path):
         "mfscore: error: no S3 credentials for http://127.0.0.1:9: set MFSCORE_S3_ACCESS_KEY and MFSCORE_S3_SECRET_KEY")
 
 
-def test_the_control_api_is_closed_so_nobody_reads_the_secrets_or_turns_authentication_off(s3_server):
-    for method, path, body in [("GET", "/moto-api/data.json", None), ("POST", "/moto-api/reset-auth", b"inf"),
-                               ("POST", "/moto-api/seed?a=1", b""), ("GET", "//moto-api/data.json", None)]:
-        request = urllib.request.Request(s3_server.url + path, data=body, method=method,
-                                         headers={"Content-Type": "text/plain"})
+def port_of(server, flag: str) -> int:
+    return int(next(arg for arg in server.popen.args if arg.startswith(f"-{flag}=")).split("=", 1)[1])
+
+
+def test_the_stores_own_ports_are_closed_to_anyone_without_the_key(s3_server, service_store):
+    service_store.put_bytes("runs/r5/inputs/a.png", b"secret bytes")
+    filer = f"http://127.0.0.1:{port_of(s3_server, 'filer.port')}"
+    bucket = service_store.bucket
+    for method, path, body in [("GET", f"/buckets/{bucket}/runs/r5/inputs/a.png", None), ("GET", "/buckets/", None),
+                               ("PUT", f"/buckets/{bucket}/runs/r5/inputs/a.png", b"replaced"),
+                               ("DELETE", f"/buckets/{bucket}/runs/r5/inputs/a.png", None)]:
         with pytest.raises(urllib.error.HTTPError) as refused:
-            DIRECT.open(request, timeout=5)
-        assert refused.value.code == 403
-        assert s3_server.service.secret_key.encode() not in refused.value.read()
+            DIRECT.open(urllib.request.Request(filer + path, data=body, method=method), timeout=5)
+        assert refused.value.code == 401, (method, path)
+        assert b"secret bytes" not in refused.value.read()
+    for flag in ("master.port.grpc", "volume.port.grpc", "filer.port.grpc", "s3.port.grpc"):
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # no client certificate to present
+        with socket.create_connection(("127.0.0.1", port_of(s3_server, flag)), timeout=5) as sock:
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                with context.wrap_socket(sock) as tls:
+                    tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                    assert tls.recv(1)  # a TLS 1.3 server refuses the missing certificate after the handshake
+    assert service_store.get_bytes("runs/r5/inputs/a.png", max_bytes=100) == b"secret bytes"
     made_up = dataclasses.replace(s3_server.service, access_key="AKIA" + secrets.token_hex(8).upper())
     with pytest.raises(ObjectStoreRefused, match="InvalidAccessKeyId"):
         ObjectStore(settings_for(s3_server, made_up)).put_bytes("runs/r5/a", b"a")
@@ -140,7 +157,7 @@ def test_an_unsigned_request_is_refused_as_access_denied_not_as_an_outage(s3_ser
 def test_each_server_generates_its_own_keys(tmp_path):
     keys = []
     for n in range(2):
-        with start_s3_server(log_dir=tmp_path / str(n)) as server:
+        with start_s3_server(data_dir=tmp_path / str(n)) as server:
             keys.append(server)
             assert server.service.secret_key not in repr(server.service)
     (a, b) = keys
@@ -161,7 +178,7 @@ def test_the_cluster_file_holds_no_s3_key_and_no_log_holds_a_secret(local_cluste
         ObjectStore(written.settings())
 
     logs = sorted((Path(config.state_dir) / "logs").iterdir())
-    assert {p.name.split("-")[0] for p in logs} >= {"moto_server", "validator", "aggregator", "mask", "provenance"}
+    assert {p.name.split("-")[0] for p in logs} >= {"seaweedfs", "validator", "aggregator", "mask", "provenance"}
     for log in logs:
         text = log.read_text(errors="replace")
         assert service["secret_key"] not in text, log

@@ -1,4 +1,4 @@
-"""S3 refusing connections while scorers work (issue 17): a real nats-server, a real S3 server (moto) behind a proxy
+"""S3 refusing connections while scorers work (issue 17): a real nats-server, a real S3 server (SeaweedFS) behind a proxy
 that can refuse connections, and the scorer pool's own job scorer. A job waits out an outage and scores as without
 one; an outage longer than the retry budget, or an input no retry can fix, dead-letters it and the run counts it."""
 

