@@ -166,7 +166,8 @@ def _start_store(state_dir: Path, *, tls: bool, port: int | None = None, service
 def _store_process(s3) -> dict:
     from mfscore.services.local.servers import STORE, STORE_STOP_SECONDS
 
-    return {"name": STORE, "pid": s3.popen.pid, "log": str(s3.log_path), "stop_seconds": STORE_STOP_SECONDS}
+    return {"name": STORE, "pid": s3.popen.pid, "log": str(s3.log_path), "stop_seconds": STORE_STOP_SECONDS,
+            "leftovers": s3.leftovers}
 
 
 def restart_store(path: Path) -> ClusterConfig:
@@ -405,7 +406,9 @@ def _alive(config: ClusterConfig) -> bool:
 
 def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
     """SIGTERM services first (they drain), servers last; SIGKILL whatever outlives ``timeout`` (or its own
-    ``stop_seconds``, shorter)."""
+    ``stop_seconds``, shorter); then remove the files a process leaves behind (its ``leftovers``)."""
+    from mfscore.services.local.servers import remove_files
+
     services = [p for p in processes if "service" in p]
     for group in (services, [p for p in processes if "service" not in p]):
         for p in group:
@@ -421,6 +424,8 @@ def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
             if not any(pid_alive(p["pid"]) for p in group):
                 break
             time.sleep(0.05)
+    for p in processes:
+        remove_files(p.get("leftovers", []))
 
 
 def down(path: Path) -> None:

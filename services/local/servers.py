@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -340,9 +341,9 @@ class S3Credentials:
 
 
 STORE = "seaweedfs"
-# SeaweedFS waits 15 s for its filer's open gRPC streams on SIGTERM; what it stores is written through before
-# it answers, so a kill after a short grace loses nothing.
-STORE_STOP_SECONDS = 3.0
+# SeaweedFS waits 15 s for its filer's open gRPC streams on SIGTERM; what it stores is written to its files before
+# it answers, so a kill after a short grace loses nothing acknowledged.
+STORE_STOP_SECONDS = 1.0
 # Its processes besides the S3 gateway (master, volume server, filer), each an HTTP and a gRPC port on loopback.
 _STORE_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
                 "s3.port.grpc")
@@ -376,13 +377,35 @@ class S3Server(ServerProcess):
     their files through the aggregator. ``data_dir`` holds everything it stores, so a server started again on it
     (``start_s3_server(data_dir=..., service=...)``) serves the same objects."""
 
-    def __init__(self, process: ServerProcess, service: S3Credentials, data_dir: Path):
+    def __init__(self, process: ServerProcess, service: S3Credentials, data_dir: Path, temporary: bool = False):
         super().__init__(process.name, process.popen, process.log_path, process.url.split("://")[0], process.port)
         self.service = service
         self.data_dir = data_dir
+        self.temporary = temporary
 
     def stop(self, timeout: float = STORE_STOP_SECONDS) -> None:
+        """Stop it; a temporary data directory (none was named) goes with it."""
         super().stop(timeout)
+        remove_files(self.leftovers)
+        if self.temporary:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    @property
+    def leftovers(self) -> list[str]:
+        """The Unix sockets SeaweedFS makes in /tmp whatever it is told (one per gRPC port), which a killed server
+        leaves behind."""
+        return [f"/tmp/seaweedfs-{part}-grpc-{port}.sock" for part, port in _grpc_ports(self.popen.args).items()]
+
+
+def _grpc_ports(argv: list[str]) -> dict[str, int]:
+    found = (re.fullmatch(r"-(master|volume|filer|s3)\.port\.grpc=(\d+)", arg) for arg in argv)
+    return {m[1]: int(m[2]) for m in found if m}
+
+
+def remove_files(paths: list[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def s3_identities(service: S3Credentials, bucket: str) -> dict:
@@ -401,7 +424,7 @@ def start_s3_server(
     timeout: float = 30.0, detach: bool = False,
 ) -> S3Server:
     """SeaweedFS (``weed server``: master, volume server, filer and S3 gateway in one process) storing under
-    ``data_dir`` (default a new temporary directory), refusing every request not signed by ``service`` (default a
+    ``data_dir`` (default a temporary directory, removed when it stops), refusing every request not signed by ``service`` (default a
     key generated here); returns once that key is served and a made-up one refused. Its parts' own ports are
     closed too (``_security_toml``).
 
@@ -414,7 +437,10 @@ def start_s3_server(
         raise ProcessError("the S3 server's TLS needs both a certificate and a key")
     weed = find_executable("weed")
     service = service or S3Credentials.generate()
-    data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
+    # absolute: SeaweedFS runs in ``data_dir``, where it reads its configuration
+    temporary = not data_dir
+    data_dir = Path(data_dir).absolute() if data_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
+    tls_cert, tls_key = (os.path.abspath(path) if path else "" for path in (tls_cert, tls_key))
     port = port or free_port()
     others = dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))
     try:
@@ -425,16 +451,17 @@ def start_s3_server(
         _write_private(data_dir / "security.toml", _security_toml(data_dir / "security"))
     except OSError as exc:
         raise ProcessError(f"the S3 server cannot keep its data in {data_dir}: {exc.strerror or exc}") from None
-    argv = [weed, *(["-v=2"] if log_requests else []), "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+    argv = [weed, "-logtostderr", *(["-v=2"] if log_requests else []), "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
             f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}", "-filer", "-s3", f"-s3.port={port}",
             f"-s3.config={config}", *(f"-{flag}={number}" for flag, number in others.items()),
             "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
+            "-master.peers=none",  # a master alone: it leads at once instead of looking for peers for a second
             "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
-            f"-s3.localSocket={_socket_path(data_dir)}",
+            f"-s3.localSocket={_socket_path(data_dir, 's3')}", f"-filer.localSocket={_socket_path(data_dir, 'filer')}",
             *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
     server = _spawn(STORE, argv, Path(log_dir or data_dir), "https" if tls_cert else "http", port, detach,
                     cwd=data_dir)
-    store = S3Server(server, service, data_dir)
+    store = S3Server(server, service, data_dir, temporary)
     try:
         _wait_until(server, lambda: _s3_serves(store, str(tls_ca)), timeout)
         _check_refuses_made_up_keys(store, str(tls_ca))
@@ -452,10 +479,10 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
-def _socket_path(data_dir: Path) -> Path:
-    """The gateway's Unix socket: in ``data_dir`` unless that path is too long for a socket (108 bytes on Linux),
-    then in a private temporary directory."""
-    path = data_dir / "s3.sock"
+def _socket_path(data_dir: Path, part: str) -> Path:
+    """The Unix socket of the gateway or the filer: in ``data_dir`` unless that path is too long for a socket
+    (108 bytes on Linux), then in a private temporary directory."""
+    path = data_dir / f"{part}.sock"
     return path if len(bytes(path)) < 100 else Path(tempfile.mkdtemp(prefix="mfscore-s3-")) / "s3.sock"
 
 

@@ -154,10 +154,12 @@ def test_an_unsigned_request_is_refused_as_access_denied_not_as_an_outage(s3_ser
     assert not service_store.exists("runs/r6/a")
 
 
-def test_each_server_generates_its_own_keys(tmp_path):
+def test_each_server_generates_its_own_keys(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a relative data directory, as 'local-cluster up --cluster out/c.json' gives
     keys = []
     for n in range(2):
-        with start_s3_server(data_dir=tmp_path / str(n)) as server:
+        with start_s3_server(data_dir=Path(f"stores/{n}")) as server:
+            assert (tmp_path / "stores" / str(n) / "s3.json").is_file() and server.data_dir.is_absolute()
             keys.append(server)
             assert server.service.secret_key not in repr(server.service)
     (a, b) = keys
