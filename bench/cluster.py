@@ -73,7 +73,7 @@ DATASET = "bench-cluster-ref@1"
 GOAL = 1.15  # issue 28: mfscore's processes at most this times the embedded CPU a probe
 GROUPS = {"seaweedfs": "object store", "nats-server": "NATS"}
 # a request as SeaweedFS logs it at verbosity 2 (its identity, method, path without the query, status, duration)
-REQUEST = re.compile(r'stats\.go:\d+\] "[^"]*" ([A-Z]+) "(/[^"]*)" \d{3} ')
+REQUEST = re.compile(r'stats\.go:\d+\]? "[^"]*" ([A-Z]+) "(/[^"]*)" \d{3} ')
 
 
 @dataclass

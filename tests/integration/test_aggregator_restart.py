@@ -53,6 +53,7 @@ def queue_drained(config) -> bool:
     return asyncio.run(check())
 
 
+@pytest.mark.slow  # a cluster of its own, killed and restarted (27 s); make test: test_outages' aggregator restart
 def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, capsys):
     data = generate_mask_dataset(tmp_path / "data", 12)
     arguments = ["--refDir", str(data.directory), "-r", data.reference, "-x", data.index,

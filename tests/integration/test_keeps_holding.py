@@ -131,6 +131,7 @@ def same_as_embedded(tmp_path: Path, out_dir: Path, stdout: Path, stderr: Path, 
     assert without_created(stderr.read_text()) == said[1]
 
 
+@pytest.mark.slow  # a cluster of its own and an ack wait to sit out (22 s); make test: test_jobstream_worker's redelivery
 def test_a_sigkilled_scorers_jobs_are_scored_by_another_after_the_ack_wait(tmp_path, capsys, own_cluster):
     """The only mask scorer is SIGKILLed with jobs in hand, some records in and some jobs queued; another scorer
     started in its place takes the queued jobs at once and the killed one's after the ack wait (JetStream redelivers
@@ -210,7 +211,7 @@ def test_the_object_store_stopped_and_started_again_while_a_run_scores_ends_done
     (``local_cluster.restart_store``): what was stored before (the run's inputs, the records so far) is still there,
     the services wait out the gap, and submit exits 0 with the embedded command's files."""
     path, config = own_cluster()
-    data = generate_mask_dataset(tmp_path / "data", 30)
+    data = generate_mask_dataset(tmp_path / "data", 16)
     arguments = mask_arguments(data)
     said = embedded(tmp_path, arguments, capsys)
     store = process(config, "seaweedfs")
