@@ -52,7 +52,8 @@ TEST_WORKERS ?= 2
 test: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
-# Tests slow by nature (a large run, NATS bringing streams from R1 to R3); 'make test' runs a short one of each kind.
+# Tests slow by nature (a large run, NATS bringing streams from R1 to R3, clusters of their own killed and restarted);
+# 'make test' runs a short one of each kind.
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
 

@@ -349,6 +349,7 @@ _STORE_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.g
                 "s3.port.grpc")
 # Each bucket is a collection of its own in SeaweedFS, which grows 7 volumes for one by default; 1 is plenty here,
 # where tests make a bucket each (read from the working directory, which is ``data_dir``).
+_PORT_ATTEMPTS = 3  # starts on fresh ports when one was taken before SeaweedFS bound it
 _MASTER_TOML = "[master.volume_growth]\ncopy_1 = 1\n"
 _INTERNAL_NAME = "mfscore-seaweedfs"  # the common name of the certificate its parts present to each other
 
@@ -387,8 +388,7 @@ class S3Server(ServerProcess):
         """Stop it; a temporary data directory (none was named) goes with it."""
         super().stop(timeout)
         remove_files(self.leftovers)
-        if self.temporary:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
+        _remove_temporary(self.data_dir, self.temporary)
 
     @property
     def leftovers(self) -> list[str]:
@@ -424,9 +424,9 @@ def start_s3_server(
     timeout: float = 30.0, detach: bool = False,
 ) -> S3Server:
     """SeaweedFS (``weed server``: master, volume server, filer and S3 gateway in one process) storing under
-    ``data_dir`` (default a temporary directory, removed when it stops), refusing every request not signed by ``service`` (default a
-    key generated here); returns once that key is served and a made-up one refused. Its parts' own ports are
-    closed too (``_security_toml``).
+    ``data_dir`` (default a temporary directory, removed when it stops), refusing every request not signed by
+    ``service`` (default a key generated here); returns once that key is served and a made-up one refused. Its
+    parts' own ports are closed too (``_security_toml``).
 
     ``service`` may do everything on ``bucket`` (see ``s3_identities``). With ``tls_cert`` and ``tls_key`` it
     speaks https only, and the check trusts ``tls_ca``. It logs to ``log_dir`` (default ``data_dir``), with a line
@@ -437,12 +437,10 @@ def start_s3_server(
         raise ProcessError("the S3 server's TLS needs both a certificate and a key")
     weed = find_executable("weed")
     service = service or S3Credentials.generate()
-    # absolute: SeaweedFS runs in ``data_dir``, where it reads its configuration
     temporary = not data_dir
+    # absolute: SeaweedFS runs in ``data_dir``, where it reads its configuration
     data_dir = Path(data_dir).absolute() if data_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
     tls_cert, tls_key = (os.path.abspath(path) if path else "" for path in (tls_cert, tls_key))
-    port = port or free_port()
-    others = dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))
     try:
         for directory in (data_dir, data_dir / "master", data_dir / "security"):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -451,24 +449,49 @@ def start_s3_server(
         _write_private(data_dir / "security.toml", _security_toml(data_dir / "security"))
     except OSError as exc:
         raise ProcessError(f"the S3 server cannot keep its data in {data_dir}: {exc.strerror or exc}") from None
-    argv = [weed, "-logtostderr", *(["-v=2"] if log_requests else []), "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-            f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}", "-filer", "-s3", f"-s3.port={port}",
-            f"-s3.config={config}", *(f"-{flag}={number}" for flag, number in others.items()),
-            "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
-            "-master.peers=none",  # a master alone: it leads at once instead of looking for peers for a second
-            "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
-            f"-s3.localSocket={_socket_path(data_dir, 's3')}", f"-filer.localSocket={_socket_path(data_dir, 'filer')}",
-            *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
-    server = _spawn(STORE, argv, Path(log_dir or data_dir), "https" if tls_cert else "http", port, detach,
-                    cwd=data_dir)
-    store = S3Server(server, service, data_dir, temporary)
-    try:
-        _wait_until(server, lambda: _s3_serves(store, str(tls_ca)), timeout)
-        _check_refuses_made_up_keys(store, str(tls_ca))
-        return store
-    except BaseException:
-        store.stop()
-        raise
+    options = ["-filer", "-s3", f"-s3.config={config}", f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}",
+               "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
+               "-master.peers=none",  # a master alone: it leads at once instead of looking for peers for a second
+               "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
+               f"-s3.localSocket={_socket_path(data_dir, 's3')}",
+               f"-filer.localSocket={_socket_path(data_dir, 'filer')}",
+               *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
+    global_options = ["-logtostderr", *(["-v=2"] if log_requests else [])]
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        # the ports are free when picked, but SeaweedFS binds its last ones seconds later: another process may take
+        # one meanwhile (a client's connection draws from the same range), and then it is started again on others
+        s3_port = port or free_port()
+        ports = {"s3.port": s3_port, **dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))}
+        argv = [weed, *global_options, "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+                *(f"-{flag}={number}" for flag, number in ports.items()), *options]
+        try:
+            server = _spawn(STORE, argv, Path(log_dir or data_dir), "https" if tls_cert else "http", s3_port,
+                            detach, cwd=data_dir)
+        except ProcessError:
+            if port or attempt == _PORT_ATTEMPTS:
+                raise
+            continue
+        store = S3Server(server, service, data_dir)
+        try:
+            _wait_until(server, lambda: _s3_serves(store, str(tls_ca)), timeout)
+            _check_refuses_made_up_keys(store, str(tls_ca))
+            store.temporary = temporary
+            return store
+        except ProcessError as exc:
+            store.stop()
+            if "address already in use" not in str(exc) or attempt == _PORT_ATTEMPTS:
+                _remove_temporary(data_dir, temporary)
+                raise
+        except BaseException:
+            store.stop()
+            _remove_temporary(data_dir, temporary)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _remove_temporary(data_dir: Path, temporary: bool) -> None:
+    if temporary:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _write_private(path: Path, text: str) -> Path:
