@@ -85,8 +85,8 @@ def run(args) -> int:
 
 
 def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
-       aggregators: int = 1, tls: bool = False,
-       nats_nodes: int = 1, environment: dict[str, str] | None = None, log_s3_requests: bool = False) -> ClusterConfig:
+       aggregators: int = 1, tls: bool = False, nats_nodes: int = 1, environment: dict[str, str] | None = None,
+       log_s3_requests: bool = False) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
     With ``nats_nodes`` above 1, NATS is a JetStream cluster of that many servers, every service is given all
