@@ -213,15 +213,11 @@ def start_nats_server(
 
 def _write_nats_config(data_dir: Path, text: str) -> Path:
     """``data_dir/nats-server.conf`` holding ``text``, mode 0600 (it holds the users' passwords)."""
-    config = data_dir / "nats-server.conf"
     try:
-        config.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        config.unlink(missing_ok=True)
-        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            f.write(text)
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return _write_private(data_dir / "nats-server.conf", text)
     except OSError as exc:
         raise ProcessError(f"nats-server cannot keep its configuration in {data_dir}: {exc.strerror or exc}") from None
-    return config
 
 
 class NatsCluster:
@@ -347,9 +343,9 @@ STORE_STOP_SECONDS = 1.0
 # Its processes besides the S3 gateway (master, volume server, filer), each an HTTP and a gRPC port on loopback.
 _STORE_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port", "filer.port.grpc",
                 "s3.port.grpc")
+_PORT_ATTEMPTS = 3  # starts on fresh ports when one was taken before SeaweedFS bound it
 # Each bucket is a collection of its own in SeaweedFS, which grows 7 volumes for one by default; 1 is plenty here,
 # where tests make a bucket each (read from the working directory, which is ``data_dir``).
-_PORT_ATTEMPTS = 3  # starts on fresh ports when one was taken before SeaweedFS bound it
 _MASTER_TOML = "[master.volume_growth]\ncopy_1 = 1\n"
 _INTERNAL_NAME = "mfscore-seaweedfs"  # the common name of the certificate its parts present to each other
 
@@ -370,7 +366,6 @@ def _security_toml(directory: Path) -> str:
                     for part in ("master", "volume", "filer", "s3"))
     return (f'{jwt}[access]\nui = false\n[grpc]\nca = "{files["ca.pem"]}"\n{parts}'
             f'[grpc.client]\ncert = "{cert}"\nkey = "{key}"\n')
-
 
 
 class S3Server(ServerProcess):
@@ -506,7 +501,7 @@ def _socket_path(data_dir: Path, part: str) -> Path:
     """The Unix socket of the gateway or the filer: in ``data_dir`` unless that path is too long for a socket
     (108 bytes on Linux), then in a private temporary directory."""
     path = data_dir / f"{part}.sock"
-    return path if len(bytes(path)) < 100 else Path(tempfile.mkdtemp(prefix="mfscore-s3-")) / "s3.sock"
+    return path if len(bytes(path)) < 100 else Path(tempfile.mkdtemp(prefix="mfscore-s3-")) / path.name
 
 
 def _s3_client(server: S3Server, credentials: S3Credentials, tls_ca: str):

@@ -10,30 +10,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from test_deploy_manifests import MARKER_ENVIRONMENT, lock_pins  # CPython 3.11 on Linux x86_64
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
-PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
-# CPython 3.11 on Linux x86_64, the platform the lock is written for
-ENVIRONMENT = {"python_version": "3.11", "python_full_version": "3.11.7", "sys_platform": "linux",
-               "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-               "implementation_name": "cpython", "platform_python_implementation": "CPython"}
-
-
-def entries(path: Path) -> dict[str, tuple[str, list[str]]]:
-    """Each locked distribution (canonical name) with its version and hashes."""
-    found: dict[str, tuple[str, list[str]]] = {}
-    name = None
-    for line in path.read_text().splitlines():
-        if match := PIN.match(line):
-            name = canonicalize_name(match[1])
-            assert name not in found, f"{path.name} pins {name} twice"
-            found[name] = (match[2], [])
-        elif name and (digest := re.search(r"--hash=sha256:([0-9a-f]{64})", line)):
-            found[name][1].append(digest[1])
-        elif line.strip() and not line.lstrip().startswith("#"):
-            raise AssertionError(f"{path.name}: {line!r} is neither a pin, a hash nor a comment")
-    return found
 
 
 def requirements() -> list[tuple[str, Requirement]]:
@@ -47,17 +27,16 @@ def requirements() -> list[tuple[str, Requirement]]:
 
 
 def test_every_requirement_of_every_extra_is_pinned_with_hashes_at_a_version_it_allows():
-    locked = entries(LOCK)
-    assert locked, "requirements.lock pins nothing"
+    locked = lock_pins(LOCK)  # every line a pin with its hashes, or a comment
     for where, requirement in requirements():
-        if requirement.marker and not requirement.marker.evaluate({**ENVIRONMENT, "extra": ""}):
+        if requirement.marker and not requirement.marker.evaluate({**MARKER_ENVIRONMENT, "extra": ""}):
             continue
         name = canonicalize_name(requirement.name)
         assert name in locked, f"{where}: {requirement} is not in requirements.lock: run 'make lock'"
-        version, hashes = locked[name]
+        version = locked[name].version
         assert requirement.specifier.contains(Version(version), prereleases=True), \
             f"{where}: requirements.lock pins {name}=={version}, outside {requirement}: run 'make lock'"
-    assert not [name for name, (_, hashes) in locked.items() if not hashes], "every pin carries its sha256 hashes"
+    assert all(pin.hashes for pin in locked.values()), "every pin carries its sha256 hashes"
 
 
 def test_the_lock_holds_no_local_or_unpinned_source():
