@@ -78,6 +78,7 @@ class ClusterRunner:
                 return
             entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
             entry.trials = {job.key: task.trials(job.work) for job in plan.jobs}
+            entry.status.jobs_planned, entry.status.trials_planned = len(plan.jobs), sum(entry.trials.values())
             if scored_where_planned(task, plan, self.settings.pool_min_trials):  # see Task.resource, Task.portable
                 entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
                 metrics.TRIALS_RECEIVED.inc(sum(entry.trials.get(key, 1) for key in entry.outcomes))
@@ -92,7 +93,6 @@ class ClusterRunner:
                     wire.objects.update(input_manifest.objects_for(inputs, task.blobs(job.work).values(), input_dir))
                     await self.book.durably(f"run {run_id}: publishing its jobs",
                                             lambda: publish_job(self.js, task.resource, wire))
-            entry.status.jobs_planned, entry.status.trials_planned = len(plan.jobs), sum(entry.trials.values())
             if entry.status.state in TERMINAL:
                 return
             await self.book.set_state(entry, State.RUN_STATE_SCORING)
