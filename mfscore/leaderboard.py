@@ -20,6 +20,11 @@ Conventions, stated once:
   level ``LEVEL``, the bounds at detection's quantile positions, docs/detection.md §6.6); otherwise none.
 - **Separability.** ``Line.overlaps_next`` is True when the line's interval and the next line's share a point,
   False when they do not, None when either has no interval (or for the last line).
+- **Systems.** A label is its owner's: a line is shown as ``owner/label`` (``Line.system``), so no team presents
+  another's label as its own.
+- **One board per metric.** ``leaderboard`` ranks entries that agree on the metric. Where entries come from many
+  callers (a cluster), ``primaries`` lists the boards they make and ``reporting`` picks the entries of one, so a run
+  ranked by another metric is on that metric's board and never breaks this one.
 
 ``paired_bootstrap`` compares two systems on the same trials (what ``mfscore compare`` needs): the difference
 of a statistic, its percentile interval and a two-sided bootstrap p-value, from one set of resampled trials.
@@ -85,6 +90,11 @@ class Line:
     overlaps_next: bool | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def system(self) -> str:
+        """How the board names the entry: ``owner/label``, or the label alone where there is no owner (local)."""
+        return f"{self.owner}/{self.label}" if self.owner else self.label
+
 
 @dataclass(frozen=True)
 class Ranking:
@@ -140,6 +150,20 @@ def leaderboard(entries: Iterable[Entry], *, dataset: str, task: str, metric: st
         lines = [_line(entry, query, name, level, n_resamples, seed) for entry in ordered]
         rankings.append(Ranking(query, _ranked(lines, better)))
     return Leaderboard(dataset, task, name, better, tuple(rankings), level, n_resamples, seed)
+
+
+def primaries(entries: Iterable[Entry]) -> list[str]:
+    """Every primary metric of ``entries``, the one most owners rank by first (then by name): the boards they
+    make. Owners, not runs, so one caller's many runs cannot move another caller's default board."""
+    owners: dict[str, set[str]] = {}
+    for entry in entries:
+        owners.setdefault(entry.results.primary, set()).add(entry.owner)
+    return sorted(owners, key=lambda metric: (-len(owners[metric]), metric))
+
+
+def reporting(entries: Iterable[Entry], metric: str) -> list[Entry]:
+    """The entries whose results report ``metric``: those the board of ``metric`` ranks."""
+    return [entry for entry in entries if any(spec.name == metric for spec in entry.results.metrics)]
 
 
 def _check_entries(entries: list[Entry], task: str) -> None:
@@ -508,28 +532,27 @@ def _cell(value) -> str:
 
 
 def to_text(board: Leaderboard) -> list[str]:
-    """The board for a terminal: a title, the first ranking (the whole run's) as an aligned table, a mark ``~``
-    where a line's interval overlaps the next line's, and with more queries a table of query × system
-    (value and rank)."""
+    """The board for a terminal: a title, the first ranking (the whole run's) as an aligned table of systems
+    (``Line.system``), a mark ``~`` where a line's interval overlaps the next line's, and with more queries a table
+    of query × system (value and rank)."""
     arrow = "↑" if board.better == HIGHER else "↓"
     title = (f"{board.task} leaderboard, dataset {board.dataset}: {board.metric} {arrow} "
              f"({board.better} is better)")
     if not board.rankings:
         return [title, "  no run to rank"]
     first = board.rankings[0]
-    owners = any(line.owner for line in first.lines)
-    header = ["rank", "system", *(["owner"] if owners else []), "run", "submitted", board.metric, "CI", ""]
+    header = ["rank", "system", "run", "submitted", board.metric, "CI", ""]
     body = []
     for line in first.lines:
         interval = "" if line.interval is None else f"[{_number(line.interval[0])}, {_number(line.interval[1])}]"
-        body.append([str(line.rank), line.label, *([line.owner or "-"] if owners else []), line.run, line.submitted,
+        body.append([str(line.rank), line.system, line.run, line.submitted,
                      _number(line.value), interval + (f" {line.ci}" if line.ci else ""),
                      "~" if line.overlaps_next else ""])
     lines = [title, f"query: {_query(first.query)}", *_aligned([header, *body], {0, len(header) - 3})]
     if any(line.overlaps_next for line in first.lines):
         lines.append("~ its interval overlaps the next line's: the two are not separable on this data")
     if len(board.rankings) > 1:
-        table = [["query", *(line.label for line in first.lines)]]  # the systems in the first ranking's order
+        table = [["query", *(line.system for line in first.lines)]]  # the systems in the first ranking's order
         for ranking in board.rankings:
             by_run = {line.run: line for line in ranking.lines}
             table.append([_query(ranking.query), *(f"{_number(by_run[line.run].value)} ({by_run[line.run].rank})"

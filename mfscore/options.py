@@ -15,6 +15,10 @@ type's own checks run. ``check_field`` applies one field's checks to one value (
 it to keep a refused flag a usage error). A check carries ``bad``: values it refuses, which the
 registry tests feed to every task's options type.
 
+A resource option (a pixel, byte or kernel-size limit) also names the server maximum it counts against,
+``option("--max-pixels", within(1, HARD_MAX_PIXELS), limit="max_pixels")``: ``check_limits(options,
+maxima)`` refuses a value above the operator's maximum, so a client may lower a limit but never raise it.
+
 Nothing here imports more than the standard library (the command line imports it before parsing).
 """
 
@@ -35,11 +39,15 @@ from mfscore.errors import MfscoreError, OptionError, QueryOptionError
 MAX_SHOWN = 80  # characters of a refused value quoted in a message
 
 
-def option(flag: str | None = None, check: Check | None = None, *, path: bool = False) -> dict:
-    """A field's metadata: its command-line flag, its check, and whether it is an input path (``Task.inputs``)."""
+def option(flag: str | None = None, check: Check | None = None, *, path: bool = False,
+           limit: str | None = None) -> dict:
+    """A field's metadata: its command-line flag, its check, whether it is an input path (``Task.inputs``), and
+    the server maximum it counts against (``limit``, a key of ``check_limits``' maxima)."""
     metadata: dict = {"flag": flag, "check": check}
     if path:
         metadata["path"] = True
+    if limit:
+        metadata["limit"] = limit
     return metadata
 
 
@@ -116,10 +124,12 @@ def one_of(choices, *, what: str = "the value") -> Check:
                  schema={"enum": list(choices)})
 
 
-def odd_or_zero(*, what: str = "a kernel size") -> Check:
-    return Check(lambda value: None if value >= 0 and (value == 0 or value % 2 == 1)
-                 else f"{what} is an odd integer (or 0 to disable), not {value}", bad=(4, -3),
-                 schema={"anyOf": [{"const": 0}, {"minimum": 1, "not": {"multipleOf": 2}}]})
+def odd_or_zero(most: int, *, what: str = "a kernel size") -> Check:
+    """An odd integer up to ``most``, or 0."""
+    return Check(lambda value: None if 0 <= value <= most and (value == 0 or value % 2 == 1)
+                 else f"{what} is an odd integer up to {most} (or 0 to disable), not {value}",
+                 bad=(4, -3, most + 2 if most % 2 else most + 1),
+                 schema={"anyOf": [{"const": 0}, {"minimum": 1, "maximum": most, "not": {"multipleOf": 2}}]})
 
 
 def file_name(*, what: str = "the name") -> Check:
@@ -173,6 +183,18 @@ def _check(field: dataclasses.Field, hint, value) -> None:
         found = check.problem(value)
         if found is not None:
             raise refused(field, *found, error=check.error)
+
+
+def check_limits(instance, maxima: typing.Mapping[str, int]) -> None:
+    """``OptionError`` for the first resource option of the options ``instance`` (nested ones included) above its
+    server maximum, ``maxima[limit]`` for the ``limit`` its field declares."""
+    for field, _ in fields_of(type(instance)):
+        value = getattr(instance, field.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            check_limits(value, maxima)
+        limit = field.metadata.get("limit")
+        if limit is not None and value is not None and value > maxima[limit]:
+            raise refused(field, value, f"this server allows at most {maxima[limit]}")
 
 
 def refused(field: dataclasses.Field, value, reason: str, *, error: type = OptionError) -> OptionError:

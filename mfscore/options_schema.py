@@ -6,6 +6,8 @@ Schema keywords its check declares), so the schema cannot drift from what ``mfsc
 ``tests/unit/test_options_schema.py`` checks the files equal what this module generates, that every task's example
 options validate, and that every value the options types refuse (the checks' ``bad`` values) is refused by the
 schema too where the schema can express the check. The aggregator validates a submitted run's options against it.
+A resource option's ``maximum`` is its hard maximum (``mfscore.limits``); a server's own may be lower
+(``mfscore.options.check_limits``), which its description says.
 Regenerate with ``python -m mfscore.results_schema`` (it writes both kinds of schema).
 """
 
@@ -55,6 +57,9 @@ def _field(field: dataclasses.Field, hint) -> dict:
     flag = field.metadata.get("flag")
     if flag:
         described["description"] = f"the command line's {flag}"
+    if field.metadata.get("limit"):
+        described["description"] = described.get("description", field.name) + (
+            "; a server may set a lower maximum and refuses a run above it")
     check = field.metadata.get("check")
     if check is not None and check.schema:
         described = {"allOf": [described, check.schema]} if set(check.schema) & set(described) else {

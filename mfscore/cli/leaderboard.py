@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-DATASET = re.compile(r"^[^/@\s]+@[^/@\s]+$")  # NAME@VERSION (the cluster checks the name whole)
+DATASET = re.compile(r"^(?:[^/@\s]+/)?[^/@\s]+@[^/@\s]+$")  # [OWNER/]NAME@VERSION (the cluster checks it whole)
 
 
 def on_cluster(args) -> bool:

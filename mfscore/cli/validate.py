@@ -6,8 +6,9 @@ import csv
 import os
 import tempfile
 
+from mfscore.cli.arguments import checked, integer
 from mfscore.errors import OptionError
-from mfscore.limits import DEFAULT_MAX_PIXELS
+from mfscore.limits import DEFAULT_MAX_FINDINGS, DEFAULT_MAX_PIXELS, HARD_MAX_FINDINGS, HARD_MAX_PIXELS
 from mfscore.validation.options import PLANS, VALIDATION_TYPES, ValidatorOptions
 
 
@@ -38,8 +39,13 @@ def add_parser(subparsers) -> None:
                         "(default), or 1, MediScore's (its ReadMe and mask generator)")
     p.add_argument("--output_revised_system", metavar="NAME",
                    help="write NAME next to the system CSV, with wrong-size-mask rows set to FailedValidation")
-    p.add_argument("--max-pixels", type=int, default=DEFAULT_MAX_PIXELS,
-                   help=f"largest mask (width x height) accepted (default {DEFAULT_MAX_PIXELS})")
+    p.add_argument("--max-pixels", type=checked(integer, "mfscore.masks.scorer:MaskOptions.max_pixels"),
+                   default=DEFAULT_MAX_PIXELS,
+                   help=f"largest mask (width x height) accepted (default {DEFAULT_MAX_PIXELS}, at most "
+                        f"{HARD_MAX_PIXELS})")
+    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS,
+                   help=f"findings listed; the others are counted (default {DEFAULT_MAX_FINDINGS}, at most "
+                        f"{HARD_MAX_FINDINGS})")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="accept NaN/inf scores and treat an unknown video frame count as 0, as MediScore does")
     p.add_argument("--json", action="store_true", help="print the report as JSON (codes, files, lines)")
@@ -81,7 +87,8 @@ def run(args) -> int:
         kind=args.valtype, name_check=args.nameCheck, ncid=args.ncid, plan=args.plan, reference=args.inRef,
         index_filter=args.indexFilter, neglect_mask=args.neglectMask, neglect_pixel=args.neglectPixel,
         ignore_eof=args.ignore_eof, ignore_overlap=args.ignore_overlap, revised_name=args.output_revised_system,
-        mediscore_compat=args.mediscore_compat, max_pixels=args.max_pixels, hdf5_frame_base=args.hdf5_frame_base)
+        mediscore_compat=args.mediscore_compat, max_pixels=args.max_pixels, hdf5_frame_base=args.hdf5_frame_base,
+        max_findings=args.max_findings)
     validation = validate_submission(args.inSys, args.inIndex, options)
     if validation.revised is not None and revised_path is not None:
         _write_revised(validation, revised_path)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mfscore.limits import DEFAULT_MAX_JSON_BYTES
+from mfscore.cli.arguments import checked, integer
+from mfscore.limits import DEFAULT_MAX_JSON_BYTES, HARD_MAX_JSON_BYTES
 
 
 def add_parser(subparsers) -> None:
@@ -21,8 +22,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--optOut", action="store_true", help="skip the JSON check of NonProcessed and OptOut rows")
     p.add_argument("-v", "--verbose", type=int, default=None,
                    help="1: print everything; 0: print nothing; unset: errors and warnings")
-    p.add_argument("--max-json-bytes", type=int, default=DEFAULT_MAX_JSON_BYTES,
-                   help=f"refuse JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,})")
+    p.add_argument("--max-json-bytes", type=checked(integer, "mfscore.tasks.provenance:Options.max_json_bytes"),
+                   default=DEFAULT_MAX_JSON_BYTES,
+                   help=f"refuse JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,}, at most "
+                        f"{HARD_MAX_JSON_BYTES:,})")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of lines")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="ignore -t as MediScore does: only -nc with TASK provenance selects the graph schema")

@@ -18,7 +18,7 @@ def print_report(report: ValidationReport, *, verbose: int, as_json: bool, notic
         print(json.dumps(report.to_dict(), indent=1))
     elif verbose:
         printed: Counter[str] = Counter()
-        for finding in report.findings:
+        for finding in report.listed():
             if finding.severity is Severity.NOTICE and not notices:
                 continue
             printed[finding.code] += 1
@@ -26,6 +26,6 @@ def print_report(report: ValidationReport, *, verbose: int, as_json: bool, notic
                 print(finding.render())
         for code, count in sorted(printed.items()):
             if count > MAX_LINES_PER_CODE:
-                print(f"... and {count - MAX_LINES_PER_CODE} more '{code}' findings (--json lists them all)")
+                print(f"... and {count - MAX_LINES_PER_CODE} more '{code}' findings (--json lists them)")
         print(PASSED if report.valid else FAILED)
     return 0 if report.valid else 1

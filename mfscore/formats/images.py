@@ -8,7 +8,6 @@ limit before OpenCV decodes it.  Every problem with a file becomes an ``ImageErr
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import struct
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from mfscore.errors import ImageError
+from mfscore.formats import file_names
 from mfscore.limits import DEFAULT_MAX_PIXELS
 
 
@@ -86,29 +86,10 @@ class ImageHeader:
     format: str  # 'png', 'jpeg', 'jp2', 'j2k', 'tiff' or 'bmp'
 
 
-@functools.lru_cache(maxsize=64)
-def _real_directory(root: str) -> str:
-    """``realpath`` of a submission directory, resolved once per run rather than once per mask."""
-    return os.path.realpath(root)
-
-
 def confined_path(root: str, relative: str, *, what: str) -> str:
-    """Join ``relative`` to ``root``, refusing names that reach outside it.
-
-    Absolute names, ``..`` escapes and symlinks whose target lies outside ``realpath(root)`` are
-    refused.  The joined (not resolved) path is returned so that messages stay readable.
-    """
-    if not relative or "\0" in relative:
-        raise ImageError(f"the {what} file name is empty or contains a NUL byte", path=repr(relative))
-    if os.path.isabs(relative) or relative.startswith(("/", "\\")):
-        raise ImageError(f"the {what} file name is absolute; it must be relative to {root}", path=relative)
-    if os.path.normpath(relative).split(os.sep)[0] == os.pardir:
-        raise ImageError(f"the {what} file name leaves {root} through '..'", path=relative)
-    joined = os.path.join(root, relative)
-    real_root = _real_directory(root)
-    if os.path.commonpath([real_root, os.path.realpath(joined)]) != real_root:
-        raise ImageError(f"the {what} file name is a symbolic link that leads outside {root}", path=relative)
-    return joined
+    """Join ``relative`` to ``root``, refusing names that reach outside it (``file_names.confined_path``), as an
+    ``ImageError``."""
+    return file_names.confined_path(root, relative, what=what, error=ImageError)
 
 
 def _at(f: BinaryIO, offset: int, n: int) -> bytes:

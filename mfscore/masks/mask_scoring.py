@@ -32,6 +32,7 @@ from mfscore.limits import (
     DECODE_SAMPLE_BYTES,
     DECODED_MASK_BYTES,
     DEFAULT_MAX_JOB_BYTES,
+    HARD_MAX_KERNEL_SIZE,
     JOB_MAP_BYTES,
     JPEG2000_SAMPLE_BYTES,
 )
@@ -47,10 +48,12 @@ from mfscore.options import odd_or_zero, one_of, option, validate
 class ZoneOptions:
     """Kernel sizes and shape of the no-score zones (docs/masks.md §5)."""
 
-    erode_size: int = field(default=15, metadata=option("--eks", odd_or_zero(what="the erosion kernel size")))
-    dilate_size: int = field(default=11, metadata=option("--dks", odd_or_zero(what="the dilation kernel size")))
+    erode_size: int = field(default=15, metadata=option(
+        "--eks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the erosion kernel size"), limit="max_kernel_size"))
+    dilate_size: int = field(default=11, metadata=option(
+        "--dks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the dilation kernel size"), limit="max_kernel_size"))
     distraction_size: int = field(default=15, metadata=option(
-        "--ntdks", odd_or_zero(what="the distraction kernel size")))
+        "--ntdks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the distraction kernel size"), limit="max_kernel_size"))
     kernel: str = field(default="box", metadata=option("-k/--kernel", one_of(KERNEL_SHAPES, what="the kernel shape")))
 
     def __post_init__(self):

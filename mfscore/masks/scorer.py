@@ -8,14 +8,13 @@ them), then build the per-image, averaged and journal tables from the records al
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
 
 from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
-from mfscore.limits import DEFAULT_MAX_JOB_BYTES
+from mfscore.limits import DEFAULT_MAX_JOB_BYTES, HARD_MAX_JOB_BYTES, HARD_MAX_PIXELS
 from mfscore.masks.journal_selection import (
     QuerySelection,
     journal_results,
@@ -30,7 +29,7 @@ from mfscore.masks.reference_selection import BLACK
 from mfscore.masks.run_metrics import average_aucs, maximum_threshold
 from mfscore.masks.trial_metrics import trial_cells
 from mfscore.masks.trials import FAILED, MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
-from mfscore.options import at_least, one_of, option, validate, within
+from mfscore.options import one_of, option, validate, within
 
 SBIN_OFF = -10
 
@@ -50,9 +49,9 @@ class MaskOptions:
     jpeg2000: bool = field(default=False, metadata=option("--jpeg2000"))
     rbin: int = field(default=-1, metadata=option("--rbin"))
     max_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata=option(
-        "--max-pixels", at_least(1, what="the pixel limit")))
+        "--max-pixels", within(1, HARD_MAX_PIXELS, what="the pixel limit"), limit="max_pixels"))
     max_job_bytes: int = field(default=DEFAULT_MAX_JOB_BYTES, metadata=option(
-        "--max-job-bytes", at_least(1, what="the memory limit")))
+        "--max-job-bytes", within(1, HARD_MAX_JOB_BYTES, what="the memory limit"), limit="max_job_bytes"))
     mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
 
     def __post_init__(self):
@@ -132,7 +131,7 @@ def plan_jobs(table: TrialTable, trials: pd.DataFrame, selection: QuerySelection
             if _status(row, role, table.status_column) == FAILED:
                 sys_name = ""
             job = MaskJob(
-                reference_path=os.path.join(ref_dir, ref_name) if ref_name else None,
+                reference_path=confined_path(ref_dir, ref_name, what="reference mask") if ref_name else None,
                 system_path=confined_path(system_root, sys_name, what="system mask") if sys_name else None,
                 bitplanes=bitplanes,
                 every_marked_pixel=task == MANIPULATION and options.rbin >= 0,

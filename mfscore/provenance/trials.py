@@ -2,7 +2,7 @@
 
 Index ⋈ reference ⋈ system on ``ProvenanceProbeFileID`` (inner joins), grouped by
 ``JournalFileName`` in sorted order, join order kept within a group. System JSON paths are confined
-to ``-S``; a file that is too large, not JSON or fails the schema is a per-trial problem
+to ``-S`` and journal paths to ``-R``; a file that is too large, not JSON or fails the schema is a per-trial problem
 (``TrialInputError``), so the run can go on without that trial.
 
 The tables are text columns (``read_text_columns``) and the joins are written out on them, so the
@@ -15,11 +15,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from operator import itemgetter
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mfscore.errors import ImageError, InputFileError
-from mfscore.formats.images import confined_path
+from mfscore.errors import InputFileError
+from mfscore.formats.file_names import confined_path
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES, load_provenance_json, schema_problems
 from mfscore.formats.tables import read_text_columns
 from mfscore.limits import MAX_SCHEMA_PROBLEMS
@@ -122,10 +121,7 @@ def trial_table(inputs: ProvenanceInputs) -> list[dict[str, str]]:
         trials = _inner_join(_inner_join(index, reference), opted_in(inputs.system))
         trials.sort(key=lambda trial: trial["JournalFileName"])
     for trial in trials:
-        try:
-            confined_path(inputs.system_dir, trial[OUTPUT], what="system JSON")
-        except ImageError as exc:
-            raise InputFileError(exc.message, path=exc.path) from None
+        confined_path(inputs.system_dir, trial[OUTPUT], what="system JSON")
     return trials
 
 
@@ -191,5 +187,6 @@ def _more(count: int, *, at_least: bool) -> str:
 
 
 def load_journal(inputs: ProvenanceInputs, name: str) -> dict:
-    """A reference journal JSON (trusted NIST data, still read through the safe loader)."""
-    return load_provenance_json(Path(inputs.reference_dir) / name)
+    """A reference journal JSON, its name (``JournalFileName``) confined to ``-R`` and the file read through the
+    safe loader: a reference is as untrusted as a submission when a client uploads both."""
+    return load_provenance_json(confined_path(inputs.reference_dir, name, what="journal"))

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 
+from mfscore.formats.file_names import output_name
 from mfscore.formats.tables import TextTable
 from mfscore.provenance.graph_similarity import (
     CORRECT,
@@ -105,9 +105,8 @@ def report_tables(records: list[GraphRecord], direct: bool) -> dict[str, TextTab
 
 
 def figure_name(probe: str) -> str:
-    """``<probe>.png``, with any character that could leave the figures directory replaced."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", probe)
-    return ("_" + safe if safe.startswith(".") or not safe else safe) + ".png"
+    """``<probe>.png``, the ID made a file name by ``output_name`` (it cannot leave the figures directory)."""
+    return output_name(probe) + ".png"
 
 
 def write_figure(record: GraphRecord, path: Path) -> None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
+from mfscore.formats.file_names import output_name
 from mfscore.formats.tables import write_rows
 from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.video.temporal_confusion import (
@@ -127,7 +128,7 @@ def write_html(table: tuple[list[str], list[dict]], path: Path,
             value = row[column]
             text = "" if isinstance(value, float) and math.isnan(value) else str(value)
             if column == "Timeline" and text:
-                cells.append(f'<td><a href="{html.escape(text, quote=True)}">{html.escape(text)}</a></td>')
+                cells.append(f'<td><a href="{html.escape(quote(text), quote=True)}">{html.escape(text)}</a></td>')
             else:
                 cells.append(f"<td>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -138,16 +139,9 @@ def write_html(table: tuple[list[str], list[dict]], path: Path,
         f"<h1>{html.escape(title)}</h1>\n<table><tr>{head}</tr>\n" + "\n".join(body) + "\n</table></body></html>\n")
 
 
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-
-
 def timeline_name(probe_id: str, query: int) -> str:
-    """``timeline_<ProbeFileID>_<query>.png``; an ID that is not a plain file name is replaced by a safe one."""
-    if not _SAFE_NAME.match(probe_id):
-        import hashlib
-        digest = hashlib.sha256(probe_id.encode()).hexdigest()[:12]
-        probe_id = re.sub(r"[^A-Za-z0-9._-]", "_", probe_id)[:40].lstrip(".") + "-" + digest
-    return f"timeline_{probe_id}_{query}.png"
+    """``timeline_<ProbeFileID>_<query>.png``, the ID made a file name by ``output_name``."""
+    return f"timeline_{output_name(probe_id)}_{query}.png"
 
 
 MCC_FIGURE = "mcc_distribution.png"

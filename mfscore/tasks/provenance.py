@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from mfscore.errors import InputFileError, MfscoreError
+from mfscore.formats.file_names import confined_path
 from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
-from mfscore.options import Check, option, validate
+from mfscore.limits import HARD_MAX_JSON_BYTES
+from mfscore.options import option, validate, within
 from mfscore.provenance.trials import (
     ProvenanceInputs,
     TrialInputError,
@@ -44,8 +46,7 @@ class Options:
     skip_trial_disparity_check: bool = field(default=False, metadata=option("-t/--skip-trial-disparity-check"))
     verbose: bool = field(default=False, metadata=option("-v/--verbose"))
     max_json_bytes: int = field(default=DEFAULT_MAX_JSON_BYTES, metadata=option(
-        "--max-json-bytes", Check(lambda limit: None if limit >= 1 else "the limit must be at least 1 byte",
-                                  bad=(0, -5))))
+        "--max-json-bytes", within(1, HARD_MAX_JSON_BYTES, what="the JSON size limit"), limit="max_json_bytes"))
     html_report: bool = field(default=False, metadata=option("-H/--html-report"))
 
     def __post_init__(self):
@@ -92,8 +93,14 @@ def planned_trials(trials: list[dict], journal_of: Callable[[str], object],
 
 
 def journal_tables(options: Options, state: State) -> tuple[str, ...]:
-    """The journals the trials read that exist (a missing one is its trials' planning error on any runner)."""
-    paths = (os.path.join(options.reference_dir, name) for name in state.journal_files)
+    """The journals the trials read that exist (a missing or refused one is its trials' planning error on any
+    runner): a name leaving ``-R`` is never looked at."""
+    paths = []
+    for name in state.journal_files:
+        try:
+            paths.append(confined_path(options.reference_dir, name, what="journal"))
+        except InputFileError:
+            continue
     return tuple(path for path in paths if os.path.isfile(path))
 
 

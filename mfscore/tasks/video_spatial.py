@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from mfscore.errors import OptionError
+from mfscore.formats.file_names import output_name
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import write_table
 from mfscore.masks.journal_selection import (
@@ -237,7 +238,8 @@ def _averaged(pervideo: pd.DataFrame, journal: pd.DataFrame, options: Options,
 def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, records: list[VideoRecord],
                  journal: pd.DataFrame, options: Options,
                  query: str | None) -> tuple[list[tuple[str, dict, int]], np.ndarray]:
-    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables; returns each
+    """One query's ``_mask_score.csv``, ``_pervideo.csv`` and per-video ``_thresholds`` tables (each named by its
+    ProbeFileID through ``output_name``, so that no ID names a file elsewhere); returns each
     averaged row written (its query, its values before ``--precision``, how many videos it averages), and the
     per-video temporal MCCs.
 
@@ -264,7 +266,7 @@ def _write_query(stage, subdir: str, trials: VideoTrials, rows: pd.DataFrame, re
     write_table(format_table(pervideo, options.precision, METRIC_COLUMNS), stage.path(PERVIDEO, subdir))
     for record in records:
         if record.scored:
-            write_table(threshold_table(record), stage.path(f"_thresholds/{record.probe_id}.csv", subdir))
+            write_table(threshold_table(record), stage.path(f"_thresholds/{output_name(record.probe_id)}.csv", subdir))
     mccs = pd.to_numeric(pervideo.get("TemporalMCC", pd.Series(dtype=float)), errors="coerce")
     return ([(text, row, len(averaged_videos(subset, mediscore_compat=compat)))
              for (_, text, subset), row in zip(subsets, averaged)], mccs.to_numpy(dtype=np.float64))

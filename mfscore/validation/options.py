@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mfscore.errors import OptionError
-from mfscore.limits import DEFAULT_MAX_PIXELS, DEFAULT_MAX_TABLE_BYTES, DEFAULT_MAX_VIDEO_ELEMENTS
+from mfscore.limits import (
+    DEFAULT_MAX_FINDINGS,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_MAX_TABLE_BYTES,
+    DEFAULT_MAX_VIDEO_ELEMENTS,
+    HARD_MAX_FINDINGS,
+    HARD_MAX_PIXELS,
+)
 
 VALIDATION_TYPES = ("SSD", "SSD-video", "SSD-event", "SSD-camera", "DSD")
 # nc2017: MediScore's rules (EXPID names, any real score); mfc2019: SubID names, scores in [0, 1]
@@ -31,10 +38,16 @@ class ValidatorOptions:
     max_table_bytes: int = DEFAULT_MAX_TABLE_BYTES
     max_video_elements: int = DEFAULT_MAX_VIDEO_ELEMENTS
     hdf5_frame_base: int = 0           # video: HDF5 block names count from 0 (MFC2019 plan) or 1 (MediScore)
+    max_findings: int = DEFAULT_MAX_FINDINGS  # findings listed; the others are counted (findings.ValidationReport)
 
     def __post_init__(self):
         if self.hdf5_frame_base not in (0, 1):  # options also arrive decoded from the wire
             raise OptionError(f"--hdf5-frame-base {self.hdf5_frame_base}: block names count from 0 or 1")
+        if not 1 <= self.max_pixels <= HARD_MAX_PIXELS:
+            raise OptionError(f"--max-pixels {self.max_pixels}: the pixel limit is in [1, {HARD_MAX_PIXELS}]")
+        if not 1 <= self.max_findings <= HARD_MAX_FINDINGS:
+            raise OptionError(f"--max-findings {self.max_findings}: the number of findings listed is in "
+                              f"[1, {HARD_MAX_FINDINGS}]")
 
     @property
     def scores_in_unit_interval(self) -> bool:

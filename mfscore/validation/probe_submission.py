@@ -90,7 +90,11 @@ def _frame_count(index_row: pd.Series, index_dir: str, options: ValidatorOptions
     value = str(index_row.get("FrameCount", "")).strip()
     if value not in ("", "nan"):
         return int(float(value))
-    counted = frame_count_of_video(os.path.join(index_dir, os.pardir, str(index_row.get("ProbeFileName", ""))))
+    try:  # the index names the video: within the dataset, or not known
+        video = confined_path(os.path.join(index_dir, os.pardir), str(index_row.get("ProbeFileName", "")), what="probe")
+    except ImageError:
+        video = None
+    counted = None if video is None else frame_count_of_video(video)
     if counted is None and options.mediscore_compat:
         return 0
     return counted

@@ -44,9 +44,9 @@ def check_index_coverage(report: ValidationReport, table: SubmissionTable, keys:
     in_index = keys.isin(set(index_keys)).to_numpy()
     if report_unknown:
         subject = noun[0].upper() + noun[1:]
-        for position in np.flatnonzero(~in_index):
-            report.error("key.unknown", f"{subject} {keys.iat[position]} does not exist in the index file.",
-                         file=table.path, line=table.line(position))
+        report.error_rows("key.unknown", np.flatnonzero(~in_index),
+                          lambda at: f"{subject} {keys.iat[at]} does not exist in the index file.",
+                          file=table.path, line=table.line)
     return in_index
 
 
@@ -60,9 +60,9 @@ def check_duplicates(report: ValidationReport, table: SubmissionTable, keys: pd.
         report.error("table.duplicate_rows", f"Your system output contains duplicate rows: {len(positions)} rows "
                      f"are repeated, at data rows {shown} (0-based).", file=table.path, line=table.line(positions[0]))
     repeated_keys = keys.duplicated(keep="first").to_numpy() & ~rows.duplicated(keep="first").to_numpy()
-    for position in np.flatnonzero(repeated_keys):
-        report.error("key.duplicate", f"Trial {keys.iat[position]} appears more than once with different values.",
-                     file=table.path, line=table.line(position))
+    report.error_rows("key.duplicate", np.flatnonzero(repeated_keys),
+                      lambda at: f"Trial {keys.iat[at]} appears more than once with different values.",
+                      file=table.path, line=table.line)
 
 
 # MediScore's words (docs/validation.md §6a): the SSD validator's "The Confidence Scores for probes ...", the
@@ -81,15 +81,16 @@ def check_scores(report: ValidationReport, table: SubmissionTable, keys: pd.Seri
     literal_nan = text.str.lower().isin({"nan", "+nan", "-nan"}).to_numpy()
     not_numeric = np.isnan(numbers) & ~literal_nan
     not_finite = ~not_numeric & ~np.isfinite(numbers)
-    for position in np.flatnonzero(not_numeric | (not_finite & ~allow_non_finite)):
-        report.error("score.not_numeric", message.format(key=keys.iat[position], value=table.rows[SCORE].iat[position]),
-                     file=table.path, line=table.line(position))
+    scores = table.rows[SCORE]
+    report.error_rows("score.not_numeric", np.flatnonzero(not_numeric | (not_finite & ~allow_non_finite)),
+                      lambda at: message.format(key=keys.iat[at], value=scores.iat[at]),
+                      file=table.path, line=table.line)
     if unit_interval:
         with np.errstate(invalid="ignore"):
             outside = np.isfinite(numbers) & ((numbers < 0) | (numbers > 1))
-        for position in np.flatnonzero(outside):
-            report.error("score.range", f"The Confidence Score of {keys.iat[position]} is {text.iat[position]}; "
-                         "it must be in [0, 1].", file=table.path, line=table.line(position))
+        report.error_rows("score.range", np.flatnonzero(outside),
+                          lambda at: f"The Confidence Score of {keys.iat[at]} is {text.iat[at]}; it must be in [0, 1].",
+                          file=table.path, line=table.line)
 
 
 def bad_pixel_values(values: pd.Series) -> np.ndarray:
@@ -103,9 +104,9 @@ def bad_pixel_values(values: pd.Series) -> np.ndarray:
 def check_pixel_values(report: ValidationReport, table: SubmissionTable, column: str, keys: pd.Series,
                        rows: np.ndarray) -> None:
     values = table.rows[column]
-    for position in np.flatnonzero(bad_pixel_values(values) & rows):
-        report.error("pixel.value", f"The {column} of {keys.iat[position]} is {values.iat[position]!r}; it must be "
-                     "blank or an integer in [0, 255].", file=table.path, line=table.line(position))
+    report.error_rows("pixel.value", np.flatnonzero(bad_pixel_values(values) & rows),
+                      lambda at: f"The {column} of {keys.iat[at]} is {values.iat[at]!r}; it must be blank or an "
+                      "integer in [0, 255].", file=table.path, line=table.line)
 
 
 def check_statuses(report: ValidationReport, table: SubmissionTable, column: str, allowed: frozenset[str],
@@ -113,10 +114,10 @@ def check_statuses(report: ValidationReport, table: SubmissionTable, column: str
     """Report unknown values of a status column among ``rows``; returns which rows are known."""
     values = table.rows[column].str.strip()
     known = values.isin(allowed).to_numpy()
-    for position in np.flatnonzero(rows & ~known):
-        report.error("status.unknown", f"{label} {table.rows[column].iat[position]!r} for {keys.iat[position]} "
-                     f"is not recognized. The {column} must be one of {', '.join(sorted(allowed))}.",
-                     file=table.path, line=table.line(position))
+    given = table.rows[column]
+    report.error_rows("status.unknown", np.flatnonzero(rows & ~known),
+                      lambda at: f"{label} {given.iat[at]!r} for {keys.iat[at]} is not recognized. The {column} must "
+                      f"be one of {', '.join(sorted(allowed))}.", file=table.path, line=table.line)
     return known
 
 

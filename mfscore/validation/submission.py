@@ -50,7 +50,7 @@ def _check_name(report: ValidationReport, system_path: str, options: ValidatorOp
 
 
 def validate_submission(system_path: str, index_path: str, options: ValidatorOptions) -> Validation:
-    report = ValidationReport()
+    report = ValidationReport(limit=options.max_findings)
     validation = Validation(report)
     if not _files_exist(report, system_path, index_path):
         return validation

@@ -19,7 +19,8 @@ from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import file_line, read_table
 from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS, FRAME_BASES
 from mfscore.masks.journal_selection import QuerySelection, operations_by_probe, trial_operations
-from mfscore.options import Check, at_least, option, validate
+from mfscore.limits import HARD_MAX_VIDEO_ELEMENTS
+from mfscore.options import Check, option, validate, within
 from mfscore.video.frame_tally import FrameRules
 from mfscore.video.video_scoring import VideoJob
 
@@ -46,7 +47,7 @@ class VideoOptions:
     truncate: bool = field(default=False, metadata=option("--truncate"))
     mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
     max_elements: int = field(default=DEFAULT_MAX_VIDEO_ELEMENTS, metadata=option(
-        "--max-elements", at_least(1, what="the pixel limit")))
+        "--max-elements", within(1, HARD_MAX_VIDEO_ELEMENTS, what="the pixel limit"), limit="max_video_elements"))
     hdf5_frame_base: int = field(default=0, metadata=option(  # 0 the MFC2019 plan, 1 MediScore (docs/video.md §B.2)
         "--hdf5-frame-base", Check(lambda base: None if base in FRAME_BASES else "block names count from 0 or 1",
                                    bad=(2, -1))))

@@ -7,7 +7,9 @@ A run's input files are objects of its owner's namespace or of its dataset, reco
 Every name a caller sends is checked whole before it is used (``run_layout``). Status codes as AIP-193 says: a
 call on a run in the wrong state is FAILED_PRECONDITION, a bad field INVALID_ARGUMENT naming it, NATS or S3 away
 UNAVAILABLE, a stored report that is not what the aggregator wrote DATA_LOSS. A standby aggregator (one that does
-not hold the leader's lease) serves the calls that read, and answers UNAVAILABLE to those that change state.
+not hold the leader's lease) serves the reads of runs that have ended and of datasets, and answers UNAVAILABLE to
+the calls that change state and to reads of runs in progress (ListRuns included), whose progress only the leader
+knows.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ import nats.errors
 
 from mfscore import options_schema, tasks
 from mfscore.errors import MfscoreError, OptionError
+from mfscore.options import check_limits
 from mfscore.results import Results
 from mfscore.services.aggregator import paging, reports, uploads
-from mfscore.services.aggregator.datasets import DatasetBook, DatasetTampered, owner_space
+from mfscore.services.aggregator.datasets import DatasetBook, DatasetTampered, is_run_of, owner_space
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
+from mfscore.services.aggregator.quotas import QuotaExceeded, Quotas
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -64,6 +68,8 @@ from mfscore.services.wire import results_pb2, runs_pb2, services_pb2_grpc
 MAX_RUN_SPEC_BYTES = 512 << 10  # a run's state (spec and status) must fit a 1 MiB NATS key-value entry
 MAX_RESULTS_BYTES = 32 << 20    # a results file GetResults sends in one message (FetchReport streams any size)
 PAGE_BYTES = 3 << 20            # a ListRuns page stops growing past this, so a default client (4 MiB) takes it
+FOLLOWING = ("this aggregator is a standby, behind the leader on the runs in progress; the leading aggregator "
+             "answers for them, try another address")
 log = logging.getLogger("mfscore.aggregator")
 
 
@@ -72,16 +78,22 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                  retention: Retention, datasets: DatasetBook, objects: Objects):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
         self.datasets, self.objects = datasets, objects
+        self.quotas = Quotas(settings)
 
     @leader_only
     async def CreateRun(self, request, context):
         who = caller()
-        if request.dataset:
-            await readable_dataset(self.datasets, request.dataset, who, context)
+        try:
+            self.quotas.check_runs(who, *self.book.held(who), submitting=False)
+            self.quotas.create_run.take(who, f"{who.name} called CreateRun")
+        except QuotaExceeded as error:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
+        dataset = await readable_dataset(self.datasets, request.dataset, who, context) if request.dataset else None
         run_id = uuid.uuid4().hex
         created = now()
         spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
-                                dataset=request.dataset)
+                                dataset=request.dataset,
+                                dataset_creation_id=dataset.creation_id if dataset is not None else "")
         status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=created,
                                     created_at=created, owner=who.name, owner_role=who.role)
         await self._record(RunEntry(spec, status), context, spec, status)
@@ -90,7 +102,18 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
 
     @leader_only
     async def UploadInputs(self, request_iterator, context):
-        first = await anext(aiter(request_iterator), None)
+        try:
+            with self.quotas.uploads.stream(caller()) as holding:
+                return await self._upload_inputs(
+                    uploads.idle_bounded(request_iterator, self.settings.upload_idle_seconds), holding, context)
+        except QuotaExceeded as error:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
+
+    async def _upload_inputs(self, request_iterator, holding, context):
+        try:
+            first = await anext(request_iterator, None)
+        except MfscoreError as error:
+            await context.abort(_upload_code(error), error.sentence())
         if first is None:
             return runs_pb2.UploadInputsResponse()
         entry = await self._entry(first.run_id, context, owned=True)
@@ -116,7 +139,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                                    key=key))
 
             try:
-                await uploads.receive(_chained(first, request_iterator), run_id, put,
+                await uploads.receive(_chained(first, request_iterator), run_id, put, holding=holding,
                                       max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir)
             except MfscoreError as error:
                 await context.abort(_upload_code(error), f"run {run_id}: {error.sentence()}")
@@ -139,12 +162,13 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         try:
             for declared in request.files:
                 uploads.check_declared(declared, self.settings.max_upload_bytes)
+            uploads.Names(declared.name for declared in request.files)
         except MfscoreError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"run {run_id}: {error.sentence()}")
         space = await caller_space(context)
         in_dataset: dict[tuple[str, int], str] = {}  # (SHA-256, size) -> its object, of the run's dataset
         dataset = self.datasets.datasets.get(entry.spec.dataset) if entry.spec.dataset else None
-        if dataset is not None:
+        if dataset is not None and is_run_of(entry.spec, dataset):
             files = await dataset_files(self.datasets, dataset, context)
             in_dataset = {(file.sha256, file.size): object_key(owner_space(dataset), file.sha256) for file in files}
         entry.uploading += 1  # SubmitRun waits for what is found to be recorded
@@ -201,7 +225,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run spec is {request.ByteSize()} bytes, more "
                                 f"than the limit of {MAX_RUN_SPEC_BYTES}; nothing was recorded")
         try:
-            tasks.decode_options(tasks.get(request.task), request.options)
+            check_limits(tasks.decode_options(tasks.get(request.task), request.options), self.settings.option_limits)
             options_schema.check(request.task, request.options)  # the published contract (docs/distributed.md)
         except OptionError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the run's options: {error.sentence()}; nothing "
@@ -212,6 +236,11 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if entry.uploading:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
                                                                      "submit it once they are uploaded")
+        try:
+            self.quotas.check_runs(caller(), *self.book.held(caller()), submitting=True)
+        except QuotaExceeded as error:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
+        await self._inputs_named_apart(run_id, context)
         if request.dataset:
             await readable_dataset(self.datasets, request.dataset, caller(), context)
             if request.dataset != entry.spec.dataset:
@@ -221,6 +250,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         spec = runs_pb2.RunSpec()
         spec.CopyFrom(request)
         spec.submitted_by, spec.dataset = entry.spec.submitted_by, entry.spec.dataset
+        spec.dataset_creation_id = entry.spec.dataset_creation_id
         status = runs_pb2.RunStatus()
         status.CopyFrom(entry.status)
         status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
@@ -230,11 +260,24 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         log.info("run %s: %s submitted", run_id, spec.task)
         return runs_pb2.SubmitRunResponse(run=entry.status)
 
+    async def _inputs_named_apart(self, run_id: str, context) -> None:
+        """INVALID_ARGUMENT when a name of the run's inputs is a directory of another (``sys/a``, ``sys/a/b``),
+        uploaded or declared by separate calls."""
+        try:
+            inputs = await asyncio.to_thread(input_manifest.read, self.store, run_id)
+            uploads.Names(inputs)
+        except uploads.UploadRefused as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"run {run_id}: {error.sentence()}; nothing was "
+                                                                  "submitted")
+        except ObjectStoreError as error:
+            await context.abort(_upload_code(error), f"run {run_id}: its inputs cannot be read now: "
+                                                     f"{error.sentence()}")
+
     async def GetRun(self, request, context):
-        return runs_pb2.GetRunResponse(run=(await self._entry(request.run_id, context)).status)
+        return runs_pb2.GetRunResponse(run=(await self._ended_or_led(request.run_id, context)).status)
 
     async def WatchRun(self, request, context):
-        entry = await self._entry(request.run_id, context)
+        entry = await self._ended_or_led(request.run_id, context)
         seen = -1
         while True:
             async with entry.changed:
@@ -248,6 +291,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             await asyncio.sleep(0.1)  # coalesce bursts of records into one update
 
     async def ListRuns(self, request, context):
+        if not self.book.leading():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, FOLLOWING)
         who = caller()
         try:
             size = paging.page_size(request.page_size)
@@ -308,27 +353,34 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         return results_pb2.GetResultsResponse(results=results_message(results, entry.status.provenance_json))
 
     async def GetLeaderboard(self, request, context):
-        """Every DONE run of the task naming the dataset, whoever submitted it, ranked (mfscore.leaderboard):
-        derived on each call from the recorded runs and their sealed results, so nothing is kept to go stale."""
+        """The DONE runs of the task on this very dataset (not on one deleted before it under the same name),
+        whoever submitted them, that report the metric asked for (by default the primary most owners rank by),
+        ranked (mfscore.leaderboard): derived on each call from the recorded runs and their sealed results, so
+        nothing is kept to go stale. A run ranked by another metric is on that metric's board (``metrics`` names
+        them all), and no refusal names another caller's run."""
         from mfscore import leaderboard as lb
 
-        await readable_dataset(self.datasets, request.dataset, caller(), context)
+        dataset = await readable_dataset(self.datasets, request.dataset, caller(), context)
         if request.task not in tasks.names():
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                                 f"{request.task[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
         runs = [entry for entry in list(self.book.runs.values())
-                if entry.spec.dataset == request.dataset and entry.spec.task == request.task
+                if is_run_of(entry.spec, dataset) and entry.spec.task == request.task
                 and entry.status.state == State.RUN_STATE_DONE]
         entries = [lb.Entry(entry.spec.run_id, entry.status.owner, _iso(entry.status.submitted_at),
                             entry.spec.output_name or entry.spec.run_id, await self._results(entry, context))
                    for entry in runs]
+        entries = [entry for entry in entries if entry.results.task == request.task]
+        boards = lb.primaries(entries)
+        metric = request.metric or (boards[0] if boards else None)
         try:
-            board = lb.leaderboard(entries, dataset=request.dataset, task=request.task, metric=request.metric or None)
-        except ValueError as error:
+            board = lb.leaderboard(lb.reporting(entries, metric) if metric else [], dataset=request.dataset,
+                                   task=request.task, metric=metric)
+        except ValueError as error:  # the metric has no direction, or two: the sentence names no run
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"no leaderboard of {request.task} on "
-                                                                  f"{request.dataset}: {error}")
+                                                                  f"{request.dataset} by {metric}: {error}")
         return results_pb2.GetLeaderboardResponse(leaderboard=leaderboard_message(board),
-                                                  json=lb.to_json(board).decode())
+                                                  json=lb.to_json(board).decode(), metrics=boards)
 
     async def _results(self, entry: RunEntry, context) -> Results:
         """A DONE run's results, read from its sealed results file."""
@@ -394,6 +446,14 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                 ("; make one with CreateRun" if owned else ""))
         return entry
 
+    async def _ended_or_led(self, run_id: str, context) -> RunEntry:
+        """The caller's run, if it has ended or this aggregator leads: a standby's copy of a run in progress is
+        behind the leader's (the bucket holds its states, not each record's count)."""
+        entry = await self._entry(run_id, context)
+        if entry.status.state not in TERMINAL and not self.book.leading():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, FOLLOWING)
+        return entry
+
     async def _record(self, entry: RunEntry, context, spec: runs_pb2.RunSpec, status: runs_pb2.RunStatus) -> None:
         try:
             await self.book.record(entry, spec, status)
@@ -437,10 +497,12 @@ async def dataset_files(datasets: DatasetBook, dataset, context) -> list:
 
 
 def _upload_code(error: MfscoreError) -> grpc.StatusCode:
-    """S3 away is UNAVAILABLE, another store error INTERNAL (the store, not the file), a file not as declared
-    INVALID_ARGUMENT."""
+    """S3 away is UNAVAILABLE, another store error INTERNAL (the store, not the file), a quota exceeded
+    RESOURCE_EXHAUSTED, a stream gone quiet DEADLINE_EXCEEDED, a file not as declared INVALID_ARGUMENT."""
     return (grpc.StatusCode.UNAVAILABLE if isinstance(error, ObjectStoreUnavailable)
             else grpc.StatusCode.INTERNAL if isinstance(error, ObjectStoreError)
+            else grpc.StatusCode.RESOURCE_EXHAUSTED if isinstance(error, QuotaExceeded)
+            else grpc.StatusCode.DEADLINE_EXCEEDED if isinstance(error, uploads.UploadIdle)
             else grpc.StatusCode.INVALID_ARGUMENT)
 
 

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import tempfile
+import uuid
 
 import grpc
 import nats.errors
@@ -19,9 +20,17 @@ import nats.errors
 from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import paging, uploads
 from mfscore.services.aggregator.api import PAGE_BYTES, _upload_code, caller_space, dataset_files, readable_dataset
-from mfscore.services.aggregator.datasets import DatasetBook, manifest_sha256, owns, reference
+from mfscore.services.aggregator.datasets import (
+    DatasetBook,
+    is_run_of,
+    manifest_sha256,
+    naming_refusal,
+    owns,
+    reference,
+)
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects, dataset_keys
+from mfscore.services.aggregator.quotas import QuotaExceeded, Quotas
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, may_see, now
 from mfscore.services.common.auth import caller
@@ -30,7 +39,6 @@ from mfscore.services.common.run_layout import BadName, check_dataset, object_ke
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc
 
-MAX_DATASET_FILES = 1_000_000
 FILES_PAGE, MAX_FILES_PAGE = 1000, 10000
 _NOT_SHARED = "only an operator registers a shared dataset; register it without sharing it"
 log = logging.getLogger("mfscore.aggregator")
@@ -38,8 +46,9 @@ log = logging.getLogger("mfscore.aggregator")
 
 class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
     def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, datasets: DatasetBook,
-                 objects: Objects):
+                 objects: Objects, quotas: Quotas | None = None):
         self.settings, self.store, self.book, self.datasets, self.objects = settings, store, book, datasets, objects
+        self.quotas = quotas or Quotas(settings)  # the AggregatorApi's: a caller's uploads count together
 
     @leader_only
     async def DeclareDatasetFiles(self, request, context):
@@ -72,8 +81,10 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         os.makedirs(self.settings.work_dir, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="objects-", dir=self.settings.work_dir) as spool_dir:
             try:
-                await uploads.receive(request_iterator, "", put, max_bytes=self.settings.max_upload_bytes,
-                                      spool_dir=spool_dir, what="dataset file name")
+                with self.quotas.uploads.stream(caller()) as holding:
+                    await uploads.receive(request_iterator, "", put, max_bytes=self.settings.max_upload_bytes,
+                                          spool_dir=spool_dir, what="dataset file name", holding=holding,
+                                          idle_seconds=self.settings.upload_idle_seconds)
             except MfscoreError as error:
                 await context.abort(_upload_code(error), error.sentence())
         return stored
@@ -90,14 +101,15 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         while message is not None:
             if (message.name, message.version) not in (("", ""), (first.name, first.version)):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"one CreateDataset makes one dataset, {name}")
+            try:
+                self.quotas.check_dataset_files(len(files) + len(message.files))
+            except QuotaExceeded as error:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
             await self._check_files(message.files, context)
             for declared in message.files:
                 if declared.name in files:
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the dataset names {declared.name} twice")
                 files[declared.name] = declared
-            if len(files) > MAX_DATASET_FILES:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a dataset holds at most {MAX_DATASET_FILES} "
-                                                                      "files")
             message = await anext(aiter(request_iterator), None)
         if not files:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the dataset {name} holds no file")
@@ -134,7 +146,8 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
                                 "(DeclareDatasetFiles) and upload them (UploadObjects) first")
         dataset = datasets_pb2.Dataset(name=first.name, version=first.version, owner=who.name, owner_role=who.role,
                                        shared=first.shared, manifest_sha256=digest, file_count=len(ordered),
-                                       total_bytes=sum(f.size for f in ordered), created_at=now())
+                                       total_bytes=sum(f.size for f in ordered), created_at=now(),
+                                       creation_id=uuid.uuid4().hex)
         try:
             await self.datasets.add(dataset, ordered)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
@@ -184,7 +197,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"the dataset {name} is {dataset.owner}'s: only "
                                                                    "its owner or an operator deletes it")
         naming = [entry for entry in list(self.book.runs.values())
-                  if entry.spec.dataset == name and entry.status.state not in TERMINAL]
+                  if is_run_of(entry.spec, dataset) and entry.status.state not in TERMINAL]
         if naming:
             seen = [entry.spec.run_id for entry in naming if may_see(who, entry.status)]
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{len(naming)} run(s) that have not ended name "
@@ -212,11 +225,14 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
 
     async def _may_create(self, who, request, context) -> str:
         """``name@version`` of the dataset ``request`` names, if ``who`` may create it as it asks (INVALID_ARGUMENT
-        for a malformed name, PERMISSION_DENIED for a client sharing it)."""
+        for a malformed name, PERMISSION_DENIED for a name of another's or a client sharing it)."""
         try:
             name = check_dataset(request.name, request.version)
         except BadName as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        refusal = naming_refusal(who, request.name)
+        if refusal is not None:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
         if request.shared and not who.operator:
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, _NOT_SHARED)
         return name

@@ -1,6 +1,11 @@
 """Datasets as the aggregator keeps them (docs/datasets.md): ``name@version``, immutable, a manifest of files whose
 objects are in the owner's namespace.
 
+A name is an operator's (``eval``) or a client's, after its owner's name (``alice/masks``): ``naming_refusal``
+keeps each caller to its own names. Each CreateDataset gives the dataset a fresh ``creation_id`` that its runs
+record (``RunSpec.dataset_creation_id``), so a dataset deleted and registered again under the same name is another
+dataset: ``is_run_of`` never counts the first one's runs as the second's.
+
 A dataset's description (``Dataset``) is in the runs' key-value bucket under ``dataset.<name>=<version>`` (the run
 book's restore reads only its own ``spec.``, ``status.`` and ``report.`` keys) and in memory; its files
 (``DatasetFiles``, in name order) are in the object store at ``datasets/<name>@<version>/files.pb``, checked against
@@ -19,7 +24,7 @@ from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
 from mfscore.services.common.jetstream import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, namespace
+from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, dataset_owner, namespace
 from mfscore.services.wire import datasets_pb2, runs_pb2
 
 KEY_PREFIX = "dataset."
@@ -65,13 +70,31 @@ def may_read(who: Caller, dataset: datasets_pb2.Dataset) -> bool:
     return dataset.shared or who.operator or owns(who, dataset)
 
 
+def naming_refusal(who: Caller, name: str) -> str | None:
+    """Why ``who`` may not create a dataset called ``name`` (a name already checked by ``check_dataset``); None if
+    it may: an operator's names have no owner part, a client's start with its own name and '/'."""
+    owner = dataset_owner(name)
+    if who.operator:
+        return None if owner is None else (f"the dataset name {name!r} is a client's (it starts with {owner}/); an "
+                                           "operator's dataset names have no owner part")
+    if owner != who.name:
+        return (f"the dataset name {name!r} is not yours: a client's datasets are named after it, "
+                f"{who.name}/{name.rpartition('/')[2]}")
+    return None
+
+
+def is_run_of(spec: runs_pb2.RunSpec, dataset: datasets_pb2.Dataset) -> bool:
+    """Whether the run ``spec`` names this very dataset: its name and the creation CreateRun found."""
+    return spec.dataset == reference(dataset) and spec.dataset_creation_id == dataset.creation_id
+
+
 class DatasetBook:
     """Every dataset by ``name@version``: in memory, in the bucket, and their files in the object store."""
 
     def __init__(self, kv, store: ObjectStore):
         self.kv, self.store = kv, store
         self.datasets: dict[str, datasets_pb2.Dataset] = {}
-        self.creating: set[str] = set()  # names reserved by a CreateDataset under way
+        self.creating: set[str] = set()  # names reserved by a CreateDataset or a DeleteDataset under way
         self._files: dict[str, tuple[str, list[runs_pb2.DeclaredFile]]] = {}  # name -> (manifest digest, files)
 
     async def restore(self) -> None:
@@ -135,24 +158,39 @@ class DatasetBook:
         list of files. Raises (NATS or S3 away) with the dataset back in place, for another try."""
         name = reference(dataset)
         self.datasets.pop(name, None)
+        self.creating.add(name)  # no CreateDataset of the name until its old list of files is gone
         try:
-            await self.kv.purge(kv_key(dataset.name, dataset.version))
-        except BaseException:
-            self.datasets[name] = dataset
-            raise
-        self._files.pop(name, None)
-        await asyncio.to_thread(self.store.delete_prefix, f"{DATASETS}{name}/")
+            try:
+                await self.kv.purge(kv_key(dataset.name, dataset.version))
+            except BaseException:
+                self.datasets[name] = dataset
+                raise
+            self._files.pop(name, None)
+            await asyncio.to_thread(self.store.delete_prefix, f"{DATASETS}{name}/")
+        finally:
+            self.creating.discard(name)
 
     async def sweep(self, written_before: float) -> int:
         """Delete the lists of files of no dataset (a CreateDataset that could not record its description) once
         nothing was written under them since ``written_before``; how many."""
         deleted = 0
-        for folder in await asyncio.to_thread(self.store.folders, DATASETS):
+        for folder in await self._folders():
             name = folder[len(DATASETS):].rstrip("/")
             if name in self.datasets or name in self.creating:
                 continue
             deleted += await asyncio.to_thread(self.store.delete_prefix, folder, written_before=written_before)
         return deleted
+
+    async def _folders(self) -> list[str]:
+        """Every dataset's folder, ``datasets/<name>@<version>/``: a folder without '@' holds a client's
+        (``datasets/alice/``), and is never one to delete whole."""
+        found = []
+        for folder in await asyncio.to_thread(self.store.folders, DATASETS):
+            if "@" in folder:
+                found.append(folder)
+            else:
+                found += await asyncio.to_thread(self.store.folders, folder)
+        return found
 
 
 def _space_or_none(dataset: datasets_pb2.Dataset) -> str | None:

@@ -34,7 +34,7 @@ from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, MSG_ROLLUP_SUBJECT
 
 from mfscore.errors import MfscoreError
-from mfscore.services.aggregator.retry import nats_unavailable, one_line
+from mfscore.services.aggregator.retry import nats_unavailable, one_line, retrying
 
 KEY = "lease.aggregator"
 MARGIN = 0.2        # the share of the lease a leader gives up early, for a renewal's time in flight
@@ -97,7 +97,8 @@ class Lease:
     async def wait_to_lead(self) -> None:
         """Stand by until this process holds the lease: take it when it is free, or when the revision last seen
         has not changed for a whole lease."""
-        watcher = await self.kv.watch(KEY)
+        watcher = await retrying("watching the lease", lambda: self.kv.watch(KEY), transient=nats_unavailable,
+                                 waiting_for="for NATS")
         seen, since, free = None, self.clock(), False
         try:
             while True:

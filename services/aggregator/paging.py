@@ -23,7 +23,7 @@ MAX_PAGE_SIZE = 1000
 RUNS, DATASETS = "v1", "d1"  # the lists a token is made for
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 _TOKENS = {RUNS: re.compile(r"v1/(\d+)/(\d{1,19})/([A-Za-z0-9_-]{1,64})"),
-           DATASETS: re.compile(rf"d1/(\d+)/(\d{{1,19}})/({_NAME}@{_NAME})")}
+           DATASETS: re.compile(rf"d1/(\d+)/(\d{{1,19}})/((?:{_NAME}/)?{_NAME}@{_NAME})")}  # [owner/]name@version
 _FILES_TOKEN = re.compile(r"f1/([0-9a-f]{16})/(\d{1,9})")
 
 Place = tuple[int, str]  # (creation time in nanoseconds, run id)

@@ -12,11 +12,13 @@ import asyncio
 import logging
 import shutil
 import time
+from pathlib import Path
 
 import nats.errors
 
 from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import state
+from mfscore.services.aggregator.lease import NotLeading
 from mfscore.services.aggregator.retry import one_line
 from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
 from mfscore.services.common import input_manifest
@@ -30,6 +32,18 @@ STORAGE_SWEEP_SECONDS = 3600.0    # how often uploads no run claims are looked f
 ORPHAN_UPLOAD_SECONDS = 86400.0   # a run created this long ago and never submitted is deleted (a client gave up)
 DAY_SECONDS = 86400
 log = logging.getLogger("mfscore.aggregator")
+
+
+def remove_run_dirs(root: str, keep: set[str] = frozenset()) -> list[str]:
+    """Delete the scratch folders under ``root`` (the aggregator's work directory) of every run but ``keep``: at
+    start (this process runs no run yet, and one it resumes fetches its inputs again), and in each sweep (a run that
+    ended, or that another aggregator finished); the run ids removed."""
+    runs = Path(work_dir(root, "x")).parent
+    removed = [path.name for path in (runs.iterdir() if runs.is_dir() else ())
+               if path.name not in keep and path.is_dir() and not path.is_symlink()]
+    for name in removed:
+        shutil.rmtree(runs / name, ignore_errors=True)
+    return removed
 
 
 class Retention:
@@ -65,8 +79,11 @@ class Retention:
         could not be recorded; delete the runs whose retention period is over, and those created a day ago and
         never submitted (``now`` is a Unix time, default now); now and then, delete uploads no run claims."""
         book = self.book
-        if not book.connected():
+        if not book.connected() or not book.leading():
             return
+        await asyncio.to_thread(remove_run_dirs, self.settings.work_dir,
+                                keep={run_id for run_id, entry in list(book.runs.items())
+                                      if entry.status.state not in TERMINAL} | self._cleaning)
         now = time.time() if now is None else now
         expired_before = now - self.settings.retention_days * DAY_SECONDS
         for entry in list(book.runs.values()):
@@ -112,7 +129,7 @@ class Retention:
         await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
         if self.book.runs.get(run_id) is entry:
             del self.book.runs[run_id]
-        self.book.count_states()
+        self.book.count_states(entry)
         log.info("run %s: deleted, %s", run_id, why)
         if named:
             try:
@@ -146,10 +163,13 @@ class Retention:
         await self.book.kv.purge_deletes(olderthan=int(STORAGE_SWEEP_SECONDS))
 
     async def sweep_periodically(self, interval: float = SWEEP_SECONDS) -> None:
-        """``sweep`` every ``interval`` seconds, until cancelled."""
+        """``sweep`` every ``interval`` seconds, until cancelled. A sweep cut short by the lease lapsing (NATS away)
+        is one warning line; the next one goes on."""
         while True:
             await asyncio.sleep(interval)
             try:
                 await self.sweep()
+            except NotLeading as error:
+                log.warning("the sweep stopped, the next one goes on: %s", one_line(error))
             except Exception:  # a bug: logged, and the next sweep tries again
                 log.exception("the sweep failed")

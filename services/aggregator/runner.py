@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 
+import grpc
 from google.protobuf.message import DecodeError
 
 from mfscore.errors import MfscoreError
@@ -33,8 +34,11 @@ from mfscore.services.common.scorer_pool import MAX_BLOB_BYTES
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, services_pb2
 from mfscore.tasks.base import Job, report_files, scored_where_planned
+from mfscore.validation.findings import TRUNCATED
 
 VALIDATION_TIMEOUT = 600
+VALIDATOR_LOSSES = 2  # a run whose check loses the validator this often fails
+LOST_CONNECTION = ("Socket closed", "Connection reset", "Broken pipe")  # gRPC's words for a call cut mid-way
 log = logging.getLogger("mfscore.aggregator")
 
 
@@ -114,17 +118,40 @@ class ClusterRunner:
             await self.book.end(entry, f"internal error while planning: {type(error).__name__}: {error}")
 
     async def _validate(self, entry: RunEntry) -> bool:
-        request = services_pb2.ValidateRequest(run=entry.spec)
-        reply = await self._outlasting(f"run {entry.spec.run_id}: validating",
-                                       lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT))
-        report = reply.report
+        report = (await self._validated(entry)).report
         entry.status.validation.CopyFrom(report)
         if report.valid:
             return True
-        errors = [f for f in report.findings if f.severity == "error"]
-        await self.book.end(entry, f"the validator rejected the submission ({len(errors)} error(s)); the first: "
-                                   f"{errors[0].message if errors else 'no message'}", state=State.RUN_STATE_REJECTED)
+        errors = [f for f in report.findings if f.severity == "error" and f.code != TRUNCATED]
+        more = "".join(f"; {f.message.rstrip('.')}" for f in report.findings if f.code == TRUNCATED)
+        await self.book.end(entry, f"the validator rejected the submission ({len(errors)} error(s){more}); the "
+                                   f"first: {errors[0].message if errors else 'no message'}",
+                            state=State.RUN_STATE_REJECTED)
         return False
+
+    async def _validated(self, entry: RunEntry) -> services_pb2.ValidateResponse:
+        """The validator's answer. While it is unreachable (restarting) it is waited for, for the retry budget; a
+        validator lost in the middle of the check (it crashed on the submission, say) is asked again once, and a
+        second loss, or no answer within VALIDATION_TIMEOUT, fails the run."""
+        run_id = entry.spec.run_id
+        request = services_pb2.ValidateRequest(run=entry.spec)
+        for attempt in range(1, VALIDATOR_LOSSES + 1):
+            try:
+                return await retrying(f"run {run_id}: validating",
+                                      lambda: self.validator.Validate(request, timeout=VALIDATION_TIMEOUT),
+                                      transient=lambda error: s3_or_validator_unavailable(error)
+                                      and not _validator_lost(error),
+                                      waiting_for="for it to be available", budget=self.settings.retry_budget_seconds)
+            except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    raise MfscoreError(f"the validator did not finish checking the submission within "
+                                       f"{VALIDATION_TIMEOUT} s") from None
+                if not _validator_lost(error):
+                    raise
+                log.warning("run %s: the validator stopped while checking the submission (%d of %d): %s", run_id,
+                            attempt, VALIDATOR_LOSSES, one_line(error), extra={"run_id": run_id})
+        raise MfscoreError(f"the validator stopped while checking the submission, {VALIDATOR_LOSSES} times; the "
+                           "submission may be what stops it")
 
     async def on_result(self, msg) -> None:
         """Fold one record (a JetStream message of the results stream)."""
@@ -207,8 +234,8 @@ class ClusterRunner:
             log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started,
                      extra={"run_id": run_id})
             entry.forget_work()
-        except MfscoreError as error:
-            await self.book.end(entry, error.sentence())
+        except MfscoreError as error:  # named as the client knows its files, like a planning error
+            await self.book.end(entry, named_by_key(error.sentence(), self._dir(run_id, "inputs")))
         except Exception as error:
             log.exception("run %s: reporting failed", run_id)
             await self.book.end(entry, f"internal error while reporting: {type(error).__name__}: {error}")
@@ -258,6 +285,15 @@ class ClusterRunner:
         with open(self._dir(run_id, "said.json")) as f:
             said = json.load(f)
         return reports.store_report(self.store, run_id, self._dir(run_id, "out"), said["stdout"], said["status"])
+
+
+def _validator_lost(error: BaseException) -> bool:
+    """Whether a call to the validator failed because its connection broke in the middle of the call (the process
+    died or was killed), rather than because no validator could be reached."""
+    if not isinstance(error, grpc.aio.AioRpcError) or error.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    details = error.details() or ""
+    return not details.startswith("failed to connect") and any(sign in details for sign in LOST_CONNECTION)
 
 
 def _on_wire(task, work, input_dir: str, generated: dict[str, bytes]):

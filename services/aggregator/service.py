@@ -18,7 +18,8 @@ Two may run (``lease``): the one holding the lease leads and its AggregatorServi
 its books following the bucket so it serves the calls that read (its whole server "" SERVING, its services
 NOT_SERVING), until the lease is free or lapses. Then it reads the bucket again, takes over the runs that have
 not ended and replays the records. A leader deposed (another took the lease) exits with status 1, to come back as
-a standby (docs/reliability.md, "Two aggregators").
+a standby (Kubernetes, or the local cluster's supervisor, starts it again: docs/reliability.md, "Two aggregators").
+Reading the bucket and the streams back waits out NATS away or JetStream without a leader (RESTORE_BUDGET).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from mfscore.services.aggregator.dataset_api import DatasetApi
 from mfscore.services.aggregator.datasets import DatasetBook
 from mfscore.services.aggregator.lease import Deposed, Fenced, Lease
 from mfscore.services.aggregator.objects import Objects
-from mfscore.services.aggregator.retention import Retention
+from mfscore.services.aggregator.retention import Retention, remove_run_dirs
+from mfscore.services.aggregator.retry import nats_unavailable, retrying
 from mfscore.services.aggregator.runner import ClusterRunner
 from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import metrics
@@ -56,6 +58,7 @@ from mfscore.services.wire import datasets_pb2_grpc, services_pb2_grpc
 
 RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
 HEALTH_POLL = 0.2        # seconds between looks at NATS and the lease, for the health service
+RESTORE_BUDGET = 300.0   # seconds starting or taking over waits out NATS before the process exits (and is restarted)
 log = logging.getLogger("mfscore.aggregator")
 
 
@@ -71,16 +74,21 @@ class Aggregator:
         self.retention = Retention(settings, store, js, self.book, self.objects)
         self.book.on_end = self.retention.clean_up
         self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention, self.datasets, self.objects)
-        self.dataset_api = DatasetApi(settings, store, self.book, self.datasets, self.objects)
+        self.dataset_api = DatasetApi(settings, store, self.book, self.datasets, self.objects, self.api.quotas)
         self.runs, self.kv = self.book.runs, kv
         self.on_result, self.sweep = self.runner.on_result, self.retention.sweep
         self.loaded = asyncio.Event()  # the books hold what the bucket held: the API may answer from them
 
     async def restore(self) -> None:
         """Read every dataset and run from the bucket; with a lease, rewrite the runs that have not ended (fencing
-        off the leader before); resume the unfinished runs (their records replay from the stream)."""
-        await self.datasets.restore()
-        unfinished = await self.book.restore()
+        off the leader before); resume the unfinished runs (their records replay from the stream). Reading waits out
+        NATS away or JetStream unavailable (a quorum forming again) for RESTORE_BUDGET seconds."""
+        async def read_back():
+            await self.datasets.restore()
+            return await self.book.restore()
+
+        unfinished = await retrying("reading the runs and datasets back", read_back, transient=nats_unavailable,
+                                    waiting_for="for NATS", budget=RESTORE_BUDGET)
         if self.book.lease is not None:
             await self.book.reclaim()
         self.loaded.set()
@@ -89,7 +97,8 @@ class Aggregator:
 
     async def follow(self, kv) -> None:
         """A standby's books follow every change of the bucket ``kv`` (unfenced), until cancelled."""
-        watcher = await kv.watchall()
+        watcher = await retrying("watching the bucket", kv.watchall, transient=nats_unavailable,
+                                 waiting_for="for NATS")
         try:
             async for update in watcher:
                 if update is None:  # every value the bucket held is in the books
@@ -105,6 +114,8 @@ class Aggregator:
 async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set."""
     os.makedirs(settings.work_dir, exist_ok=True)
+    if removed := remove_run_dirs(settings.work_dir):
+        log.info("removed the scratch folders of %d run(s) an earlier process of this aggregator left", len(removed))
     tasks.load_all()
     figure_process.import_drawing()
     collect_less()
@@ -117,7 +128,8 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     background: list[asyncio.Task] = []
     try:
         await ensure_streams(js, settings)
-        bucket = await runs_bucket(js, settings)
+        bucket = await retrying("opening the runs' bucket", lambda: runs_bucket(js, settings),
+                                transient=nats_unavailable, waiting_for="for NATS", budget=RESTORE_BUDGET)
         lease = Lease(bucket, settings.lease_seconds)
         aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
                                 services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)
@@ -149,8 +161,10 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
             await aggregator.restore()
         # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
         # client recreate it, so records flow again within seconds.
-        await js.subscribe("mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True,
-                           deliver_policy=DeliverPolicy.ALL, cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT)
+        await retrying("replaying the records", lambda: js.subscribe(
+            "mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
+            cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT), transient=nats_unavailable,
+            waiting_for="for NATS", budget=RESTORE_BUDGET)
         background.append(asyncio.create_task(aggregator.retention.sweep_periodically()))
         await _first(stop.wait(), lease.deposed.wait())
         if lease.deposed.is_set():

@@ -132,6 +132,11 @@ class RunBook:
         self.on_end: Callable[[RunEntry], Awaitable[None]] | None = None
         self._tasks: set[asyncio.Task] = set()
         self._halves: dict[str, runs_pb2.RunSpec] = {}  # a standby's runs whose spec came, not yet their status
+        self._counted: dict[str, tuple[str, str, int]] = {}  # run id -> (owner, role, state) as last counted
+        self.states: dict[int, int] = {}                   # state -> runs in it
+        self.owned: dict[tuple[str, str, int], int] = {}   # (owner, role, state) -> runs in it
+        for state in State.values():
+            metrics.RUNS.labels(state=State.Name(state)).set(0)
 
     def connected(self) -> bool:
         return self.nc is None or self.nc.is_connected
@@ -183,7 +188,7 @@ class RunBook:
             raise NotRecorded(run_id) from None
         entry.spec, entry.status = spec, status
         self.abandoned.discard(run_id)
-        self.count_states()
+        self.count_states(entry)
         await self.changed(entry)
 
     async def set_state(self, entry: RunEntry, state) -> None:
@@ -198,7 +203,7 @@ class RunBook:
                 await self.durably(f"run {entry.spec.run_id}: recording {State.Name(entry.status.state)}",
                                    lambda: self.kv.put(status_key(entry.spec.run_id), entry.status.SerializeToString()))
         finally:
-            self.count_states()
+            self.count_states(entry)
             await self.changed(entry)
         if state in TERMINAL and self.on_end is not None:
             self.spawn(self.on_end(entry))
@@ -244,7 +249,7 @@ class RunBook:
                                lambda: self.kv.put(status_key(run_id), entry.status.SerializeToString()))
         log.info("run %s: cancelled: %s", run_id, message)
         entry.forget_work()
-        self.count_states()
+        self.count_states(entry)
         await self.changed(entry)
         if self.on_end is not None:
             self.spawn(self.on_end(entry))
@@ -255,9 +260,36 @@ class RunBook:
             entry.version += 1
             entry.changed.notify_all()
 
-    def count_states(self) -> None:
-        for value in State.values():
-            metrics.RUNS.labels(state=State.Name(value)).set(sum(e.status.state == value for e in self.runs.values()))
+    def count_states(self, *entries: RunEntry) -> None:
+        """Bring the runs counted by state (the ``RUNS`` gauge) and by owner (``held``) up to date with ``entries``,
+        each as it is now: in the book in its state, or gone from it. O(1) a run, whatever the book holds."""
+        for entry in entries:
+            run_id, status = entry.spec.run_id, entry.status
+            counted = ((status.owner, status.owner_role or "client", status.state)
+                       if self.runs.get(run_id) is entry else None)
+            before = self._counted.pop(run_id, None)
+            if counted is not None:
+                self._counted[run_id] = counted
+            if before == counted:
+                continue
+            for key, step in ((before, -1), (counted, 1)):
+                if key is not None:
+                    state = key[2]
+                    self.states[state] = self.states.get(state, 0) + step
+                    self.owned[key] = self.owned.get(key, 0) + step
+                    if not self.owned[key]:
+                        del self.owned[key]
+                    metrics.RUNS.labels(state=State.Name(state)).set(self.states[state])
+
+    def held(self, who: Caller) -> tuple[int, int]:
+        """How many of ``who``'s runs are created and not submitted, and how many submitted and not ended (as
+        last counted: ``count_states``)."""
+        def of(state) -> int:
+            return self.owned.get((who.name, who.role, state), 0)
+        created = of(State.RUN_STATE_CREATED)
+        ended = sum(of(state) for state in TERMINAL)
+        total = sum(of(state) for state in State.values())
+        return created, total - created - ended
 
     def spawn(self, coroutine) -> None:
         task = asyncio.create_task(coroutine)
@@ -287,8 +319,8 @@ class RunBook:
             if status.state not in TERMINAL and status.state != State.RUN_STATE_CREATED:
                 unfinished.append(entry)
         for run_id in set(self.runs) - {key[len("status."):] for key in keys if key.startswith("status.")}:
-            del self.runs[run_id]  # followed by a standby, deleted since
-        self.count_states()
+            self.count_states(self.runs.pop(run_id))  # followed by a standby, deleted since
+        self.count_states(*self.runs.values())
         log.info("restored %d run(s)", len(self.runs))
         return unfinished
 
@@ -324,7 +356,7 @@ class RunBook:
         if value is None:
             if entry is not None:
                 del self.runs[run_id]
-                self.count_states()
+                self.count_states(entry)
             self._halves.pop(run_id, None)
             return
         if kind == "spec":
@@ -337,7 +369,7 @@ class RunBook:
         if spec is None:
             return
         self._hold(spec, runs_pb2.RunStatus.FromString(value))
-        self.count_states()
+        self.count_states(self.runs[run_id])
         await self.changed(self.runs[run_id])
 
 

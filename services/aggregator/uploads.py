@@ -3,18 +3,23 @@
 A client declares a file (name, size, SHA-256) and sends its bytes in chunks; they are spooled (in memory up to
 SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is stored (as an object of the caller's,
 ``objects.Objects``) only once its size and digest match. A file that does not match, or breaks a limit, is refused
-with one sentence naming it, and nothing of it is stored. What an UploadInputs stream stored is recorded in the run's
+with one sentence naming it, and nothing of it is stored. So is a file whose name is a directory of another file's
+in the stream (``sys/a`` and ``sys/a/b``), and one whose declared size is over what the caller may have under way
+(``holding``, its quota). A stream that sends nothing for ``idle_seconds`` is ended (``UploadIdle``), the bytes of
+its current file dropped. What an UploadInputs stream stored is recorded in the run's
 input manifest (``mfscore.services.common.input_manifest``), so the run's provenance knows every job file's SHA-256
 without reading it (``uploaded_digests``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import io
 import re
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import BinaryIO
 
 from mfscore.errors import MfscoreError
@@ -32,6 +37,59 @@ Store = Callable[[runs_pb2.DeclaredFile, BinaryIO], Awaitable[None]]
 
 class UploadRefused(MfscoreError):
     """An uploaded file is not as declared, or breaks a limit; nothing of it was stored."""
+
+
+class UploadIdle(UploadRefused):
+    """An upload stream sent nothing for too long; the file it was sending was dropped."""
+
+
+class Names:
+    """The file names of one run, refusing a name of which one is a directory of another (``sys/a`` and
+    ``sys/a/b``): both cannot be files of one run."""
+
+    def __init__(self, names: Iterable[str] = ()):
+        self.files: set[str] = set()
+        self.dirs: dict[str, str] = {}  # a directory -> a file under it
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        parents = list(_parents(name))
+        for parent in parents:
+            if parent in self.files:
+                raise _conflict(parent, name)
+        if name in self.dirs:
+            raise _conflict(name, self.dirs[name])
+        self.files.add(name)
+        for parent in parents:
+            self.dirs.setdefault(parent, name)
+
+
+def _parents(name: str):
+    end = name.find("/")
+    while end != -1:
+        yield name[:end]
+        end = name.find("/", end + 1)
+
+
+def _conflict(file: str, under: str) -> UploadRefused:
+    return UploadRefused(f"{file} and {under} are both named, so {file} would be a file and a directory; "
+                         "rename one")
+
+
+async def idle_bounded(messages: AsyncIterator, idle_seconds: float) -> AsyncIterator:
+    """``messages`` as they come, ``UploadIdle`` once none has come for ``idle_seconds``."""
+    iterator = aiter(messages)
+    while True:
+        try:
+            async with asyncio.timeout(idle_seconds):
+                message = await anext(iterator)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise UploadIdle(f"nothing arrived for {idle_seconds:g} s (MFSCORE_UPLOAD_IDLE_SECONDS), so the upload "
+                             "was ended; the file it was sending was dropped") from None
+        yield message
 
 
 def check_declared(declared: runs_pb2.DeclaredFile, max_bytes: int, what: str = "input file name") -> None:
@@ -84,13 +142,22 @@ class _Spool:
             self.file.close()
 
 
+def _unbounded(size: int) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
 async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_bytes: int, spool_dir: str,
-                  what: str = "input file name") -> list[runs_pb2.DeclaredFile]:
+                  what: str = "input file name", idle_seconds: float | None = None,
+                  holding: Callable[[int], contextlib.AbstractContextManager] = _unbounded,
+                  ) -> list[runs_pb2.DeclaredFile]:
     """Store every file of the stream (UploadInputsRequest messages, the first one naming ``run_id``, or
     UploadObjectsRequest messages, which name no run) with ``store(declared, data)`` once it is complete and as
-    declared; the files stored, in order. ``UploadRefused`` stops at the first file that is not."""
+    declared; the files stored, in order. ``UploadRefused`` stops at the first file that is not. Each file's
+    declared size is held (``holding(size)``, which may refuse it) from its declaration until it is stored."""
     stored: list[runs_pb2.DeclaredFile] = []
     current: _Spool | None = None
+    names = Names()
+    held = contextlib.ExitStack()
 
     async def finish() -> None:
         current.check()
@@ -98,7 +165,10 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
         metrics.UPLOADED_BYTES.inc(current.declared.size)
         stored.append(current.declared)
         current.close()
+        held.close()
 
+    if idle_seconds is not None:
+        messages = idle_bounded(messages, idle_seconds)
     try:
         async for message in messages:
             if getattr(message, "run_id", "") not in ("", run_id):
@@ -107,7 +177,10 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
             if part == "file":
                 if current is not None:
                     await finish()
+                    current = None
                 check_declared(message.file, max_bytes, what)
+                names.add(message.file.name)
+                held.enter_context(holding(message.file.size))
                 current = _Spool(message.file, spool_dir)
             elif part == "chunk":
                 if current is None:
@@ -121,6 +194,7 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
     finally:
         if current is not None:
             current.close()
+        held.close()
     return stored
 
 

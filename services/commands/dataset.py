@@ -5,6 +5,10 @@ docs/datasets.md), which runs then name with ``mfscore submit --dataset NAME@VER
 the caller has not uploaded before (with progress), and creates the dataset: registering unchanged data again
 uploads nothing and returns the same dataset, and a new version uploads only its changed files. A dataset the caller
 may not read is "no dataset", whoever's it is.
+
+A name is lowercase, its version a whole number (``eval@1``); a client's datasets are named after it
+(``alice/masks@1``) and the operator's have no owner part (docs/datasets.md "Names"). A name outside that grammar
+stops here, before anything is uploaded.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ def add_parser(subparsers) -> None:
                                    description="Declare every file under DIR, upload those the cluster lacks, and "
                                                "create the dataset NAME@VERSION (unchanged data: nothing is uploaded "
                                                "and the same dataset is returned).")
-    register.add_argument("dataset", metavar="NAME@VERSION")
+    register.add_argument("dataset", metavar="NAME@VERSION",
+                          help="lowercase, the version a whole number: an operator's 'eval@1', a client's after its "
+                               "name, 'alice/masks@1'")
     register.add_argument("directory", metavar="DIR", help="the dataset's root: the --refDir its runs name")
     register.add_argument("--shared", action="store_true", help="every caller may score against it (operators only)")
     listing = commands.add_parser("list", help="the datasets you may read, oldest first")

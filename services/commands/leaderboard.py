@@ -3,7 +3,8 @@
 
 The local command (mfscore/cli/leaderboard.py) loads this module through the ``mfscore.commands`` entry point at
 run time, so the CLI never imports the services. The board is the core's (``mfscore.leaderboard``), read back from
-the JSON the aggregator sends, and written with the local command's writers.
+the JSON the aggregator sends, and written with the local command's writers. Runs ranked by other metrics are on
+boards of their own: a line on standard error names them (``--metric NAME`` shows one).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def run(args) -> int:
         print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
         return 1
     board = lb.from_json(response.json)
+    others = [metric for metric in response.metrics if metric != board.metric]
+    if others:
+        print(f"mfscore: runs ranked by {', '.join(others)} are on boards of their own: --metric NAME shows one",
+              file=sys.stderr)
     write_files(board, args)
     if args.json:
         sys.stdout.buffer.write(response.json.encode())

@@ -1,8 +1,9 @@
 """``mfscore local-cluster up|down|status``: the whole distributed mode on this machine, on loopback.
 
 ``up`` starts a real nats-server with JetStream, a real S3 server (SeaweedFS) and every
-service as its own process, each on a free port, waits until every service answers its gRPC
-health check, and writes the connection settings where ``submit`` and ``report`` find them.
+service as its own process, each on a free port, under a supervisor that starts again a service that fails
+(``services/local/supervisor.py``), waits until every service answers its gRPC health check, and writes the
+connection settings where ``submit`` and ``report`` find them.
 Everything it keeps is under ``<cluster file>-state/`` (mode 0700; every file in it 0600): logs,
 secrets, NATS's store, the object store's data (``s3/``), the services' work directories and, with ``--tls``, its
 certificates. ``restart_store`` stops the object store and starts it again on its port and data, as an operator
@@ -24,6 +25,7 @@ from mfscore.errors import OptionError
 from mfscore.services.commands.cluster_config import ClusterConfig, default_cluster_file
 
 START_TIMEOUT = 60.0
+START_EXITS = 3  # a supervised service that exits this often while starting is not waited for any longer
 BUCKET = "mfscore"
 NATS_ROLES = {"aggregator": "aggregator", "mask-scorer": "scorer", "provenance-scorer": "scorer",
               "detection-scorer": "scorer"}  # the validator: none
@@ -136,9 +138,10 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
             nats_url=nats.url, s3_endpoint=s3.url, bucket=BUCKET,
             token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)
-        for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports)):
-            processes.append(start_service(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
-                                           environment=environment))
+        services = [service_command(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
+                                    environment=environment)
+                    for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports))]
+        processes += start_supervised(state_dir, services)
         for process in processes:
             if "service" in process:
                 wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
@@ -189,10 +192,66 @@ def restart_store(path: Path) -> ClusterConfig:
 
 def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
                   metrics_port: int | None = None, *, environment: dict[str, str] | None = None) -> dict:
-    """Start service ``name`` as its own process (umask 077, logging to ``<state>/logs/<label>.log``, mode 0600);
-    with the cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too.
-    ``environment`` adds settings (``MFSCORE_*`` variables) to the ones the cluster gives it."""
-    from mfscore.services.local.servers import PRIVATE_UMASK, free_port, private_log
+    """Start service ``name`` as its own process, not supervised (umask 077, logging to ``<state>/logs/<label>.log``,
+    mode 0600): what a test does to stand in for a process it stopped. ``service_command`` says how it runs."""
+    from mfscore.services.local.servers import PRIVATE_UMASK, private_log
+
+    process, argv, env = service_command(config, state_dir, label, name, grpc_port, metrics_port,
+                                         environment=environment)
+    with private_log(Path(process["log"])) as log:
+        popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                 start_new_session=True, umask=PRIVATE_UMASK)
+    return {**process, "pid": popen.pid}
+
+
+def start_supervised(state_dir: Path, services: list[tuple[dict, list[str], dict[str, str]]]) -> list[dict]:
+    """Start the cluster's supervisor (services/local/supervisor.py) in a session of its own, handing it
+    ``services`` (from ``service_command``) on its standard input; once it has started them, their processes
+    (``supervised``: their pids change as it restarts them), then its own."""
+    from mfscore.services.local.servers import PRIVATE_UMASK, private_log
+    from mfscore.services.local.supervisor import STOP_SECONDS, read_state
+
+    (Path(state_dir) / "supervised.json").unlink(missing_ok=True)
+    log_path = Path(state_dir) / "logs" / "supervisor.log"
+    with private_log(log_path) as log:
+        popen = subprocess.Popen([sys.executable, "-m", "mfscore.services.local.supervisor", str(state_dir)],
+                                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                 umask=PRIVATE_UMASK)
+    supervisor = {"name": "supervisor", "pid": popen.pid, "log": str(log_path), "supervisor": True,
+                  "stop_seconds": STOP_SECONDS + 5}
+    try:
+        popen.stdin.write(json.dumps([{"label": process["name"], "argv": argv, "env": env, "log": process["log"]}
+                                      for process, argv, env in services]).encode())
+        popen.stdin.close()
+    except BrokenPipeError:
+        pass  # it died at once: said below, with its log
+    deadline = time.monotonic() + START_TIMEOUT
+    while len(state := read_state(state_dir)) < len(services):
+        if popen.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_text(errors="replace")[-1500:]
+            raise OptionError(f"the cluster's supervisor did not start the services; its log ends: {tail}")
+        time.sleep(0.05)
+    return [*({**process, "pid": state[process["name"]]["pid"], "supervised": True} for process, _, _ in services),
+            supervisor]
+
+
+def current_pid(process: dict) -> int | None:
+    """The process's pid now: a supervised service's as its supervisor last started it (None while it waits to
+    start again), any other's as recorded."""
+    if not process.get("supervised"):
+        return process["pid"]
+    from mfscore.services.local.supervisor import read_state
+
+    return read_state(Path(process["log"]).parents[1]).get(process["name"], {}).get("pid", process["pid"])
+
+
+def service_command(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
+                    metrics_port: int | None = None, *,
+                    environment: dict[str, str] | None = None) -> tuple[dict, list[str], dict[str, str]]:
+    """How service ``name`` runs: its process entry (without a pid), command line and environment. With the
+    cluster's TLS it serves with the cluster's certificate and trusts only its CA, for S3 too. ``environment``
+    adds settings (``MFSCORE_*`` variables) to the ones the cluster gives it."""
+    from mfscore.services.local.servers import free_port
 
     metrics_port = metrics_port or free_port()
     settings = config.settings(grpc_port=grpc_port, metrics_port=metrics_port,
@@ -214,12 +273,10 @@ def start_service(config: ClusterConfig, state_dir: Path, label: str, name: str,
         tls = Path(state_dir) / "tls"
         env.update({"MFSCORE_TLS_CERT": str(tls / "server.pem"), "MFSCORE_TLS_KEY": str(tls / "server.key"),
                     "MFSCORE_TLS_CA": config.tls_ca, "SSL_CERT_FILE": config.tls_ca})
-    log_path = state_dir / "logs" / f"{label}.log"
-    with private_log(log_path) as log:
-        popen = subprocess.Popen([sys.executable, "-m", "mfscore", "serve", name], env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
-    return {"name": label, "service": name, "pid": popen.pid, "grpc_port": grpc_port, "metrics_port": metrics_port,
-            "log": str(log_path), "tls_ca": config.tls_ca}
+    log_path = Path(state_dir) / "logs" / f"{label}.log"
+    process = {"name": label, "service": name, "grpc_port": grpc_port, "metrics_port": metrics_port,
+               "log": str(log_path), "tls_ca": config.tls_ca}
+    return process, [sys.executable, "-m", "mfscore", "serve", name], env
 
 
 def _secrets(state_dir: Path) -> Path:
@@ -308,10 +365,9 @@ def add_caller(config: ClusterConfig, name: str, role: str, out: Path | None = N
     also a cluster file for that caller there (``caller_file``). A name already there under another role is
     refused: a name belongs to one role (another token for the same name and role is a second key of one
     principal)."""
-    from mfscore.services.common.auth import new_token, tokens_line
+    from mfscore.services.common.auth import check_name, new_token, tokens_line
 
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise OptionError(f"a caller's name is letters, digits, '-' and '_', not {name!r}")
+    check_name(name)
     tokens = _secrets(Path(config.state_dir)) / "tokens"
     text = tokens.read_text()
     roles = {f[0]: f[1] for f in (line.split("#", 1)[0].split() for line in text.splitlines()) if len(f) == 3}
@@ -356,11 +412,17 @@ def health(address: str, timeout: float = 1.0, tls_ca: str = "", service: str = 
 
 def wait_healthy(process: dict, *, standby_ok: bool = False) -> None:
     """Wait until the service answers its health check SERVING (or, ``standby_ok``, NOT_SERVING: a standby
-    aggregator)."""
+    aggregator). A supervised service that exits is waited for as its supervisor starts it again, up to
+    START_EXITS times."""
+    from mfscore.services.local.supervisor import read_state
+
     deadline = time.monotonic() + START_TIMEOUT
     address = f"127.0.0.1:{process['grpc_port']}"
     while time.monotonic() < deadline:
-        if not pid_alive(process["pid"]):
+        pid = current_pid(process)
+        exits = read_state(Path(process["log"]).parents[1]).get(process["name"], {}).get("exits", 0) \
+            if process.get("supervised") else 0
+        if exits >= START_EXITS or (not process.get("supervised") and not pid_alive(pid)):
             tail = Path(process["log"]).read_text(errors="replace")[-1500:]
             raise OptionError(f"the service {process['name']} exited while starting; its log ends: {tail}")
         if health(address, timeout=0.5, tls_ca=process.get("tls_ca", "")) in (
@@ -375,7 +437,7 @@ def wait_leader(processes: list[dict], timeout: float = START_TIMEOUT) -> dict:
     """The aggregator among ``processes`` that leads (its AggregatorService SERVING), once one does."""
     from mfscore.services.common.auth import LEADER_SERVICE
 
-    aggregators = [p for p in processes if p.get("service") == "aggregator" and pid_alive(p["pid"])]
+    aggregators = [p for p in processes if p.get("service") == "aggregator"]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for process in aggregators:
@@ -386,7 +448,9 @@ def wait_leader(processes: list[dict], timeout: float = START_TIMEOUT) -> dict:
     raise OptionError(f"no aggregator took the lead within {timeout:g} s")
 
 
-def pid_alive(pid: int) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
     try:
         waited, _ = os.waitpid(pid, os.WNOHANG)
         if waited == pid:
@@ -405,12 +469,15 @@ def _alive(config: ClusterConfig) -> bool:
 
 
 def _stop_pids(processes: list[dict], timeout: float = 30.0) -> None:
-    """SIGTERM services first (they drain), servers last; SIGKILL whatever outlives ``timeout`` (or its own
-    ``stop_seconds``, shorter); then remove the files a process leaves behind (its ``leftovers``)."""
+    """SIGTERM the supervisor first (it stops the services it runs), then the other services (they drain), servers
+    last; SIGKILL whatever outlives ``timeout`` (or its own ``stop_seconds``, shorter); then remove the files a
+    process leaves behind (its ``leftovers``)."""
     from mfscore.services.local.servers import remove_files
 
-    services = [p for p in processes if "service" in p]
-    for group in (services, [p for p in processes if "service" not in p]):
+    supervisors = [p for p in processes if p.get("supervisor")]
+    services = [p for p in processes if "service" in p and not p.get("supervised")]
+    servers = [p for p in processes if "service" not in p and not p.get("supervisor")]
+    for group in (supervisors, services, servers):
         for p in group:
             if pid_alive(p["pid"]):
                 os.kill(p["pid"], signal.SIGTERM)
@@ -438,10 +505,11 @@ def status(path: Path) -> int:
     config = ClusterConfig.read(path)
     rows = []
     for p in config.processes:
-        state = "running" if pid_alive(p["pid"]) else "stopped"
+        pid = current_pid(p)
+        state = "running" if pid_alive(pid) else "stopped"
         if state == "running" and "grpc_port" in p:
             state = health(f"127.0.0.1:{p['grpc_port']}", tls_ca=p.get("tls_ca", ""))
-        rows.append({"name": p["name"], "pid": p["pid"], "state": state, "log": p["log"]})
+        rows.append({"name": p["name"], "pid": pid or "-", "state": state, "log": p["log"]})
     for row in rows:
         print(f"{row['name']:<22} pid {row['pid']:<8} {row['state']:<14} {row['log']}")
     print(json.dumps({"aggregator": config.aggregator_address, "s3": config.s3_endpoint, "nats": config.nats_url}))

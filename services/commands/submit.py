@@ -80,7 +80,16 @@ def absent_reference(task, options, plan, dataset_files: dict) -> list:
     return list(known.values())
 
 
+def quiet_grpc_core() -> None:
+    """Keep gRPC's C core to errors on stderr, unless ``GRPC_VERBOSITY`` asks for more. grpcio 1.85 logs through
+    abseil, whose threshold is INFO until something sets it, and its HTTP/2 transport logs at INFO each GOAWAY with
+    an error code (``chttp2_transport.cc ... Got goaway [2] ...``: an aggregator stepping down, a server stopping);
+    submit's stderr is the embedded command's. Read when gRPC starts, so set before the first channel."""
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
 def run(args) -> int:
+    quiet_grpc_core()
     from mfscore import tasks
     from mfscore.cli.main import build_parser
     from mfscore.codec import encode

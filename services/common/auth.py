@@ -6,7 +6,9 @@ file holds digests, so it can be read by anyone who may see the deployment witho
 Every method but health needs a token of a role the method allows; the caller's name and role reach
 the servicer through ``caller()``. An empty token is never a token: a call without one is refused before
 any lookup, and a file listing the empty string's digest is refused, so no file can let anonymous calls
-in. A name has one role, so one name is never two callers (runs are owned by caller).
+in. A name has one role, so one name is never two callers (runs are owned by caller). A name is ASCII, from
+one alphabet (``NAME``): lowercase letters, digits, '.', '_' and '-', so no two names look alike (``ａｌｉｃｅ`` is
+refused). A token taken out of the file ends the calls it has under way within seconds (``_revocable``).
 
 Roles: ``client`` submits runs and sees its own, ``operator`` sees and fetches every run, ``service``
 is one mfscore service calling another (the aggregator's Validate calls).
@@ -14,6 +16,8 @@ is one mfscore service calling another (the aggregator's Validate calls).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import hashlib
 import hmac
@@ -21,6 +25,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import secrets
 import socket
 import time
@@ -43,6 +48,11 @@ METHOD_ROLES = {
 }
 MAX_TOKENS_FILE_BYTES = 1 << 20
 RELOAD_SECONDS = 1.0
+# A caller's name: 1 to 63 ASCII lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, with
+# no '..' and no '.' at the end (it names the caller's namespace of objects: run_layout.namespace).
+NAME = re.compile(r"[a-z0-9](?:[a-z0-9_-]|\.(?!\.)){0,62}(?<!\.)")
+NAME_RULE = ("1 to 63 of a-z, 0-9, '.', '_' and '-' (ASCII), starting with a letter or digit, with no '..' and "
+             "not ending in '.'")
 log = logging.getLogger("mfscore.auth")
 
 
@@ -76,9 +86,16 @@ def digest(token: str) -> str:
 EMPTY_DIGEST = digest("")
 
 
+def check_name(name: str) -> str:
+    """``name`` if it may be a caller's (``NAME``); ``OptionError`` otherwise."""
+    if not NAME.fullmatch(name):
+        raise OptionError(f"the caller's name {name[:80]!r} is not {NAME_RULE}")
+    return name
+
+
 def tokens_line(name: str, role: str, token: str) -> str:
     """The tokens-file line that lets ``token`` in as ``name`` with ``role``."""
-    return f"{name} {role} {digest(token)}"
+    return f"{check_name(name)} {role} {digest(token)}"
 
 
 class Callers:
@@ -92,6 +109,7 @@ class Callers:
             raise OptionError("the empty token cannot be a caller's: it would let anonymous calls in")
         roles: dict[str, str] = {}
         for who in by_digest.values():
+            check_name(who.name)
             if roles.setdefault(who.name, who.role) != who.role:
                 raise OptionError(f"the caller {who.name!r} has two roles, {roles[who.name]} and {who.role}: "
                                   "a name belongs to one role")
@@ -127,6 +145,8 @@ class Callers:
                     or any(c not in "0123456789abcdef" for c in fields[2])):
                 raise OptionError(f"a line must be '<name> <role> <sha256 hex>' with a role of {', '.join(ROLES)}",
                                   path=path, line=number)
+            if not NAME.fullmatch(fields[0]):
+                raise OptionError(f"the caller's name {fields[0][:80]!r} is not {NAME_RULE}", path=path, line=number)
             if fields[2] == EMPTY_DIGEST:
                 raise OptionError("the digest is the SHA-256 of the empty token, which would let anonymous calls in; "
                                   "give the caller a token (new_token())", path=path, line=number)
@@ -198,36 +218,68 @@ def _refusal(code: grpc.StatusCode, details: str) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(refuse)
 
 
-def _as(handler: grpc.RpcMethodHandler, who: Caller) -> grpc.RpcMethodHandler:
-    """``handler`` with the caller set for its servicer."""
+def _as(handler: grpc.RpcMethodHandler, who: Caller, valid) -> grpc.RpcMethodHandler:
+    """``handler`` with the caller set for its servicer; a call that streams ends once ``valid()`` is false."""
     serializers = {"request_deserializer": handler.request_deserializer,
                    "response_serializer": handler.response_serializer}
-    for inner, wrap in ((handler.unary_unary, grpc.unary_unary_rpc_method_handler),
-                        (handler.stream_unary, grpc.stream_unary_rpc_method_handler)):
-        if inner is not None:
-            return wrap(_unary_as(inner, who), **serializers)
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(_unary_as(handler.unary_unary, who, None), **serializers)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(_unary_as(handler.stream_unary, who, valid), **serializers)
     for inner, wrap in ((handler.unary_stream, grpc.unary_stream_rpc_method_handler),
                         (handler.stream_stream, grpc.stream_stream_rpc_method_handler)):
         if inner is not None:
-            return wrap(_streaming_as(inner, who), **serializers)
+            return wrap(_streaming_as(inner, who, valid), **serializers)
     return handler
 
 
-def _unary_as(inner, who: Caller):
-    """A behaviour with one reply (its argument a request or a request iterator) with the caller set."""
+def _unary_as(inner, who: Caller, valid):
+    """A behaviour with one reply (its argument a request or a request iterator) with the caller set; revocable
+    unless ``valid`` is None."""
     async def unary(request, context):
         _caller.set(who)
-        return await inner(request, context)
+        if valid is None:
+            return await inner(request, context)
+        async with _revocable(valid, context):
+            return await inner(request, context)
     return unary
 
 
-def _streaming_as(inner, who: Caller):
-    """A streaming behaviour (its argument a request or a request iterator) with the caller set."""
+def _streaming_as(inner, who: Caller, valid):
+    """A streaming behaviour (its argument a request or a request iterator) with the caller set, revocable."""
     async def streaming(requests, context):
         _caller.set(who)
-        async for reply in inner(requests, context):
-            yield reply
+        async with _revocable(valid, context):
+            async for reply in inner(requests, context):
+                yield reply
     return streaming
+
+
+@contextlib.asynccontextmanager
+async def _revocable(valid, context):
+    """The block, cancelled once ``valid()`` is false (looked at every RELOAD_SECONDS), the call then ending
+    UNAUTHENTICATED: a long stream (an upload, a WatchRun) does not outlive its caller's token."""
+    task = asyncio.current_task()
+    revoked = False
+
+    async def watch():
+        nonlocal revoked
+        while valid():
+            await asyncio.sleep(RELOAD_SECONDS)
+        revoked = True
+        task.cancel()
+
+    watcher = asyncio.create_task(watch())
+    try:
+        yield
+    except asyncio.CancelledError:
+        if not revoked:
+            raise
+        task.uncancel()
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the caller's token was revoked (taken out of the "
+                            "tokens file), which ends its calls under way")
+    finally:
+        watcher.cancel()
 
 
 class BearerAuth(grpc.aio.ServerInterceptor):
@@ -250,7 +302,7 @@ class BearerAuth(grpc.aio.ServerInterceptor):
             return _refusal(grpc.StatusCode.PERMISSION_DENIED,
                             f"the {who.role} {who.name!r} may not call {method.rsplit('/', 1)[-1]}")
         handler = await continuation(details)
-        return None if handler is None else _as(handler, who)
+        return None if handler is None else _as(handler, who, lambda: self.callers.find(token) == who)
 
 
 class _Token(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,

@@ -3,6 +3,13 @@
 Every call but health needs a caller's bearer token (``services/common/auth.py``); a request over
 ``MAX_REQUEST_BYTES`` is refused by gRPC (RESOURCE_EXHAUSTED) before a servicer sees it. Every call, refused or
 not, is counted and timed (``ServerMetrics``: the ``grpc_server_*`` families of ``services/common/metrics.py``).
+
+A server bounds what any peer, with a token or without, can hold (``server_options``): connections open
+(``MFSCORE_GRPC_MAX_CONNECTIONS``, below the process's file descriptors), calls under way
+(``MFSCORE_GRPC_MAX_CALLS``: RESOURCE_EXHAUSTED beyond), streams on one connection (``MAX_STREAMS``). A
+connection that has not spoken TLS and HTTP/2 within ``MFSCORE_GRPC_HANDSHAKE_SECONDS`` is closed, and so is one
+with no call for ``MFSCORE_GRPC_IDLE_SECONDS`` (a client opens another when it next calls), or older than
+``MAX_AGE_MS`` once its calls have had ``MAX_AGE_GRACE_MS`` to end.
 """
 
 from __future__ import annotations
@@ -39,6 +46,20 @@ SERVER_OPTIONS = [("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                   ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
                   ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                   ("grpc.keepalive_permit_without_calls", 1)]
+MAX_STREAMS = 100                 # calls at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS)
+MAX_AGE_MS = 2 * 3600_000         # a connection is asked to go (GOAWAY) after two hours...
+MAX_AGE_GRACE_MS = 3600_000       # ...and closed an hour later, with whatever calls it still carries
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """SERVER_OPTIONS with the bounds on connections of ``settings``."""
+    return [*SERVER_OPTIONS,
+            ("grpc.max_concurrent_streams", MAX_STREAMS),
+            ("grpc.max_allowed_incoming_connections", settings.grpc_max_connections),
+            ("grpc.server_handshake_timeout_ms", settings.grpc_handshake_seconds * 1000),
+            ("grpc.max_connection_idle_ms", settings.grpc_idle_seconds * 1000),
+            ("grpc.max_connection_age_ms", MAX_AGE_MS),
+            ("grpc.max_connection_age_grace_ms", MAX_AGE_GRACE_MS)]
 
 # Each server's health servicer and the names it reports on ("" is the whole server).
 _health_of: weakref.WeakKeyDictionary[grpc.aio.Server, tuple[health.aio.HealthServicer, tuple[str, ...]]] = \
@@ -129,15 +150,18 @@ def _measured_streaming(inner, labels: tuple[str, ...]):
 
 async def start_grpc_server(
     servicers: Sequence[Servicer], *, port: int, callers: Callers, host: str = "127.0.0.1",
-    credentials: grpc.ServerCredentials | None = None,
+    credentials: grpc.ServerCredentials | None = None, settings: Settings | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a server for ``(add_to_server, servicer, full_service_name)`` triples; returns it and its port.
 
     Only ``callers`` get past health. Every listed service and the whole server ("") report SERVING on
     ``grpc.health.v1.Health``; reflection lists them too. ``port=0`` binds an ephemeral port; with
-    ``credentials`` the port speaks TLS.
+    ``credentials`` the port speaks TLS. The bounds on connections and calls are ``settings``' (default
+    ``Settings()``'s).
     """
-    server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=[ServerMetrics(), BearerAuth(callers)])
+    settings = settings or Settings()
+    server = grpc.aio.server(options=server_options(settings), maximum_concurrent_rpcs=settings.grpc_max_calls,
+                             interceptors=[ServerMetrics(), BearerAuth(callers)])
     names = []
     for add_to_server, servicer, name in servicers:
         add_to_server(servicer, server)
@@ -159,7 +183,7 @@ async def start_grpc_server(
 async def start_service_server(servicers: Sequence[Servicer], settings: Settings) -> tuple[grpc.aio.Server, int]:
     """A service's server as its settings say: host and port, the tokens file's callers, TLS when configured."""
     return await start_grpc_server(servicers, port=settings.grpc_port, host=settings.grpc_host,
-                                   callers=Callers.watching(settings.tokens_file),
+                                   callers=Callers.watching(settings.tokens_file), settings=settings,
                                    credentials=server_credentials(settings.tls_cert, settings.tls_key))
 
 

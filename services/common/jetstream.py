@@ -48,6 +48,8 @@ RUNS_BUCKET = "mfscore_runs"
 RUNS_STREAM = f"KV_{RUNS_BUCKET}"  # the stream NATS keeps the bucket in
 JOB_KINDS = tasks.resources()  # the registered tasks' resource classes (Task.resource; every job kind is a task's)
 DUPLICATE_WINDOW_SECONDS = 120.0
+STREAM_SETUP_SECONDS = 60.0  # how long setting up a stream waits out NATS not answering (a quorum forming)
+STREAM_NAME_IN_USE = 10058  # NATS' error code of an add whose stream exists (with another configuration)
 REPLICAS_CATCH_UP_SECONDS = 60.0  # how long a change of replicas is waited for (the jobs stream's took 11 s)
 ERROR_HEADER = "Mfscore-Error"
 MSG_ID_HEADER = "Nats-Msg-Id"
@@ -60,6 +62,10 @@ INFRASTRUCTURE_ERRORS = (
     nats.errors.ConnectionClosedError, nats.errors.ConnectionReconnectingError, nats.errors.StaleConnectionError,
     nats.errors.OutboundBufferLimitError, NoStreamResponseError, ServiceUnavailableError,
 )
+
+# Setting up a stream or consumer is tried again on these: NATS not answering in time, or JetStream without a leader.
+SETUP_TRANSIENT = (TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,
+                   nats.errors.StaleConnectionError, NoStreamResponseError, ServiceUnavailableError)
 
 STREAMS = (
     api.StreamConfig(
@@ -125,6 +131,14 @@ class NatsRefused(MfscoreError):
 
 class StreamRefused(MfscoreError):
     """NATS refused a stream or bucket as the settings ask for it (its storage changed, more replicas than servers)."""
+
+
+class StreamsUnavailable(MfscoreError):
+    """NATS did not let the streams be set up within the budget: JetStream without a leader for that long."""
+
+
+class _NameTaken(Exception):
+    """Another process added the stream between this one's look and its add."""
 
 
 class _Refused(Exception):
@@ -232,25 +246,72 @@ def scorer_consumer(kind: str, ack_wait: float) -> api.ConsumerConfig:
                               ack_policy=api.AckPolicy.EXPLICIT, ack_wait=ack_wait, max_deliver=-1)
 
 
-async def ensure_streams(js: JetStreamContext, settings: Settings) -> None:
+async def ensure_streams(js: JetStreamContext, settings: Settings, *,
+                         budget: float = STREAM_SETUP_SECONDS) -> None:
     """Create the jobs, results and dead-letter streams as ``settings`` ask, or bring existing ones to them (more
     or fewer replicas, other limits), then the scorers' durable consumers, so an autoscaler reading their lag
     finds them before any scorer starts. Returns once each stream has its leader and current replicas.
-    Idempotent. Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or place more
-    replicas than it has servers."""
+
+    Safe to run from any number of processes at once (two aggregators starting): a stream is added when missing
+    (one another process added meanwhile is taken as found), updated only when its configuration differs, and a
+    step NATS does not answer in time (a replicated stream being moved, JetStream without its leader) is tried
+    again for ``budget`` seconds. Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or
+    place more replicas than it has servers; ``StreamsUnavailable`` once the budget is spent."""
     for config in stream_configs(settings):
-        try:
-            info = await js.stream_info(config.name)
-        except NotFoundError:
-            await _configure(js.add_stream(config), f"the stream {config.name}", settings)
-            await _caught_up(js, config.name)  # on a cluster NATS answers before the stream takes messages
-            continue
-        _check_storage(info.config, f"the stream {config.name}", settings)
-        await _configure(js.update_stream(config), f"the stream {config.name}", settings)
-        if info.config.num_replicas != config.num_replicas:
-            await _caught_up(js, config.name)
+        await _settling(f"setting up the stream {config.name}", lambda c=config: _ensure_stream(js, c, settings),
+                        budget)
     for kind in JOB_KINDS:
-        await js.add_consumer(JOBS_STREAM, scorer_consumer(kind, settings.ack_wait_seconds))
+        consumer = scorer_consumer(kind, settings.ack_wait_seconds)
+        await _settling(f"setting up the consumer {consumer.durable_name}",
+                        lambda c=consumer: js.add_consumer(JOBS_STREAM, c), budget)
+
+
+async def _ensure_stream(js: JetStreamContext, config: api.StreamConfig, settings: Settings) -> None:
+    what = f"the stream {config.name}"
+    try:
+        info = await js.stream_info(config.name)
+    except NotFoundError:
+        try:
+            await _configure(js.add_stream(config), what, settings)
+        except _NameTaken:
+            info = await js.stream_info(config.name)  # another process added it meanwhile: check it as found
+        else:
+            await _caught_up(js, config.name)  # on a cluster NATS answers before the stream takes messages
+            return
+    _check_storage(info.config, what, settings)
+    if not _differs(info.config, config):
+        return
+    await _configure(js.update_stream(config), what, settings)
+    if info.config.num_replicas != config.num_replicas:
+        await _caught_up(js, config.name)
+
+
+def _differs(current: api.StreamConfig, wanted: api.StreamConfig) -> bool:
+    """Whether the stream NATS keeps differs from ``wanted`` in what ``stream_configs`` sets (NATS fills in the rest,
+    and reads some values back as plain strings or 0 for none)."""
+    def seen(config: api.StreamConfig) -> tuple:
+        return (sorted(config.subjects or []), api.RetentionPolicy(config.retention).value,
+                api.StorageType(config.storage).value, config.num_replicas or 1, float(config.max_age or 0),
+                config.max_bytes if config.max_bytes is not None else -1, float(config.duplicate_window or 0))
+    return seen(current) != seen(wanted)
+
+
+async def _settling(what: str, step: Callable[[], Awaitable], budget: float):
+    """``step()``, tried again while NATS is unreachable or JetStream unavailable, for ``budget`` seconds."""
+    log = logging.getLogger("mfscore.nats")
+    deadline, delay, said = time.monotonic() + budget, 0.2, False
+    while True:
+        try:
+            return await step()
+        except SETUP_TRANSIENT as exc:
+            if time.monotonic() + delay > deadline:
+                raise StreamsUnavailable(f"{what} did not succeed within {budget:g} s: NATS kept answering "
+                                         f"{_one_line(exc)}") from None
+            if not said:
+                said = True
+                log.warning("%s: NATS is not ready, trying again (%s)", what, _one_line(exc))
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 2.0)
 
 
 def _check_storage(current: api.StreamConfig, what: str, settings: Settings) -> None:
@@ -267,8 +328,10 @@ async def _configure(request: Awaitable, what: str, settings: Settings):
     try:
         return await request
     except APIError as exc:
-        if isinstance(exc, NotFoundError):
+        if isinstance(exc, (NotFoundError, ServiceUnavailableError)):
             raise
+        if exc.err_code == STREAM_NAME_IN_USE:
+            raise _NameTaken(str(exc)) from None
         raise StreamRefused(
             f"NATS refused {what} with {settings.stream_replicas} replicas (MFSCORE_STREAM_REPLICAS) in "
             f"{settings.stream_storage} storage: {exc.description or exc}") from None
@@ -382,6 +445,11 @@ class _Interrupted(Exception):
     """The job was cancelled because shutdown's grace period ran out."""
 
 
+class JobFailed(MfscoreError):
+    """A job that failed for good (it exceeded the scorer's wall or memory limit): dead-lettered at once, since
+    another attempt would fail alike and hold a scorer as long again."""
+
+
 @dataclass
 class _Failures:
     """One job's failures seen by one worker: since when infrastructure failed it, and how often anything else did."""
@@ -402,7 +470,8 @@ class JobWorker:
     handed back (nak) for that pause; until ``retry_budget_seconds`` have passed since its first such failure, then
     it is dead-lettered, with a sentence saying the budget is spent. These failures never count against
     ``max_deliver``. Any other failure (an input the task cannot take, a bug) is retried with the same delays until
-    the job has failed ``max_deliver`` times, then dead-lettered.
+    the job has failed ``max_deliver`` times, then dead-lettered. A ``JobFailed`` (a job past the scorer's limits)
+    is dead-lettered at once.
 
     The budget's start and the failures are counted by this worker, in memory, keyed by the job's stream sequence:
     a delivery's metadata has only the publish time (a job may queue for hours before its first delivery) and the
@@ -566,6 +635,8 @@ class JobWorker:
             return await self._nak(msg, 0)
         except INFRASTRUCTURE_ERRORS as exc:
             return await self._retry_infrastructure(msg, job, exc)
+        except JobFailed as exc:
+            return await self._dead(msg, job, exc.sentence())
         except Exception as exc:
             failures = self._failures_of(msg)
             failures.errors += 1

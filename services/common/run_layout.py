@@ -16,8 +16,11 @@ import re
 from mfscore.errors import MfscoreError
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){0,63}(?<!\.)")  # a namespace part, a dataset name or version
+TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){0,63}(?<!\.)")  # a namespace part
 SHA256 = re.compile(r"[0-9a-f]{64}")
+_LOWER = r"[a-z0-9](?:[a-z0-9_-]|\.(?!\.)){0,63}(?<!\.)"
+DATASET_NAME = re.compile(rf"(?:{_LOWER}/)?{_LOWER}")  # an operator's name, or a client's: its owner's name first
+DATASET_VERSION = re.compile(r"[1-9][0-9]{0,8}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_NAME_BYTES = 1024
 MAX_PART_BYTES = 255
@@ -111,13 +114,28 @@ def check_object_key(key: str) -> str:
 
 
 def check_dataset(name: str, version: str) -> str:
-    """``name@version``, each part 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit (no '..',
-    not ending with '.'); ``BadName`` otherwise."""
-    for part, what in ((name, "name"), (version, "version")):
-        if not TOKEN.fullmatch(part):
-            raise BadName(f"the dataset {what} {part[:80]!r} is not 1-64 letters, digits, '.', '_' or '-' starting "
-                          "with a letter or digit")
+    """``name@version`` in the one grammar of dataset names (docs/datasets.md "Names"); ``BadName`` otherwise.
+
+    The name is 1-64 lowercase ASCII letters, digits, '.', '_' or '-' starting with a letter or digit (no '..',
+    not ending with '.'), optionally after an owner's name of the same characters and '/' (``alice/masks``: a
+    client's dataset); the version a positive whole number without leading zeros. Nothing is folded: ``EVAL@1``,
+    ``eval@1.0`` and ``eval@01`` are refused, so one dataset has one spelling.
+    """
+    if not DATASET_NAME.fullmatch(name):
+        lower = name.lower()
+        hint = f" (write {lower!r})" if lower != name and DATASET_NAME.fullmatch(lower) else ""
+        raise BadName(f"the dataset name {name[:80]!r} is not 1-64 lowercase letters, digits, '.', '_' or '-' starting "
+                      f"with a letter or digit, optionally after its owner's name and '/'{hint}")
+    if not DATASET_VERSION.fullmatch(version):
+        raise BadName(f"the dataset version {version[:80]!r} is not a positive whole number without leading zeros "
+                      "(1, 2, 3, ...)")
     return f"{name}@{version}"
+
+
+def dataset_owner(name: str) -> str | None:
+    """The owner's name a dataset name starts with (``alice`` of ``alice/masks``); None for an operator's."""
+    owner, slash, _ = name.rpartition("/")
+    return owner if slash else None
 
 
 def parse_dataset(reference: str) -> tuple[str, str]:

@@ -5,7 +5,10 @@ A task that reads its files from memory (``Task.blobs_in_memory``: image masks) 
 others get local copies in a temporary directory per job.
 
 A pool keeps two jobs in flight per resource: one job's files download (on I/O threads) while the
-other is scored on the pool's single scoring thread, so a pool uses one core for scoring.
+other is scored on the pool's single scoring thread, so a pool uses one core for scoring. That thread hands each
+job to a child process held to the operator's wall and memory limits (``MFSCORE_JOB_SECONDS``,
+``MFSCORE_JOB_MEMORY_BYTES``; ``mfscore.run.limited``): a job past either is dead-lettered with a sentence naming its
+files, the run fails with it, and the pool goes on with the next job.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from mfscore.errors import MfscoreError
 from mfscore.formats.images import ImageBytes
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.collector import collect_less
+from mfscore.run.limited import LimitedScorer, LimitExceeded, Limits
 from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
-from mfscore.services.common.jetstream import JobWorker, connect, public_url, wait_for_streams
+from mfscore.services.common.jetstream import JobFailed, JobWorker, connect, public_url, wait_for_streams
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
 from mfscore.services.common.queue_lag import watch_lag
@@ -109,33 +113,51 @@ def check_inputs(message: jobs_pb2.Job) -> None:
 
 
 class JobScorer:
-    """``await scorer(job)``: the job's TrialRecord. Messages name files by their name in the run."""
+    """``await scorer(job)``: the job's TrialRecord. Messages name files by their name in the run.
 
-    def __init__(self, store: ObjectStore, work_dir: str, name: str):
+    With ``limits`` (any not 0) each job is scored in a child process held to them, and a job past one raises
+    ``JobFailed``; without, on the scoring thread itself."""
+
+    def __init__(self, store: ObjectStore, work_dir: str, name: str, limits: Limits | None = None):
         self.store = store
         self.work_dir = work_dir
         self.name = name
         self.cpu = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-scoring")
+        self.limited = LimitedScorer(limits) if limits and (limits.seconds or limits.memory_bytes) else None
+
+    def close(self) -> None:
+        if self.limited is not None:
+            self.limited.close()
+
+    async def _scored(self, task, work, what: str):
+        """The outcome of ``task.score(work)``, on the scoring thread (in the child process, with limits)."""
+        if self.limited is None:
+            return await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.cpu, self.limited.score, task.name, work,
+                                                                    what)
+        except LimitExceeded as exceeded:
+            raise JobFailed(exceeded.sentence()) from None
 
     async def __call__(self, message: jobs_pb2.Job) -> records_pb2.TrialRecord:
         check_inputs(message)
         task = tasks.get(message.task)
         work = job(task, message).work
+        what = ", ".join(name for name in task.blobs(work).values() if name) or f"the {task.name} job"
         limit = task.blobs_in_memory(work)
         if limit is not None:
             blobs = task.blobs(work)
             fetched = await asyncio.gather(*(asyncio.to_thread(_fetch_bytes, self.store, message, name, limit)
                                              for name in blobs.values()))
             work = task.with_blobs(work, dict(zip(blobs, fetched)))
-            outcome = await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
-            return record_message(message, outcome, self.name)
+            return record_message(message, await self._scored(task, work, what), self.name)
         directory = os.path.realpath(tempfile.mkdtemp(prefix="job-", dir=self.work_dir))
         try:
             blobs = task.blobs(work)
             local = await asyncio.gather(*(asyncio.to_thread(_fetch, self.store, message, name, directory)
                                            for name in blobs.values()))
             work = task.with_blobs(work, dict(zip(blobs, local)))
-            outcome = await asyncio.get_running_loop().run_in_executor(self.cpu, task.score, work)
+            outcome = await self._scored(task, work, what)
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         return record_message(message, outcome, self.name, local_dir=directory)
@@ -168,7 +190,8 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     keep_freed_memory()
     collect_less()
     metrics_port = start_metrics_server(settings.metrics_port, settings.metrics_host, role="scorer")
-    handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name)
+    handle = JobScorer(ObjectStore(settings), settings.work_dir, pool.name,
+                       Limits(seconds=settings.job_seconds, memory_bytes=settings.job_memory_bytes))
     server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
                                                 Scorer(handle, pool), "mfscore.v1.ScorerService")], settings)
     nc, js = await connect(settings)
@@ -191,4 +214,5 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
         lag.cancel()
         await stop_grpc_server(server, grace=5)
         await nc.drain()
+        handle.close()
         log.info("%s: stopped", pool.name)

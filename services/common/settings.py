@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from mfscore import limits
 from mfscore.errors import OptionError
 
 ENV_VARS = {
@@ -24,6 +25,8 @@ ENV_VARS = {
     "aggregator_address": "MFSCORE_AGGREGATOR_ADDRESS",
     "work_dir": "MFSCORE_WORK_DIR",
     "ack_wait_seconds": "MFSCORE_ACK_WAIT",
+    "job_seconds": "MFSCORE_JOB_SECONDS",
+    "job_memory_bytes": "MFSCORE_JOB_MEMORY_BYTES",
     "max_deliver": "MFSCORE_MAX_DELIVER",
     "retry_budget_seconds": "MFSCORE_RETRY_BUDGET",
     "retention_days": "MFSCORE_RETENTION_DAYS",
@@ -44,13 +47,38 @@ ENV_VARS = {
     "stream_max_bytes": "MFSCORE_STREAM_MAX_BYTES",
     "lease_seconds": "MFSCORE_LEASE_SECONDS",
     "log_format": "MFSCORE_LOG_FORMAT",
+    "max_pixels": "MFSCORE_MAX_PIXELS",
+    "max_job_bytes": "MFSCORE_MAX_JOB_BYTES",
+    "max_json_bytes": "MFSCORE_MAX_JSON_BYTES",
+    "max_video_elements": "MFSCORE_MAX_VIDEO_ELEMENTS",
+    "max_kernel_size": "MFSCORE_MAX_KERNEL_SIZE",
+    "max_findings": "MFSCORE_MAX_FINDINGS",
+    "quota_created_runs": "MFSCORE_QUOTA_CREATED_RUNS",
+    "quota_runs_in_flight": "MFSCORE_QUOTA_RUNS_IN_FLIGHT",
+    "quota_create_run_per_minute": "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE",
+    "quota_upload_streams": "MFSCORE_QUOTA_UPLOAD_STREAMS",
+    "quota_upload_bytes": "MFSCORE_QUOTA_UPLOAD_BYTES",
+    "quota_dataset_files": "MFSCORE_QUOTA_DATASET_FILES",
+    "upload_idle_seconds": "MFSCORE_UPLOAD_IDLE_SECONDS",
+    "grpc_max_connections": "MFSCORE_GRPC_MAX_CONNECTIONS",
+    "grpc_max_calls": "MFSCORE_GRPC_MAX_CALLS",
+    "grpc_handshake_seconds": "MFSCORE_GRPC_HANDSHAKE_SECONDS",
+    "grpc_idle_seconds": "MFSCORE_GRPC_IDLE_SECONDS",
 }
 SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
 
 PORT_FIELDS = ("grpc_port", "metrics_port")
 POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds", "max_upload_bytes",
-                   "stream_replicas", "lease_seconds")
+                   "stream_replicas", "lease_seconds", "quota_created_runs", "quota_runs_in_flight",
+                   "quota_create_run_per_minute", "quota_upload_streams", "quota_upload_bytes", "quota_dataset_files",
+                   "upload_idle_seconds", "grpc_max_connections", "grpc_max_calls", "grpc_handshake_seconds",
+                   "grpc_idle_seconds")
 CHOICE_FIELDS = {"stream_storage": ("file", "memory"), "log_format": ("text", "json")}
+# The operator's maxima of a run's resource options (mfscore.options.check_limits) and of a validation's findings:
+# each from 1 to its hard maximum (mfscore/limits.py)
+MAXIMUM_FIELDS = {"max_pixels": limits.HARD_MAX_PIXELS, "max_job_bytes": limits.HARD_MAX_JOB_BYTES,
+                  "max_json_bytes": limits.HARD_MAX_JSON_BYTES, "max_video_elements": limits.HARD_MAX_VIDEO_ELEMENTS,
+                  "max_kernel_size": limits.HARD_MAX_KERNEL_SIZE, "max_findings": limits.HARD_MAX_FINDINGS}
 
 
 def _default_work_dir() -> str:
@@ -75,7 +103,9 @@ class Settings:
     validator_address: str = "127.0.0.1:50051"
     aggregator_address: str = "127.0.0.1:50051"
     work_dir: str = field(default_factory=_default_work_dir)
-    ack_wait_seconds: int = 60
+    ack_wait_seconds: int = 10         # a killed scorer's jobs come back this long after (heartbeats keep live ones)
+    job_seconds: int = 600             # a scorer's wall limit of one job (0: none)
+    job_memory_bytes: int = 8 << 30    # the memory one job may take on top of its idle scoring process (0: none)
     max_deliver: int = 5
     retry_budget_seconds: int = 900    # how long a job waits out S3 or NATS being unavailable before it is dead-lettered
     retention_days: int = 30           # a finished run's status and reports are kept this long (docs/distributed.md)
@@ -96,6 +126,26 @@ class Settings:
     stream_max_bytes: int = -1         # each stream's size limit in bytes (-1: none)
     lease_seconds: int = 10            # the aggregator leader's lease: a standby takes over this long after it lapses
     log_format: str = "text"           # text or json (one JSON object a line)
+    # The most a run may ask for: a run's options above one are refused (docs/reliability.md "Limits a client cannot raise")
+    max_pixels: int = limits.DEFAULT_MAX_PIXELS                  # --max-pixels of a mask run
+    max_job_bytes: int = limits.DEFAULT_MAX_JOB_BYTES            # --max-job-bytes of a mask run
+    max_json_bytes: int = limits.DEFAULT_MAX_JSON_BYTES          # --max-json-bytes of a provenance run
+    max_video_elements: int = limits.DEFAULT_MAX_VIDEO_ELEMENTS  # --max-elements of a video-spatial run
+    max_kernel_size: int = limits.DEFAULT_MAX_KERNEL_SIZE        # --eks, --dks, --ntdks
+    max_findings: int = limits.DEFAULT_MAX_FINDINGS              # findings the validator lists (it counts the rest)
+    # Quotas of each caller (a token's name), on the aggregator (services/aggregator/quotas.py)
+    quota_created_runs: int = 100            # runs created and not yet submitted
+    quota_runs_in_flight: int = 20           # runs submitted that have not ended
+    quota_create_run_per_minute: int = 60    # CreateRun calls a minute (a burst of as many, then one a 1/n minute)
+    quota_upload_streams: int = 16           # UploadInputs and UploadObjects streams open at once (submit: 8)
+    quota_upload_bytes: int = 32 << 30       # bytes declared by the files being received at once
+    quota_dataset_files: int = 100_000       # file names in one CreateDataset
+    upload_idle_seconds: int = 60            # an upload stream sending nothing this long is ended
+    # Every gRPC server's own bounds (services/common/grpc_server.py)
+    grpc_max_connections: int = 4096         # connections open at once (the process has 20,000 descriptors or so)
+    grpc_max_calls: int = 2000               # calls under way at once, every caller's: RESOURCE_EXHAUSTED beyond
+    grpc_handshake_seconds: int = 10         # a connection that has not spoken HTTP/2 (or TLS) by then is closed
+    grpc_idle_seconds: int = 300             # a connection with no call this long is closed (clients reconnect)
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"
@@ -112,6 +162,9 @@ class Settings:
         for name in POSITIVE_FIELDS:
             if getattr(self, name) < 1:
                 raise OptionError(f"{ENV_VARS[name]} must be at least 1, not {getattr(self, name)}")
+        for name, most in MAXIMUM_FIELDS.items():
+            if not 1 <= getattr(self, name) <= most:
+                raise OptionError(f"{ENV_VARS[name]} must be from 1 to {most}, not {getattr(self, name)}")
         for name, choices in CHOICE_FIELDS.items():
             if getattr(self, name) not in choices:
                 raise OptionError(f"{ENV_VARS[name]} must be one of {', '.join(choices)}, not {getattr(self, name)!r}")
@@ -121,8 +174,16 @@ class Settings:
         if self.stream_max_bytes < -1 or self.stream_max_bytes == 0:
             raise OptionError(f"{ENV_VARS['stream_max_bytes']} must be -1 (no limit) or a positive number of bytes, "
                               f"not {self.stream_max_bytes}")
+        for name in ("job_seconds", "job_memory_bytes"):
+            if getattr(self, name) < 0:
+                raise OptionError(f"{ENV_VARS[name]} must be at least 0 (0: no limit), not {getattr(self, name)}")
         if self.pool_min_trials < 0:
             raise OptionError(f"{ENV_VARS['pool_min_trials']} must be at least 0, not {self.pool_min_trials}")
+
+    @property
+    def option_limits(self) -> dict[str, int]:
+        """The maxima of a run's resource options, by the ``limit`` their fields declare (``check_limits``)."""
+        return {name: getattr(self, name) for name in MAXIMUM_FIELDS if name != "max_findings"}
 
     def redacted(self) -> Settings:
         """These settings with every secret replaced by ``***``, for logs."""

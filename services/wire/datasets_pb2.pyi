@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Dataset(_message.Message):
-    __slots__ = ("name", "version", "owner", "owner_role", "shared", "manifest_sha256", "file_count", "total_bytes", "created_at")
+    __slots__ = ("name", "version", "owner", "owner_role", "shared", "manifest_sha256", "file_count", "total_bytes", "created_at", "creation_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class Dataset(_message.Message):
     FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATION_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     version: str
     owner: str
@@ -30,7 +31,8 @@ class Dataset(_message.Message):
     file_count: int
     total_bytes: int
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ..., shared: _Optional[bool] = ..., manifest_sha256: _Optional[str] = ..., file_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    creation_id: str
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., owner: _Optional[str] = ..., owner_role: _Optional[str] = ..., shared: _Optional[bool] = ..., manifest_sha256: _Optional[str] = ..., file_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., creation_id: _Optional[str] = ...) -> None: ...
 
 class DatasetFiles(_message.Message):
     __slots__ = ("files",)

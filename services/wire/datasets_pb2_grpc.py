@@ -100,6 +100,7 @@ class DatasetServiceServicer:
 
     def CreateDataset(self, request_iterator, context):
         """Make a dataset of the caller's objects: FAILED_PRECONDITION naming a file whose object the caller lacks;
+        PERMISSION_DENIED for a name outside the caller's namespace (a client's start with its name and '/');
         ALREADY_EXISTS when name@version is taken by another dataset; the same dataset again returns it unchanged.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -178,9 +178,11 @@ class Leaderboard(_message.Message):
     def __init__(self, dataset: _Optional[str] = ..., task: _Optional[str] = ..., metric: _Optional[str] = ..., better: _Optional[_Union[Better, str]] = ..., level: _Optional[float] = ..., rankings: _Optional[_Iterable[_Union[LeaderboardRanking, _Mapping]]] = ...) -> None: ...
 
 class GetLeaderboardResponse(_message.Message):
-    __slots__ = ("leaderboard", "json")
+    __slots__ = ("leaderboard", "json", "metrics")
     LEADERBOARD_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
     leaderboard: Leaderboard
     json: str
-    def __init__(self, leaderboard: _Optional[_Union[Leaderboard, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
+    metrics: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, leaderboard: _Optional[_Union[Leaderboard, _Mapping]] = ..., json: _Optional[str] = ..., metrics: _Optional[_Iterable[str]] = ...) -> None: ...

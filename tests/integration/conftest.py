@@ -79,7 +79,9 @@ def local_cluster(tmp_path_factory):
     from mfscore.services.commands import local_cluster as commands
 
     path = tmp_path_factory.mktemp("cluster") / "cluster.json"
-    config = commands.up(path, mask_scorers=1)
+    # ListRuns' paging test makes 106 runs in a few seconds; the quotas are tested on clusters of their own
+    config = commands.up(path, mask_scorers=1, environment={"MFSCORE_QUOTA_CREATED_RUNS": "1000",
+                                                            "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE": "1000"})
     try:
         yield path, config
     finally:

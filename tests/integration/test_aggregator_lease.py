@@ -12,6 +12,7 @@ import grpc
 import pytest
 from nats.js.errors import NoKeysError
 
+from mfscore.services.aggregator.api import FOLLOWING
 from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
 from mfscore.services.aggregator.service import Aggregator, follow_leading
 from mfscore.services.aggregator.state import RunEntry, State, now, status_key
@@ -188,7 +189,16 @@ def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream,
                 def calls():
                     with client_channel(f"127.0.0.1:{port}", token=token) as channel:
                         stub = services_pb2_grpc.AggregatorServiceStub(channel)
-                        read = stub.GetRun(runs_pb2.GetRunRequest(run_id="r2"), timeout=5).run
+                        try:
+                            stub.GetRun(runs_pb2.GetRunRequest(run_id="r2"), timeout=5)
+                            in_progress = None
+                        except grpc.RpcError as error:
+                            in_progress = (error.code(), error.details())
+                        try:
+                            stub.ListRuns(runs_pb2.ListRunsRequest(), timeout=5)
+                            listed = None
+                        except grpc.RpcError as error:
+                            listed = error.code()
                         try:
                             stub.CreateRun(runs_pb2.CreateRunRequest(), timeout=5)
                             refused = None
@@ -199,19 +209,29 @@ def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream,
                             cancel_refused = None
                         except grpc.RpcError as error:
                             cancel_refused = error.code()
-                        return read, refused, cancel_refused
+                        return in_progress, listed, refused, cancel_refused
 
-                read, refused, cancel_refused = await asyncio.to_thread(calls)
+                def ended():
+                    with client_channel(f"127.0.0.1:{port}", token=token) as channel:
+                        return services_pb2_grpc.AggregatorServiceStub(channel).GetRun(
+                            runs_pb2.GetRunRequest(run_id="r2"), timeout=5).run
+
+                in_progress, listed, refused, cancel_refused = await asyncio.to_thread(calls)
+                stored = runs_pb2.RunStatus.FromString((await kv.get(status_key("r2"))).value)
+                await leader.book.set_state(entry, State.RUN_STATE_DONE)
+                await eventually(lambda: seen.status.state == State.RUN_STATE_DONE, "the standby to see DONE")
+                read = await asyncio.to_thread(ended)
             finally:
                 await stop_grpc_server(server, grace=0)
-            stored = runs_pb2.RunStatus.FromString((await kv.get(status_key("r2"))).value)
             following.cancel()
             renewing.cancel()
-            return same_entry, read, refused, cancel_refused, stored, set(standby.runs)
+            return same_entry, in_progress, listed, read, refused, cancel_refused, stored, set(standby.runs)
 
-    same_entry, read, refused, cancel_refused, stored, runs = asyncio.run(scenario())
+    same_entry, in_progress, listed, read, refused, cancel_refused, stored, runs = asyncio.run(scenario())
     assert same_entry
-    assert read.run_id == "r2" and read.state == State.RUN_STATE_SCORING
+    assert in_progress == (grpc.StatusCode.UNAVAILABLE, FOLLOWING)  # issue 41 (11): its progress would be stale
+    assert listed == grpc.StatusCode.UNAVAILABLE
+    assert read.run_id == "r2" and read.state == State.RUN_STATE_DONE  # an ended run: the bucket holds it whole
     assert refused == (grpc.StatusCode.UNAVAILABLE, STANDBY)
     assert cancel_refused == grpc.StatusCode.UNAVAILABLE
     assert stored.state == State.RUN_STATE_SCORING  # the standby's refusal changed nothing

@@ -1,7 +1,7 @@
 """Two aggregator processes on a local cluster: the leader killed (or paused) mid-run, the standby takes over within
 a lease and a little, ``mfscore submit`` through both addresses finishes with the embedded run's files (from a
-paused leader its watch moves on by gRPC keepalive), and a paused leader that comes back finds its writes refused
-and exits."""
+paused leader its watch moves on by gRPC keepalive), and a paused leader that comes back finds its writes refused,
+exits, and is started again by the cluster's supervisor as a standby."""
 
 from __future__ import annotations
 
@@ -98,15 +98,11 @@ def takeover(standby: dict) -> float:
     return time.monotonic() - started
 
 
-def exit_status(pid: int, timeout: float = 30) -> int:
-    """The exit status of this process's child ``pid`` (``commands.up`` started it), once it has exited."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        waited, status = os.waitpid(pid, os.WNOHANG)
-        if waited == pid:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.1)
-    raise AssertionError(f"process {pid} did not exit within {timeout:g} s")
+def started_again(process: dict, timeout: float = 60) -> int:
+    """The pid of ``process`` once the cluster's supervisor has started it again after it exited by itself."""
+    wait_for(lambda: commands.current_pid(process) not in (None, process["pid"]), f"{process['name']} to start again",
+             timeout=timeout)
+    return commands.current_pid(process)
 
 
 def test_the_standby_takes_over_a_killed_leaders_run(tmp_path, capsys):
@@ -144,7 +140,7 @@ def test_the_standby_takes_over_a_killed_leaders_run(tmp_path, capsys):
         commands.down(path)
 
 
-def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_path):
+def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_stands_by_again(tmp_path):
     arguments = mask_arguments(tmp_path)
     assert main(["mask", *arguments, "-oR", str(tmp_path / "embedded" / "x")]) == 0
     path, config = cluster(tmp_path)
@@ -172,7 +168,9 @@ def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_
                 paused = commands.pid_alive(leader["pid"])
             finally:
                 os.kill(leader["pid"], signal.SIGCONT)
-            old_status = exit_status(leader["pid"])
+            again = started_again(leader)
+            wait_for(lambda: health(leader) == "SERVING", "the old leader to stand by again")
+            again_health = (health(leader), health(leader, LEADER_SERVICE))
         after = stored(config, run.run_id)
         old_log = Path(leader["log"]).read_text()
         said = (tmp_path / "submit.log").read_text()
@@ -181,7 +179,9 @@ def test_a_paused_leader_that_comes_back_finds_its_writes_refused_and_exits(tmp_
         assert "reconnecting" in said
         print(f"takeover after SIGSTOP: {took:.2f} s")
         assert took <= TAKEOVER_BOUND
-        assert old_status == 1
+        assert again != leader["pid"] and again_health == ("SERVING", "NOT_SERVING")
+        supervisor = Path(next(p for p in config.processes if p.get("supervisor"))["log"]).read_text()
+        assert f"{leader['name']} exited with status 1" in supervisor and "starting it again" in supervisor
         assert runs_pb2.RunStatus.FromString(before[f"status.{run.run_id}"][1]).state == State.RUN_STATE_DONE
         assert after == before  # nothing the old leader did after it came back reached the bucket
         assert "deposed: " in old_log  # its one line, then the command's exit status 1 with its sentence:

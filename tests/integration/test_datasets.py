@@ -227,7 +227,7 @@ def test_with_a_dataset_the_reference_tables_alone_are_needed_here(teams, data, 
 def test_a_client_cannot_register_a_shared_dataset_and_uploads_nothing_trying(teams, data, capsys):
     _, config, files = teams
     capsys.readouterr()
-    status, sent = counted(config, ["dataset", "register", "alices@1", str(data["ref"]), "--shared",
+    status, sent = counted(config, ["dataset", "register", "alice/shared@1", str(data["ref"]), "--shared",
                                     "--cluster", str(files["alice"])])
     assert status == 1 and sent == 0
     assert "only an operator registers a shared dataset" in capsys.readouterr().err

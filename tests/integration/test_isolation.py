@@ -372,9 +372,9 @@ def test_fetching_two_large_report_files_keeps_the_aggregators_memory_bounded(lo
 def alices_dataset(clients, tmp_path_factory) -> tuple[str, Path]:
     """A private dataset of alice's, registered with her cluster file: (name@version, its directory)."""
     data = generate_mask_dataset(tmp_path_factory.mktemp("alice-dataset"), 3, seed=7)
-    assert main(["dataset", "register", "alice-private@1", str(data.directory), "--cluster",
+    assert main(["dataset", "register", "alice-isolation/private@1", str(data.directory), "--cluster",
                  str(clients["alice"].file)]) == 0
-    return "alice-private@1", data.directory
+    return "alice-isolation/private@1", data.directory
 
 
 def test_another_clients_private_dataset_is_unknown_to_every_call(clients, alices_dataset, tmp_path, capsys):
@@ -419,7 +419,8 @@ def test_another_clients_private_dataset_is_unknown_to_every_call(clients, alice
 
 def test_a_dataset_is_made_only_of_the_callers_own_objects(clients, alices_dataset):
     """bob declares alice's files: every one is missing to him; a dataset naming them is refused until he uploads
-    them himself; her name@version is taken (the one thing a name tells); the same bytes stay two objects."""
+    them himself; her names are not his to take, whether she holds them or not (so a name tells him nothing); the
+    same bytes stay two objects."""
     name, directory = alices_dataset
     files = [(str(p), p.relative_to(directory).as_posix()) for p in sorted(directory.rglob("*")) if p.is_file()]
     declared = [runs_pb2.DeclaredFile(name=key, size=os.path.getsize(path),
@@ -427,18 +428,19 @@ def test_a_dataset_is_made_only_of_the_callers_own_objects(clients, alices_datas
     with clients["bob"].config.channel() as channel:
         stub = datasets_pb2_grpc.DatasetServiceStub(channel)
         missing = stub.DeclareDatasetFiles(datasets_pb2.DeclareDatasetFilesRequest(
-            name="bobs", version="1", files=declared), timeout=10).missing
+            name="bob-isolation/bobs", version="1", files=declared), timeout=10).missing
         assert sorted(missing) == sorted(d.name for d in declared)
         make = lambda dataset: stub.CreateDataset(iter([datasets_pb2.CreateDatasetRequest(  # noqa: E731
             name=dataset, version="1", files=declared)]), timeout=10)
-        error = refused(lambda: make("bobs"))
+        error = refused(lambda: make("bob-isolation/bobs"))
         assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and "are not objects of yours" in error.details()
-        error = refused(lambda: make("alice-private"))
-        assert error.code() == grpc.StatusCode.ALREADY_EXISTS
+        for hers in ("alice-isolation/private", "alice-isolation/never-registered"):
+            error = refused(lambda hers=hers: make(hers))
+            assert error.code() == grpc.StatusCode.PERMISSION_DENIED and "is not yours" in error.details()
         listed = stub.ListDatasets(datasets_pb2.ListDatasetsRequest(), timeout=5).datasets
-        assert "bobs" not in {d.name for d in listed}
+        assert "bob-isolation/bobs" not in {d.name for d in listed}
         error = refused(lambda: stub.DeclareDatasetFiles(datasets_pb2.DeclareDatasetFilesRequest(
-            name="bobs", version="1", shared=True, files=declared), timeout=10))
+            name="bob-isolation/bobs", version="1", shared=True, files=declared), timeout=10))
         assert error.code() == grpc.StatusCode.PERMISSION_DENIED
 
 

@@ -486,12 +486,13 @@ def test_a_job_outliving_the_shutdown_grace_is_cancelled_and_handed_back(jetstre
 
 def test_the_worker_updates_a_consumer_of_the_old_configuration(jetstream):
     """Before jobs had a subject per run, ``mask-scorers`` filtered ``mfscore.jobs.mask`` and JetStream stopped
-    delivering after max_deliver deliveries, outages included: a worker brings it to the new configuration."""
+    delivering after max_deliver deliveries, outages included; before issue 41 its ack wait was 60 s: a worker
+    brings it to the new configuration."""
     async def scenario():
         async with jetstream() as (_, js):
             await js.add_consumer(JOBS_STREAM, api.ConsumerConfig(
                 name="mask-scorers", durable_name="mask-scorers", filter_subject="mfscore.jobs.mask",
-                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=5, max_deliver=5))
+                ack_policy=api.AckPolicy.EXPLICIT, ack_wait=60, max_deliver=5))
             await publish_job(js, "mask", mask_job("runO", 1))
 
             async def handle(job):
@@ -505,7 +506,7 @@ def test_the_worker_updates_a_consumer_of_the_old_configuration(jetstream):
             return (await js.consumer_info(JOBS_STREAM, "mask-scorers")).config
 
     config = asyncio.run(scenario())
-    assert (config.filter_subject, config.max_deliver) == ("mfscore.jobs.mask.>", -1)
+    assert (config.filter_subject, config.max_deliver, config.ack_wait) == ("mfscore.jobs.mask.>", -1, 5)
 
 
 def test_purge_run_jobs_removes_the_queued_jobs_of_that_run_only(jetstream):

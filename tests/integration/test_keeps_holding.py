@@ -211,7 +211,7 @@ def test_the_object_store_stopped_and_started_again_while_a_run_scores_ends_done
     (``local_cluster.restart_store``): what was stored before (the run's inputs, the records so far) is still there,
     the services wait out the gap, and submit exits 0 with the embedded command's files."""
     path, config = own_cluster()
-    data = generate_mask_dataset(tmp_path / "data", 16)
+    data = generate_mask_dataset(tmp_path / "data", 40)
     arguments = mask_arguments(data)
     said = embedded(tmp_path, arguments, capsys)
     store = process(config, "seaweedfs")

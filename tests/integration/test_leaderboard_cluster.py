@@ -28,7 +28,7 @@ from mfscore.services.wire import results_pb2, runs_pb2, services_pb2_grpc
 pytestmark = pytest.mark.integration
 
 DATASET = "detect-ref@1"
-PRIVATE = "alices-own@1"
+PRIVATE = "alice/own@1"
 
 
 @pytest.fixture(scope="module")

@@ -178,6 +178,27 @@ def test_ensure_streams_is_idempotent_and_brings_r3_to_r1_with_its_messages(as_r
     asyncio.run(scenario())
 
 
+def test_ensure_streams_from_several_aggregators_at_once(as_role):
+    """Three processes set the R3 streams up at once, twice over (two aggregators starting, then restarting): each
+    returns, and a stream already as asked is left alone (NATS's update of an R3 stream under way timed out)."""
+    async def scenario():
+        settings = Settings(**replicated_settings())
+        async with as_role("aggregator", **replicated_settings()) as a, \
+                as_role("aggregator", **replicated_settings()) as b, \
+                as_role("aggregator", **replicated_settings()) as c:
+            for _ in range(2):
+                await asyncio.gather(*(ensure_streams(js, settings) for js in (a, b, c)))
+                await asyncio.gather(*(runs_bucket(js, settings) for js in (a, b, c)))
+            updates = []
+            a.update_stream = lambda config: updates.append(config.name)
+            await ensure_streams(a, settings)
+            assert updates == []
+        async with as_role("observer") as js:
+            await placed_at_once(js)
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.slow  # NATS takes over ten seconds to bring the streams from R1 to R3
 def test_ensure_streams_is_idempotent_and_brings_r1_to_r3_with_its_messages(as_role):
     async def scenario():

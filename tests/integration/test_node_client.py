@@ -199,11 +199,11 @@ def test_a_node_client_registers_a_dataset_and_scores_against_it(local_cluster, 
     path = tmp_path / "caller.json"
     commands.add_caller(config, "nora-datasets", "client", out=path)
     time.sleep(1.5)  # the services read the tokens file again within a second
-    dataset = {"name": "nora-masks", "version": "1", "root": "ref"}
+    dataset = {"name": "nora-datasets/masks", "version": "1", "root": "ref"}
     said, _, files = drive(path, "mask", tmp_path, dataset)
     reference = sorted(key.removeprefix("ref/") for _, key in files if key.startswith("ref/"))
     registered = said["dataset"]
-    assert registered["ref"] == "nora-masks@1" and registered["files"] == len(reference) > 0
+    assert registered["ref"] == "nora-datasets/masks@1" and registered["files"] == len(reference) > 0
     assert sorted(registered["uploaded"]) == reference  # the first registration: every file
     assert registered["created"] is True and registered["created_again"] is False  # again: nothing uploaded
     assert registered["got"]["owner"] == "nora-datasets" and not registered["got"].get("shared")
@@ -212,7 +212,7 @@ def test_a_node_client_registers_a_dataset_and_scores_against_it(local_cluster, 
     assert said["uploaded"] and all(f["name"].startswith("sys/") for f in said["uploaded"])
     assert said["states"][-1] == "RUN_STATE_DONE"
     board = said["leaderboard"]  # the dataset's board, from Node: this run, ranked by the task's primary metric
-    assert board["dataset"] == "nora-masks@1" and board["task"] == "mask"
+    assert board["dataset"] == "nora-datasets/masks@1" and board["task"] == "mask"
     (line,) = board["rankings"][0]["lines"]
     assert line["run_id"] == said["run_id"] and line["owner"] == "nora-datasets" and line["rank"] == 1
     assert line["value"] == pytest.approx(said["results"]["rows"][0]["values"][board["metric"]]["value"], abs=1e-12)

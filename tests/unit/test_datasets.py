@@ -15,10 +15,11 @@ import subprocess
 import pytest
 
 from mfscore.services.aggregator import paging
-from mfscore.services.aggregator.datasets import DatasetBook, kv_key, manifest_sha256
+from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, kv_key, manifest_sha256, naming_refusal
 from mfscore.services.aggregator.objects import Objects, space_of_key
 from mfscore.services.aggregator.state import RunBook, RunEntry, State, spec_key, status_key
 from mfscore.services.common import input_manifest
+from mfscore.services.common.auth import Caller
 from mfscore.services.common.object_store import ObjectMissing
 from mfscore.services.common.run_layout import (
     BadName,
@@ -67,8 +68,8 @@ def test_a_digest_that_is_not_one_is_no_object():
         object_key("client/alice", "../../runs/x")
 
 
-@pytest.mark.parametrize("reference, parts", [("mfc18@1", ("mfc18", "1")), ("nimble.dev@2.0.1", ("nimble.dev", "2.0.1")),
-                                              ("A_b-c@v_1", ("A_b-c", "v_1"))])
+@pytest.mark.parametrize("reference, parts", [("mfc18@1", ("mfc18", "1")), ("nimble.dev@20", ("nimble.dev", "20")),
+                                              ("a_b-c@1", ("a_b-c", "1")), ("alice/masks@3", ("alice/masks", "3"))])
 def test_a_dataset_is_name_at_version(reference, parts):
     assert parse_dataset(reference) == parts
     assert check_dataset(*parts) == reference
@@ -77,14 +78,67 @@ def test_a_dataset_is_name_at_version(reference, parts):
 
 
 @pytest.mark.parametrize("reference", ["mfc18", "@1", "mfc18@", "a@b@c", "../x@1", "x@..", "x@1.", "x@.1",
-                                       *(f"mf{c}c@1" for c in HOSTILE if c != "@"), "a" * 65 + "@1"])
+                                       *(f"mf{c}c@1" for c in HOSTILE if c not in "@/"), "a" * 65 + "@1",
+                                       "a/b/c@1", "/x@1", "x/@1", "x@v1", "x@0", "x@-1", "x@1e3", "x@" + "9" * 10])
 def test_any_other_dataset_name_is_refused(reference):
     with pytest.raises(BadName):
         parse_dataset(reference)
 
 
+@pytest.mark.parametrize("reference, said", [
+    ("EVAL@1", "is not 1-64 lowercase letters, digits, '.', '_' or '-' starting with a letter or digit, optionally "
+               "after its owner's name and '/' (write 'eval')"),
+    ("Alice/Masks@1", "(write 'alice/masks')"),
+    ("eval@1.0", "the dataset version '1.0' is not a positive whole number without leading zeros (1, 2, 3, ...)"),
+    ("eval@01", "the dataset version '01' is not a positive whole number without leading zeros"),
+])
+def test_a_name_has_one_spelling_nothing_is_folded(reference, said):
+    """Issue 41 (3): EVAL@1, eval@1.0 and eval@01 were datasets beside eval@1. Refused, with the spelling to use."""
+    with pytest.raises(BadName) as refused:
+        parse_dataset(reference)
+    assert said in refused.value.sentence()
+
+
+OPERATOR, ALICE = Caller("operator", "operator"), Caller("alice", "client")
+
+
+@pytest.mark.parametrize("who, name, refusal", [
+    (OPERATOR, "eval", None),
+    (OPERATOR, "alice/eval", "the dataset name 'alice/eval' is a client's (it starts with alice/); an operator's "
+                             "dataset names have no owner part"),
+    (ALICE, "alice/eval", None),
+    (ALICE, "eval", "the dataset name 'eval' is not yours: a client's datasets are named after it, alice/eval"),
+    (ALICE, "bob/eval", "the dataset name 'bob/eval' is not yours: a client's datasets are named after it, alice/eval"),
+])
+def test_a_client_names_datasets_in_its_own_namespace_and_the_operator_outside_every_one(who, name, refusal):
+    """Issue 41 (3): a client took eval@2 before the operator registered it."""
+    assert naming_refusal(who, name) == refusal
+
+
+def test_a_run_of_a_deleted_dataset_is_no_run_of_one_registered_again_under_its_name():
+    """Issue 41 (3): runs name a dataset's creation, not only its name."""
+    first = datasets_pb2.Dataset(name="alice/tmp", version="1", creation_id="c1")
+    again = datasets_pb2.Dataset(name="alice/tmp", version="1", creation_id="c2")
+    spec = runs_pb2.RunSpec(run_id="r1", dataset="alice/tmp@1", dataset_creation_id="c1")
+    assert is_run_of(spec, first) and not is_run_of(spec, again)
+    assert not is_run_of(runs_pb2.RunSpec(dataset="alice/tmp@2", dataset_creation_id="c1"), first)
+
+
+def test_the_sweep_keeps_a_clients_datasets_and_deletes_a_list_of_files_no_dataset_names():
+    store, kv = FakeStore(), FakeKv()
+    datasets = DatasetBook(kv, store)
+    files = [declared("ref.png", b"ref.png")]
+    for name in ("alice/masks", "eval"):
+        asyncio.run(datasets.add(datasets_pb2.Dataset(name=name, version="1", manifest_sha256=manifest_sha256(files),
+                                                      file_count=1), files))
+    stray = dataset_files_key("alice/gone", "1")
+    store.put_bytes(stray, b"a CreateDataset that could not record its description")
+    assert asyncio.run(datasets.sweep(written_before=store.clock + 1)) == 1
+    assert sorted(store.objects) == ["datasets/alice/masks@1/files.pb", "datasets/eval@1/files.pb"]
+
+
 def test_two_datasets_never_share_a_bucket_key():
-    assert kv_key("a.b", "c") != kv_key("a", "b.c")
+    assert kv_key("a1", "2") != kv_key("a", "12") and kv_key("a/b", "1") != kv_key("a", "1")
 
 
 # ----------------------------------------------------------------------------------------- manifest digest
@@ -114,9 +168,11 @@ def test_the_manifest_digest_changes_with_any_name_or_content():
 
 
 def test_a_datasets_token_round_trips_and_is_not_a_runs_token():
-    place = (1_700_000_000_123_456_789, "mfc18@1.0")
+    place = (1_700_000_000_123_456_789, "mfc18@1")
     token = paging.page_token(0, place, paging.DATASETS)
     assert paging.read_page_token(token, 0, paging.DATASETS) == place
+    clients = (1_700_000_000_123_456_789, "alice/masks@1")  # a page may end on a client's dataset
+    assert paging.read_page_token(paging.page_token(0, clients, paging.DATASETS), 0, paging.DATASETS) == clients
     with pytest.raises(paging.BadPageToken, match="not a token ListRuns gave"):
         paging.read_page_token(token, 0)
     with pytest.raises(paging.BadPageToken, match="not a token ListDatasets gave"):

@@ -317,6 +317,42 @@ def a_board():
     return leaderboard(entries, dataset="MFC19", task="mask")
 
 
+def test_a_label_is_its_owners_no_team_shows_as_another():
+    """Issue 41 (3): bob labelled his run alice's system; the board named both the same."""
+    alices = Entry("r1", "alice", "2026-01-01T00:00:00Z", "secret_system", results({ALL: 0.9, "q": 0.5}))
+    bobs = Entry("r2", "bob", "2026-01-02T00:00:00Z", "secret_system", results({ALL: 0.8, "q": 0.6}))
+    board = leaderboard([alices, bobs], dataset="d", task="mask")
+    assert [line.system for line in board.ranking().lines] == ["alice/secret_system", "bob/secret_system"]
+    text = lb.to_text(board)
+    assert text[2].split() == ["rank", "system", "run", "submitted", "OptimumMCC", "CI"]
+    assert text[3].split()[:3] == ["1", "alice/secret_system", "r1"]
+    assert text[4].split()[:3] == ["2", "bob/secret_system", "r2"]
+    per_query = next(row for row in text if row.split()[:1] == ["query"])
+    assert per_query.split() == ["query", "alice/secret_system", "bob/secret_system"]
+    local = Entry("r", "", "2026-01-01T00:00:00Z", "A", results({ALL: 0.1}))  # a local run has no owner
+    assert leaderboard([local], dataset="d", task="mask").ranking().lines[0].system == "A"
+
+
+def test_runs_of_another_primary_metric_are_a_board_of_their_own():
+    """Issue 41 (4): one --semafor run made every caller's board of the dataset fail, naming their runs."""
+    auc = [Entry(run, "alice", f"2026-01-0{i + 1}T00:00:00Z", run, results({ALL: value}, task="detection",
+                                                                            primary="AUC"))
+           for i, (run, value) in enumerate([("a", 0.7), ("b", 0.9)])]
+    semafor = Entry("s", "mallory", "2026-01-03T00:00:00Z", "s", results({ALL: 0.2}, task="detection",
+                                                                         primary="pD@FAR0.1"))
+    entries = [*auc, semafor]
+    with pytest.raises(ValueError, match="different primary metrics"):  # the local command still refuses the mix
+        leaderboard(entries, dataset="d", task="detection")
+    assert lb.primaries(entries) == ["AUC", "pD@FAR0.1"] and lb.primaries([]) == []
+    flood = [Entry(f"s{i}", "mallory", "2026-01-04T00:00:00Z", "s", semafor.results) for i in range(5)]
+    assert lb.primaries([*entries, *flood]) == ["AUC", "pD@FAR0.1"]  # one caller's many runs: still one owner
+    board = leaderboard(lb.reporting(entries, "AUC"), dataset="d", task="detection", metric="AUC")
+    assert order(board) == [("b", 1), ("a", 2)]
+    own = leaderboard(lb.reporting(entries, "pD@FAR0.1"), dataset="d", task="detection", metric="pD@FAR0.1")
+    assert order(own) == [("s", 1)]
+    assert lb.reporting(entries, "Other") == entries and lb.reporting(entries, "nothing") == []
+
+
 def test_the_json_round_trip_is_exact_and_deterministic():
     board = a_board()
     data = lb.to_json(board)

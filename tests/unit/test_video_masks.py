@@ -192,3 +192,28 @@ def test_frame_count_of_missing_or_bad_video(tmp_path):
     (tmp_path / "junk.mp4").write_bytes(b"not a video at all" * 10)
     assert frame_count_of_video(str(tmp_path / "junk.mp4")) is None
     assert frame_count_of_video(str(tmp_path)) is None
+
+
+def test_the_validator_counts_frames_of_videos_inside_the_dataset_only(tmp_path):
+    """A ProbeFileName leaving the dataset (absolute, '..') is never opened: its frame count is not known."""
+    import pandas as pd
+
+    from mfscore.validation.options import ValidatorOptions
+    from mfscore.validation.probe_submission import _frame_count
+
+    dataset, outside = tmp_path / "dataset", tmp_path / "outside.avi"
+    (dataset / "indexes").mkdir(parents=True)
+    (dataset / "probe").mkdir()
+    for path in (dataset / "probe" / "inside.avi", outside):
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10, (32, 24))
+        for i in range(7):
+            writer.write(np.full((24, 32, 3), 20 * i, np.uint8))
+        writer.release()
+
+    def counted(name):
+        return _frame_count(pd.Series({"ProbeFileName": name, "FrameCount": ""}), str(dataset / "indexes"),
+                            ValidatorOptions(kind="VSSD"))
+
+    assert counted("probe/inside.avi") == 7
+    assert counted("../outside.avi") is None
+    assert counted(str(outside)) is None
