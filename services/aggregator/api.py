@@ -274,10 +274,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                                      f"{error.sentence()}")
 
     async def GetRun(self, request, context):
-        return runs_pb2.GetRunResponse(run=(await self._ended_or_led(request.run_id, context)).status)
+        return runs_pb2.GetRunResponse(run=(await self._ended_or_current(request.run_id, context)).status)
 
     async def WatchRun(self, request, context):
-        entry = await self._ended_or_led(request.run_id, context)
+        entry = await self._ended_or_current(request.run_id, context)
         seen = -1
         while True:
             async with entry.changed:
@@ -291,7 +291,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             await asyncio.sleep(0.1)  # coalesce bursts of records into one update
 
     async def ListRuns(self, request, context):
-        if not self.book.leading():
+        if not self.book.current():
             await context.abort(grpc.StatusCode.UNAVAILABLE, FOLLOWING)
         who = caller()
         try:
@@ -446,11 +446,11 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                 ("; make one with CreateRun" if owned else ""))
         return entry
 
-    async def _ended_or_led(self, run_id: str, context) -> RunEntry:
-        """The caller's run, if it has ended or this aggregator leads: a standby's copy of a run in progress is
-        behind the leader's (the bucket holds its states, not each record's count)."""
+    async def _ended_or_current(self, run_id: str, context) -> RunEntry:
+        """The caller's run, if it has ended or this aggregator's book is current (``RunBook.current``): a
+        standby's copy of a run in progress is behind the leader's."""
         entry = await self._entry(run_id, context)
-        if entry.status.state not in TERMINAL and not self.book.leading():
+        if entry.status.state not in TERMINAL and not self.book.current():
             await context.abort(grpc.StatusCode.UNAVAILABLE, FOLLOWING)
         return entry
 

@@ -67,6 +67,11 @@ class Lease:
         return (self.renewed_at is not None and not self.released and not self.deposed.is_set()
                 and self.clock() - self.renewed_at < self.seconds * (1 - MARGIN))
 
+    def taken(self) -> bool:
+        """Whether this process took the lease and neither lost it to another nor gave it up: it led last, even
+        while a lapsed lease waits for NATS to renew it."""
+        return self.renewed_at is not None and not self.released and not self.deposed.is_set()
+
     def check(self) -> None:
         """Raise unless this process holds a fresh lease: ``Deposed`` once another took it, else ``NotLeading``."""
         if self.deposed.is_set():

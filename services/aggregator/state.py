@@ -144,6 +144,11 @@ class RunBook:
     def leading(self) -> bool:
         return self.lease is None or self.lease.leading()
 
+    def current(self) -> bool:
+        """Whether this book holds the runs' progress: the leader's book, also while its lease lapses in a NATS
+        outage; a standby's follows the bucket, which holds states, not each record's count."""
+        return self.lease is None or self.lease.taken()
+
     async def holding_lease(self) -> None:
         """Raise ``NotLeading`` (``Deposed``) unless this aggregator holds a fresh lease: before storing reports."""
         if self.lease is not None:

@@ -79,10 +79,13 @@ def rss_bytes(pid: int) -> int:
 
 
 def bystander_list_runs(config: ClusterConfig) -> float:
-    """Seconds the operator's ListRuns takes; it must succeed."""
+    """Seconds the operator's ListRuns takes; it must succeed. It waits for a connection as gRPC clients may
+    (``wait_for_ready``): past MFSCORE_GRPC_MAX_CONNECTIONS a new connection is closed until the handshake timeout
+    has freed the flood's."""
     with config.channel() as channel:
         started = time.perf_counter()
-        services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(page_size=10), timeout=30)
+        services_pb2_grpc.AggregatorServiceStub(channel).ListRuns(runs_pb2.ListRunsRequest(page_size=10), timeout=30,
+                                                                  wait_for_ready=True)
         return time.perf_counter() - started
 
 

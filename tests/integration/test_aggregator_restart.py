@@ -8,6 +8,7 @@ import os
 import signal
 import time
 
+import grpc
 import pytest
 
 from integration.equivalence import tree
@@ -93,10 +94,18 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
         config.write(path)
         commands.wait_healthy(restarted[1])
 
+        def ended():
+            try:
+                run = stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
+            except grpc.RpcError as error:  # standing by until the killed one's lease lapses: ask again
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return None
+            return run.state in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and run
+
         with config.channel() as channel:
             stub = services_pb2_grpc.AggregatorServiceStub(channel)
-            done = wait_for(lambda: (s := stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run).state
-                            in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and s, "the run to finish")
+            done = wait_for(ended, "the run to finish")
         assert done.state == State.RUN_STATE_DONE, done.message
         assert done.trials_received == planned.trials_planned
         capsys.readouterr()

@@ -49,7 +49,7 @@ from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
 from mfscore.tasks import get as get_task
 
 pytestmark = pytest.mark.integration
-SHORT_ACK_WAIT = 5  # seconds; MFSCORE_ACK_WAIT is 60 by default
+SHORT_ACK_WAIT = 5  # seconds; MFSCORE_ACK_WAIT is 10 by default
 S3_OUTAGE_SECONDS = 4.0  # long enough for the object store's own four attempts to fail
 
 
