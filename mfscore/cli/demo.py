@@ -187,6 +187,12 @@ def _another_caller(cluster: Path) -> None:
     operators = listed.getvalue().splitlines()[1].split()[0]
     print("\nThe operator's run is unknown to alice, and nothing is written:", end="")
     _run(["report", operators, "--cluster", str(alice), "-o", str(cluster.parent / "alice-reports")], expect=1)
+    files = cluster.parent / "alice-dataset"
+    files.mkdir(exist_ok=True)
+    (files / "README.txt").write_text("a dataset of one file\n")
+    print(f"\nA client names its datasets after itself ({doc_path('datasets.md')}, 'Names'): alice/... is hers, a "
+          "name without an owner part is the operator's, refused before anything is uploaded:", end="")
+    _run(["dataset", "register", "eval@1", str(files), "--cluster", str(alice)], expect=1)
 
 
 if __name__ == "__main__":
