@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mfscore.cli.arguments import checked, integer
-from mfscore.limits import DEFAULT_MAX_JSON_BYTES, HARD_MAX_JSON_BYTES
+from mfscore.limits import DEFAULT_MAX_FINDINGS, DEFAULT_MAX_JSON_BYTES, HARD_MAX_FINDINGS, HARD_MAX_JSON_BYTES
 
 
 def add_parser(subparsers) -> None:
@@ -26,6 +26,9 @@ def add_parser(subparsers) -> None:
                    default=DEFAULT_MAX_JSON_BYTES,
                    help=f"refuse JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,}, at most "
                         f"{HARD_MAX_JSON_BYTES:,})")
+    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS,
+                   help=f"findings listed; the others are counted (default {DEFAULT_MAX_FINDINGS}, at most "
+                        f"{HARD_MAX_FINDINGS})")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of lines")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="ignore -t as MediScore does: only -nc with TASK provenance selects the graph schema")
@@ -39,6 +42,6 @@ def run(args) -> int:
     report = validate_provenance_submission(
         args.system_output_file, args.index_file, task=args.task, name_check=args.nameCheck, ncid=args.ncid,
         neglect_json=args.neglectJSON, opt_out=args.optOut, mediscore_compat=args.mediscore_compat,
-        max_json_bytes=args.max_json_bytes)
+        max_json_bytes=args.max_json_bytes, max_findings=args.max_findings)
     return print_report(report, verbose=0 if args.verbose == 0 else 1, as_json=args.json,
                         notices=bool(args.verbose))

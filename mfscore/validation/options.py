@@ -45,10 +45,14 @@ class ValidatorOptions:
             raise OptionError(f"--hdf5-frame-base {self.hdf5_frame_base}: block names count from 0 or 1")
         if not 1 <= self.max_pixels <= HARD_MAX_PIXELS:
             raise OptionError(f"--max-pixels {self.max_pixels}: the pixel limit is in [1, {HARD_MAX_PIXELS}]")
-        if not 1 <= self.max_findings <= HARD_MAX_FINDINGS:
-            raise OptionError(f"--max-findings {self.max_findings}: the number of findings listed is in "
-                              f"[1, {HARD_MAX_FINDINGS}]")
+        check_max_findings(self.max_findings)
 
     @property
     def scores_in_unit_interval(self) -> bool:
         return self.plan == "mfc2019"
+
+
+def check_max_findings(value: int) -> None:
+    """``--max-findings``, of either validator: ``OptionError`` outside [1, HARD_MAX_FINDINGS]."""
+    if not 1 <= value <= HARD_MAX_FINDINGS:
+        raise OptionError(f"--max-findings {value}: the number of findings listed is in [1, {HARD_MAX_FINDINGS}]")

@@ -25,8 +25,9 @@ from mfscore.formats.provenance_json import (
     schema_problems,
 )
 from mfscore.formats.tables import read_table
-from mfscore.limits import MAX_SCHEMA_PROBLEMS
+from mfscore.limits import DEFAULT_MAX_FINDINGS, MAX_SCHEMA_PROBLEMS
 from mfscore.validation.findings import Severity, ValidationReport
+from mfscore.validation.options import check_max_findings
 from mfscore.validation.row_checks import check_duplicates, check_index_coverage, check_row_count
 from mfscore.validation.submission_names import check_expid_name
 from mfscore.validation.submission_table import read_submission_table
@@ -44,11 +45,13 @@ PROBLEMS_PER_FILE = 10
 
 def validate_provenance_submission(system_path: str, index_path: str, *, task: str | None, name_check: bool,
                                    ncid: str = "NC17", neglect_json: bool = False, opt_out: bool = False,
-                                   mediscore_compat: bool = False,
-                                   max_json_bytes: int = DEFAULT_MAX_JSON_BYTES) -> ValidationReport:
-    """Validate ``system_path`` (a provenance system-output CSV) against ``index_path``."""
+                                   mediscore_compat: bool = False, max_json_bytes: int = DEFAULT_MAX_JSON_BYTES,
+                                   max_findings: int = DEFAULT_MAX_FINDINGS) -> ValidationReport:
+    """Validate ``system_path`` (a provenance system-output CSV) against ``index_path``; the report lists the first
+    ``max_findings`` findings and counts the others."""
+    check_max_findings(max_findings)
     system_path, index_path = os.fspath(system_path), os.fspath(index_path)
-    report = ValidationReport()
+    report = ValidationReport(limit=max_findings)
     if not task and not name_check:
         report.error("options.task", "Either the name check (-nc) or the task (-t) is required.")
         return report

@@ -155,6 +155,17 @@ def test_findings_are_capped(tmp_path, capsys):
     assert "... and 100 more 'key.unknown' findings" in out
 
 
+def test_max_findings_lists_the_first_and_counts_the_others(tmp_path, capsys):
+    submission(tmp_path, rows=[f"id{i}|1|jsons/p.json|N" for i in range(200)])
+    status = main(["validate-provenance", "-x", str(tmp_path / "idx" / "index.csv"),
+                   "-s", str(tmp_path / "sub" / "sub.csv"), "-t", "provenance", "--json", "--max-findings", "10"])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 1 and len(report["findings"]) == 11 and report["omitted"] == 192  # the row count, 200 unknown, 1 missing
+    assert report["findings"][-1]["code"] == "report.truncated"
+    status, out = run(tmp_path, capsys, "--max-findings", "0")
+    assert status != 0 and "report.truncated" not in out
+
+
 def test_opted_out_rows_skip_the_json_check_only_with_opt_out(tmp_path, capsys):
     submission(tmp_path, document=None, rows=[f"{PROBE}|0|jsons/p.json|Y"])
     assert codes(tmp_path, capsys) == {"json.missing"}
