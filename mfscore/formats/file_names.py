@@ -34,7 +34,8 @@ def output_name(identifier: str) -> str:
     ``%``, ``/``, ``\\``, control characters (NUL among them), unpaired surrogates and a leading ``.`` are
     percent-encoded as their UTF-8 bytes (``../x`` is ``%2E.%2Fx``), so ``identifier_of`` gives the ID back. An
     encoding longer than ``MAX_NAME_BYTES`` keeps its start and ends in ``~`` and 16 hex digits of the ID's SHA-256
-    (no longer reversible, still distinct). An empty ID names nothing: ``InputFileError``.
+    (no longer reversible; distinct from another cut name, though an ordinary ID spelled exactly like one would
+    meet it). An empty ID names nothing: ``InputFileError``.
     """
     if not identifier:
         raise InputFileError("an empty ID cannot name an output file")

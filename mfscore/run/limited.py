@@ -79,6 +79,7 @@ class LimitedScorer:
                 raise ScoringStopped(f"{what}: the scoring process stopped ({self._stopped()}) while it scored "
                                      "the job") from None
             if self._over(peak - base if peak else 0):
+                self._stop()  # the child keeps what it freed (keep_freed_memory): the next job starts afresh
                 raise self._memory_exceeded(what)
             if kind == "raised":
                 is_ours, sentence = value
@@ -108,7 +109,12 @@ class LimitedScorer:
             self._child.start()
             child.close()
             self._conn = parent
-            if not parent.poll(START_SECONDS) or parent.recv() != ("ready", None):  # its start is not the job's time
+            try:  # its start is not the job's time
+                ready = parent.poll(START_SECONDS) and parent.recv() == ("ready", None)
+            except (EOFError, OSError):
+                ready = False
+            if not ready:
+                self._stop()  # a late "ready" must not be read as a job's answer
                 raise ScoringStopped(f"the scoring process did not start within {START_SECONDS} s")
         return self._conn
 

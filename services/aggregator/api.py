@@ -15,6 +15,7 @@ knows.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime
 import logging
@@ -79,24 +80,28 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
         self.datasets, self.objects = datasets, objects
         self.quotas = Quotas(settings)
+        # one caller's CreateRun and SubmitRun, each from its quota check to its record: parallel calls cannot all
+        # pass the check before any is counted
+        self.counting: collections.defaultdict[Caller, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
 
     @leader_only
     async def CreateRun(self, request, context):
         who = caller()
-        try:
-            self.quotas.check_runs(who, *self.book.held(who), submitting=False)
-            self.quotas.create_run.take(who, f"{who.name} called CreateRun")
-        except QuotaExceeded as error:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
         dataset = await readable_dataset(self.datasets, request.dataset, who, context) if request.dataset else None
-        run_id = uuid.uuid4().hex
-        created = now()
-        spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
-                                dataset=request.dataset,
-                                dataset_creation_id=dataset.creation_id if dataset is not None else "")
-        status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=created,
-                                    created_at=created, owner=who.name, owner_role=who.role)
-        await self._record(RunEntry(spec, status), context, spec, status)
+        async with self.counting[who]:
+            try:
+                self.quotas.check_runs(who, *self.book.held(who), submitting=False)
+                self.quotas.create_run.take(who, f"{who.name} called CreateRun")
+            except QuotaExceeded as error:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
+            run_id = uuid.uuid4().hex
+            created = now()
+            spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
+                                    dataset=request.dataset,
+                                    dataset_creation_id=dataset.creation_id if dataset is not None else "")
+            status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=created,
+                                        created_at=created, owner=who.name, owner_role=who.role)
+            await self._record(RunEntry(spec, status), context, spec, status)
         log.info("run %s: created", run_id)
         return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
 
@@ -233,13 +238,6 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if request.input_prefix != entry.spec.input_prefix:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"a run's inputs are under "
                                 f"{entry.spec.input_prefix!r}, its own prefix, not {request.input_prefix[:200]!r}")
-        if entry.uploading:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
-                                                                     "submit it once they are uploaded")
-        try:
-            self.quotas.check_runs(caller(), *self.book.held(caller()), submitting=True)
-        except QuotaExceeded as error:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
         await self._inputs_named_apart(run_id, context)
         if request.dataset:
             await readable_dataset(self.datasets, request.dataset, caller(), context)
@@ -247,15 +245,25 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"run {run_id} was created "
                                     + (f"with the dataset {entry.spec.dataset}" if entry.spec.dataset else
                                        "without a dataset") + f", not {request.dataset}; its inputs were declared so")
-        spec = runs_pb2.RunSpec()
-        spec.CopyFrom(request)
-        spec.submitted_by, spec.dataset = entry.spec.submitted_by, entry.spec.dataset
-        spec.dataset_creation_id = entry.spec.dataset_creation_id
-        status = runs_pb2.RunStatus()
-        status.CopyFrom(entry.status)
-        status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
-        status.submitted_at.CopyFrom(now())
-        await self._record(entry, context, spec, status)
+        async with self.counting[caller()]:  # the checks after every wait, so none of them is stale
+            if entry.status.state != State.RUN_STATE_CREATED:  # submitted meanwhile by the same caller's retry
+                return runs_pb2.SubmitRunResponse(run=entry.status)
+            if entry.uploading:
+                await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"run {run_id} is still receiving inputs; "
+                                                                         "submit it once they are uploaded")
+            try:
+                self.quotas.check_runs(caller(), *self.book.held(caller()), submitting=True)
+            except QuotaExceeded as error:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
+            spec = runs_pb2.RunSpec()
+            spec.CopyFrom(request)
+            spec.submitted_by, spec.dataset = entry.spec.submitted_by, entry.spec.dataset
+            spec.dataset_creation_id = entry.spec.dataset_creation_id
+            status = runs_pb2.RunStatus()
+            status.CopyFrom(entry.status)
+            status.task, status.state = spec.task, State.RUN_STATE_VALIDATING
+            status.submitted_at.CopyFrom(now())
+            await self._record(entry, context, spec, status)
         self.runner.start(entry)
         log.info("run %s: %s submitted", run_id, spec.task)
         return runs_pb2.SubmitRunResponse(run=entry.status)

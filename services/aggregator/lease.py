@@ -64,8 +64,7 @@ class Lease:
         self.released = False
 
     def leading(self) -> bool:
-        return (self.renewed_at is not None and not self.released and not self.deposed.is_set()
-                and self.clock() - self.renewed_at < self.seconds * (1 - MARGIN))
+        return self.taken() and self.clock() - self.renewed_at < self.seconds * (1 - MARGIN)
 
     def taken(self) -> bool:
         """Whether this process took the lease and neither lost it to another nor gave it up: it led last, even

@@ -66,6 +66,6 @@ async def retrying(what: str, call: Callable[[], Awaitable[T]], *, transient: Ca
             log.warning("%s: waiting %s (%s)", what, waiting_for, why)
         waited = time.monotonic() - since
         if budget is not None and waited >= budget:
-            raise MfscoreError(f"{what} failed for {waited:.0f} s, the retry budget (MFSCORE_RETRY_BUDGET): {why}")
+            raise MfscoreError(f"{what} failed for {waited:.0f} s, its retry budget: {why}")
         await asyncio.sleep(delay)
         delay = min(DELAYS[1], delay * 2)

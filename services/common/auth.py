@@ -8,7 +8,8 @@ the servicer through ``caller()``. An empty token is never a token: a call witho
 any lookup, and a file listing the empty string's digest is refused, so no file can let anonymous calls
 in. A name has one role, so one name is never two callers (runs are owned by caller). A name is ASCII, from
 one alphabet (``NAME``): lowercase letters, digits, '.', '_' and '-', so no two names look alike (``ａｌｉｃｅ`` is
-refused). A token taken out of the file ends the calls it has under way within seconds (``_revocable``).
+refused). A token taken out of the file ends its streaming calls under way within seconds (``_revocable``); a
+unary call ends on its own.
 
 Roles: ``client`` submits runs and sees its own, ``operator`` sees and fetches every run, ``service``
 is one mfscore service calling another (the aggregator's Validate calls).

@@ -255,7 +255,7 @@ async def ensure_streams(js: JetStreamContext, settings: Settings, *,
     Safe to run from any number of processes at once (two aggregators starting): a stream is added when missing
     (one another process added meanwhile is taken as found), updated only when its configuration differs, and a
     step NATS does not answer in time (a replicated stream being moved, JetStream without its leader) is tried
-    again for ``budget`` seconds. Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or
+    again for ``budget`` seconds (each step its own budget). Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or
     place more replicas than it has servers; ``StreamsUnavailable`` once the budget is spent."""
     for config in stream_configs(settings):
         await _settling(f"setting up the stream {config.name}", lambda c=config: _ensure_stream(js, c, settings),
