@@ -128,8 +128,7 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     background: list[asyncio.Task] = []
     try:
         await ensure_streams(js, settings)
-        bucket = await retrying("opening the runs' bucket", lambda: runs_bucket(js, settings),
-                                transient=nats_unavailable, waiting_for="for NATS", budget=RESTORE_BUDGET)
+        bucket = await runs_bucket(js, settings, budget=RESTORE_BUDGET)  # it waits out NATS itself
         lease = Lease(bucket, settings.lease_seconds)
         aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
                                 services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)

@@ -49,6 +49,7 @@ METHOD_ROLES = {
 }
 MAX_TOKENS_FILE_BYTES = 1 << 20
 RELOAD_SECONDS = 1.0
+REVOKED = "the caller's token was revoked (taken out of the tokens file), which ends its calls under way"
 # A caller's name: 1 to 63 ASCII lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, with
 # no '..' and no '.' at the end (it names the caller's namespace of objects: run_layout.namespace).
 NAME = re.compile(r"[a-z0-9](?:[a-z0-9_-]|\.(?!\.)){0,62}(?<!\.)")
@@ -247,13 +248,38 @@ def _unary_as(inner, who: Caller, valid):
 
 
 def _streaming_as(inner, who: Caller, valid):
-    """A streaming behaviour (its argument a request or a request iterator) with the caller set, revocable."""
+    """A streaming behaviour (its argument a request or a request iterator) with the caller set, revocable: each
+    next reply races the token's revocation. (Cancelling the task instead could land in gRPC's own write of the
+    last reply, which ends the call INTERNAL rather than UNAUTHENTICATED.)"""
     async def streaming(requests, context):
         _caller.set(who)
-        async with _revocable(valid, context):
-            async for reply in inner(requests, context):
+        replies = inner(requests, context).__aiter__()
+        revoked = asyncio.ensure_future(_until_invalid(valid))
+        step = None
+        try:
+            while True:
+                step = asyncio.ensure_future(replies.__anext__())
+                await asyncio.wait((step, revoked), return_when=asyncio.FIRST_COMPLETED)
+                if not step.done():
+                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REVOKED)
+                try:
+                    reply = step.result()
+                except StopAsyncIteration:
+                    return
                 yield reply
+        finally:  # revoked, or the client gone: the behaviour stops where it waits
+            revoked.cancel()
+            if step is not None and not step.done():
+                step.cancel()
+                with contextlib.suppress(BaseException):
+                    await step
     return streaming
+
+
+async def _until_invalid(valid) -> None:
+    """Returns once ``valid()`` is false, looked at every RELOAD_SECONDS."""
+    while valid():
+        await asyncio.sleep(RELOAD_SECONDS)
 
 
 @contextlib.asynccontextmanager
@@ -265,8 +291,7 @@ async def _revocable(valid, context):
 
     async def watch():
         nonlocal revoked
-        while valid():
-            await asyncio.sleep(RELOAD_SECONDS)
+        await _until_invalid(valid)
         revoked = True
         task.cancel()
 
@@ -277,8 +302,7 @@ async def _revocable(valid, context):
         if not revoked:
             raise
         task.uncancel()
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, "the caller's token was revoked (taken out of the "
-                            "tokens file), which ends its calls under way")
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, REVOKED)
     finally:
         watcher.cancel()
 

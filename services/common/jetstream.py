@@ -255,8 +255,9 @@ async def ensure_streams(js: JetStreamContext, settings: Settings, *,
     Safe to run from any number of processes at once (two aggregators starting): a stream is added when missing
     (one another process added meanwhile is taken as found), updated only when its configuration differs, and a
     step NATS does not answer in time (a replicated stream being moved, JetStream without its leader) is tried
-    again for ``budget`` seconds (each step its own budget). Raises ``StreamRefused`` for what NATS cannot do: change a stream's storage, or
-    place more replicas than it has servers; ``StreamsUnavailable`` once the budget is spent."""
+    again for ``budget`` seconds (each step its own budget). Raises ``StreamRefused`` for what NATS cannot do:
+    change a stream's storage, or place more replicas than it has servers; ``StreamsUnavailable`` once the budget
+    is spent."""
     for config in stream_configs(settings):
         await _settling(f"setting up the stream {config.name}", lambda c=config: _ensure_stream(js, c, settings),
                         budget)
@@ -377,19 +378,28 @@ async def bucket_keys(kv: KeyValue, *, attempts: int = 5) -> list[str]:
     return []
 
 
-async def runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
+async def runs_bucket(js: JetStreamContext, settings: Settings, *, budget: float = STREAM_SETUP_SECONDS) -> KeyValue:
     """The key-value bucket holding run state, created on first use with the replicas and storage of
     ``settings`` (returned once it has its leader and current replicas), or brought to its replicas
     (``StreamRefused`` as for ``ensure_streams``). No age or size limit: a run's state is kept for the retention
-    period, which the aggregator enforces."""
+    period, which the aggregator enforces. Safe from any number of processes at once, and tried again as
+    ``ensure_streams``' steps are."""
+    return await _settling(f"setting up the bucket {RUNS_BUCKET}", lambda: _runs_bucket(js, settings), budget)
+
+
+async def _runs_bucket(js: JetStreamContext, settings: Settings) -> KeyValue:
     storage = api.StorageType(settings.stream_storage)
     try:
         kv = await js.key_value(RUNS_BUCKET)
     except BucketNotFoundError:
         created = js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=storage, replicas=settings.stream_replicas)
-        kv = await _configure(created, f"the bucket {RUNS_BUCKET}", settings)
-        await _caught_up(js, RUNS_STREAM)  # as for a new stream: its first put may otherwise find no responder
-        return kv
+        try:
+            kv = await _configure(created, f"the bucket {RUNS_BUCKET}", settings)
+        except _NameTaken:
+            kv = await js.key_value(RUNS_BUCKET)  # another process made it meanwhile: checked as found
+        else:
+            await _caught_up(js, RUNS_STREAM)  # as for a new stream: its first put may otherwise find no responder
+            return kv
     current = (await kv.status()).stream_info.config
     _check_storage(current, f"the bucket {RUNS_BUCKET}", settings)
     if current.num_replicas != settings.stream_replicas:
