@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mfscore.errors import OptionError
+from mfscore.limits import DEFAULT_MAX_FINDINGS, HARD_MAX_FINDINGS
 from mfscore.masks import KERNEL_SHAPES
 from mfscore.options import check_field
 
@@ -96,6 +97,13 @@ def add_strict_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any mask could not be used (default: 0 once the reports are written; each "
                         "unusable mask is one ERROR line, and the last line counts them)")
+
+
+def add_max_findings_argument(p: argparse.ArgumentParser) -> None:
+    """``--max-findings``: how many findings either validator's report lists (the others are counted)."""
+    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS,
+                   help=f"findings listed; the others are counted (default {DEFAULT_MAX_FINDINGS}, at most "
+                        f"{HARD_MAX_FINDINGS})")
 
 
 def add_results_arguments(p: argparse.ArgumentParser) -> None:

@@ -6,9 +6,9 @@ import csv
 import os
 import tempfile
 
-from mfscore.cli.arguments import checked, integer
+from mfscore.cli.arguments import add_max_findings_argument, checked, integer
 from mfscore.errors import OptionError
-from mfscore.limits import DEFAULT_MAX_FINDINGS, DEFAULT_MAX_PIXELS, HARD_MAX_FINDINGS, HARD_MAX_PIXELS
+from mfscore.limits import DEFAULT_MAX_PIXELS, HARD_MAX_PIXELS
 from mfscore.validation.options import PLANS, VALIDATION_TYPES, ValidatorOptions
 
 
@@ -43,9 +43,7 @@ def add_parser(subparsers) -> None:
                    default=DEFAULT_MAX_PIXELS,
                    help=f"largest mask (width x height) accepted (default {DEFAULT_MAX_PIXELS}, at most "
                         f"{HARD_MAX_PIXELS})")
-    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS,
-                   help=f"findings listed; the others are counted (default {DEFAULT_MAX_FINDINGS}, at most "
-                        f"{HARD_MAX_FINDINGS})")
+    add_max_findings_argument(p)
     p.add_argument("--mediscore-compat", action="store_true",
                    help="accept NaN/inf scores and treat an unknown video frame count as 0, as MediScore does")
     p.add_argument("--json", action="store_true", help="print the report as JSON (codes, files, lines)")

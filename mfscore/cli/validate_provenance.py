@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mfscore.cli.arguments import checked, integer
-from mfscore.limits import DEFAULT_MAX_FINDINGS, DEFAULT_MAX_JSON_BYTES, HARD_MAX_FINDINGS, HARD_MAX_JSON_BYTES
+from mfscore.cli.arguments import add_max_findings_argument, checked, integer
+from mfscore.limits import DEFAULT_MAX_JSON_BYTES, HARD_MAX_JSON_BYTES
 
 
 def add_parser(subparsers) -> None:
@@ -26,9 +26,7 @@ def add_parser(subparsers) -> None:
                    default=DEFAULT_MAX_JSON_BYTES,
                    help=f"refuse JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,}, at most "
                         f"{HARD_MAX_JSON_BYTES:,})")
-    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS,
-                   help=f"findings listed; the others are counted (default {DEFAULT_MAX_FINDINGS}, at most "
-                        f"{HARD_MAX_FINDINGS})")
+    add_max_findings_argument(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of lines")
     p.add_argument("--mediscore-compat", action="store_true",
                    help="ignore -t as MediScore does: only -nc with TASK provenance selects the graph schema")

@@ -46,9 +46,9 @@ log = logging.getLogger("mfscore.aggregator")
 
 class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
     def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, datasets: DatasetBook,
-                 objects: Objects, quotas: Quotas | None = None):
+                 objects: Objects, quotas: Quotas):
         self.settings, self.store, self.book, self.datasets, self.objects = settings, store, book, datasets, objects
-        self.quotas = quotas or Quotas(settings)  # the AggregatorApi's: a caller's uploads count together
+        self.quotas = quotas  # the AggregatorApi's: a caller's uploads count together
 
     @leader_only
     async def DeclareDatasetFiles(self, request, context):
@@ -82,9 +82,9 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         with tempfile.TemporaryDirectory(prefix="objects-", dir=self.settings.work_dir) as spool_dir:
             try:
                 with self.quotas.uploads.stream(caller()) as holding:
-                    await uploads.receive(request_iterator, "", put, max_bytes=self.settings.max_upload_bytes,
-                                          spool_dir=spool_dir, what="dataset file name", holding=holding,
-                                          idle_seconds=self.settings.upload_idle_seconds)
+                    await uploads.receive(uploads.idle_bounded(request_iterator, self.settings.upload_idle_seconds),
+                                          "", put, max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir,
+                                          what="dataset file name", holding=holding)
             except MfscoreError as error:
                 await context.abort(_upload_code(error), error.sentence())
         return stored

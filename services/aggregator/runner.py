@@ -39,6 +39,7 @@ from mfscore.validation.findings import TRUNCATED
 VALIDATION_TIMEOUT = 600
 VALIDATOR_LOSSES = 2  # a run whose check loses the validator this often fails
 LOST_CONNECTION = ("Socket closed", "Connection reset", "Broken pipe")  # gRPC's words for a call cut mid-way
+LOSS_SETTLE_SECONDS = 1.0  # after a lost call, so the next one is not cut by the same broken connection
 log = logging.getLogger("mfscore.aggregator")
 
 
@@ -150,6 +151,8 @@ class ClusterRunner:
                     raise
                 log.warning("run %s: the validator stopped while checking the submission (%d of %d): %s", run_id,
                             attempt, VALIDATOR_LOSSES, one_line(error), extra={"run_id": run_id})
+                if attempt < VALIDATOR_LOSSES:  # one death once: asked at once, the dead connection cut it again
+                    await asyncio.sleep(LOSS_SETTLE_SECONDS)
         raise MfscoreError(f"the validator stopped while checking the submission, {VALIDATOR_LOSSES} times; the "
                            "submission may be what stops it")
 

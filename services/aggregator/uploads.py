@@ -5,8 +5,8 @@ SPOOL_MEMORY_BYTES, on disk beyond) and hashed as they arrive, and the file is s
 ``objects.Objects``) only once its size and digest match. A file that does not match, or breaks a limit, is refused
 with one sentence naming it, and nothing of it is stored. So is a file whose name is a directory of another file's
 in the stream (``sys/a`` and ``sys/a/b``), and one whose declared size is over what the caller may have under way
-(``holding``, its quota). A stream that sends nothing for ``idle_seconds`` is ended (``UploadIdle``), the bytes of
-its current file dropped. What an UploadInputs stream stored is recorded in the run's
+(``holding``, its quota). A stream read through ``idle_bounded`` ends (``UploadIdle``) once it sends nothing for
+``idle_seconds``, the bytes of its current file dropped. What an UploadInputs stream stored is recorded in the run's
 input manifest (``mfscore.services.common.input_manifest``), so the run's provenance knows every job file's SHA-256
 without reading it (``uploaded_digests``).
 """
@@ -147,7 +147,7 @@ def _unbounded(size: int) -> contextlib.AbstractContextManager:
 
 
 async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_bytes: int, spool_dir: str,
-                  what: str = "input file name", idle_seconds: float | None = None,
+                  what: str = "input file name",
                   holding: Callable[[int], contextlib.AbstractContextManager] = _unbounded,
                   ) -> list[runs_pb2.DeclaredFile]:
     """Store every file of the stream (UploadInputsRequest messages, the first one naming ``run_id``, or
@@ -167,8 +167,6 @@ async def receive(messages: AsyncIterator, run_id: str, store: Store, *, max_byt
         current.close()
         held.close()
 
-    if idle_seconds is not None:
-        messages = idle_bounded(messages, idle_seconds)
     try:
         async for message in messages:
             if getattr(message, "run_id", "") not in ("", run_id):

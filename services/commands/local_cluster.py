@@ -240,9 +240,14 @@ def current_pid(process: dict) -> int | None:
     start again), any other's as recorded."""
     if not process.get("supervised"):
         return process["pid"]
+    return _supervised(process).get("pid", process["pid"])
+
+
+def _supervised(process: dict) -> dict:
+    """What the supervisor last wrote of a supervised service (its pid, exits, how it last ended); {} before."""
     from mfscore.services.local.supervisor import read_state
 
-    return read_state(Path(process["log"]).parents[1]).get(process["name"], {}).get("pid", process["pid"])
+    return read_state(Path(process["log"]).parents[1]).get(process["name"], {})
 
 
 def service_command(config: ClusterConfig, state_dir: Path, label: str, name: str, grpc_port: int,
@@ -414,15 +419,11 @@ def wait_healthy(process: dict, *, standby_ok: bool = False) -> None:
     """Wait until the service answers its health check SERVING (or, ``standby_ok``, NOT_SERVING: a standby
     aggregator). A supervised service that exits is waited for as its supervisor starts it again, up to
     START_EXITS times."""
-    from mfscore.services.local.supervisor import read_state
-
     deadline = time.monotonic() + START_TIMEOUT
     address = f"127.0.0.1:{process['grpc_port']}"
     while time.monotonic() < deadline:
-        pid = current_pid(process)
-        exits = read_state(Path(process["log"]).parents[1]).get(process["name"], {}).get("exits", 0) \
-            if process.get("supervised") else 0
-        if exits >= START_EXITS or (not process.get("supervised") and not pid_alive(pid)):
+        if (_supervised(process).get("exits", 0) >= START_EXITS if process.get("supervised")
+                else not pid_alive(process["pid"])):
             tail = Path(process["log"]).read_text(errors="replace")[-1500:]
             raise OptionError(f"the service {process['name']} exited while starting; its log ends: {tail}")
         if health(address, timeout=0.5, tls_ca=process.get("tls_ca", "")) in (

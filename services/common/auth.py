@@ -88,10 +88,10 @@ def digest(token: str) -> str:
 EMPTY_DIGEST = digest("")
 
 
-def check_name(name: str) -> str:
-    """``name`` if it may be a caller's (``NAME``); ``OptionError`` otherwise."""
+def check_name(name: str, **where) -> str:
+    """``name`` if it may be a caller's (``NAME``); ``OptionError`` otherwise (``where``: its file and line)."""
     if not NAME.fullmatch(name):
-        raise OptionError(f"the caller's name {name[:80]!r} is not {NAME_RULE}")
+        raise OptionError(f"the caller's name {name[:80]!r} is not {NAME_RULE}", **where)
     return name
 
 
@@ -147,8 +147,7 @@ class Callers:
                     or any(c not in "0123456789abcdef" for c in fields[2])):
                 raise OptionError(f"a line must be '<name> <role> <sha256 hex>' with a role of {', '.join(ROLES)}",
                                   path=path, line=number)
-            if not NAME.fullmatch(fields[0]):
-                raise OptionError(f"the caller's name {fields[0][:80]!r} is not {NAME_RULE}", path=path, line=number)
+            check_name(fields[0], path=path, line=number)
             if fields[2] == EMPTY_DIGEST:
                 raise OptionError("the digest is the SHA-256 of the empty token, which would let anonymous calls in; "
                                   "give the caller a token (new_token())", path=path, line=number)

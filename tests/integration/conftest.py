@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from integration.clusters import cluster_up
 from integration.nats_reset import delete_streams
 from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
 from mfscore.services.common.nats_auth import ROLES
@@ -76,43 +77,25 @@ def jetstream(cluster_settings):
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory):
     """``mfscore local-cluster up``'s cluster (every service a process), shared by the session; always stopped."""
-    from mfscore.services.commands import local_cluster as commands
-
-    path = tmp_path_factory.mktemp("cluster") / "cluster.json"
     # ListRuns' paging test makes 106 runs in a few seconds; the quotas are tested on clusters of their own
-    config = commands.up(path, mask_scorers=1, environment={"MFSCORE_QUOTA_CREATED_RUNS": "1000",
-                                                            "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE": "1000"})
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path_factory.mktemp("cluster"), mask_scorers=1, environment={
+            "MFSCORE_QUOTA_CREATED_RUNS": "1000", "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE": "1000"}) as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
 def tls_cluster(tmp_path_factory):
     """``mfscore local-cluster up --tls``'s cluster (every server speaks TLS with a certificate of the cluster's own
     CA), shared by the session's TLS tests: ``(path, config)``; always stopped."""
-    from mfscore.services.commands import local_cluster as commands
-
-    path = tmp_path_factory.mktemp("tls-cluster") / "cluster.json"
-    config = commands.up(path, tls=True)
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path_factory.mktemp("tls-cluster"), tls=True) as cluster:
+        yield cluster
 
 
 @pytest.fixture
 def cluster(tmp_path):
     """A local cluster of a test's own (for tests that kill and restart its processes); always stopped."""
-    from mfscore.services.commands import local_cluster as commands
-
-    path = tmp_path / "cluster" / "cluster.json"
-    config = commands.up(path)
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path / "cluster") as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ import os
 
 import pytest
 
+from integration.clusters import cluster_up
 from mfscore.cli.main import main
 from mfscore.limits import DEFAULT_MAX_PIXELS
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.commands import local_cluster as commands
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
 MAX_KERNEL_SIZE, MAX_FINDINGS = 31, 100
@@ -25,13 +25,9 @@ BAD_ROWS = 2000
 @pytest.fixture(scope="module")
 def strict_cluster(tmp_path_factory):
     """A local cluster whose operator lowered the maxima: (its file, its config); always stopped."""
-    path = tmp_path_factory.mktemp("abuse-limits") / "cluster.json"
-    config = commands.up(path, environment={"MFSCORE_MAX_KERNEL_SIZE": str(MAX_KERNEL_SIZE),
-                                            "MFSCORE_MAX_FINDINGS": str(MAX_FINDINGS)})
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path_factory.mktemp("abuse-limits"), environment={
+            "MFSCORE_MAX_KERNEL_SIZE": str(MAX_KERNEL_SIZE), "MFSCORE_MAX_FINDINGS": str(MAX_FINDINGS)}) as cluster:
+        yield cluster
 
 
 def _mask_arguments(directory) -> list[str]:

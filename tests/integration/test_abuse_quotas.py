@@ -21,6 +21,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from integration.clusters import cluster_up
 from integration.uploads import mask_options
 from mfscore.errors import OptionError
 from mfscore.services.commands import local_cluster as commands
@@ -44,12 +45,8 @@ def figures(test: str, **values) -> None:
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
     """A local cluster of the module's own with the low ``QUOTAS``: ``(path, config)``; always stopped."""
-    path = tmp_path_factory.mktemp("quotas-cluster") / "cluster.json"
-    config = commands.up(path, environment=QUOTAS)
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path_factory.mktemp("quotas-cluster"), environment=QUOTAS) as cluster:
+        yield cluster
 
 
 def new_caller(config: ClusterConfig, name: str) -> str:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from integration.clusters import cluster_up
 from integration.test_keeps_holding import new_run, same_as_embedded
 from integration.test_outages import ENDED, State, embedded, figures, get_run, mask_arguments, runs, start_submit, \
     wait_for
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.commands import local_cluster as commands
 
 pytestmark = pytest.mark.integration
 JOB_SECONDS = 2
@@ -26,13 +26,9 @@ WIDE_DISCS = ["--eks", "201", "--dks", "201", "--ntdks", "201", "-k", "disc"]  #
 
 @pytest.fixture(scope="module")
 def limited_cluster(tmp_path_factory):
-    path = tmp_path_factory.mktemp("limited") / "cluster.json"
-    config = commands.up(path, environment={"MFSCORE_JOB_SECONDS": str(JOB_SECONDS),
-                                            "MFSCORE_JOB_MEMORY_BYTES": str(JOB_MEMORY_BYTES)})
-    try:
-        yield path, config
-    finally:
-        commands.down(path)
+    with cluster_up(tmp_path_factory.mktemp("limited"), environment={
+            "MFSCORE_JOB_SECONDS": str(JOB_SECONDS), "MFSCORE_JOB_MEMORY_BYTES": str(JOB_MEMORY_BYTES)}) as cluster:
+        yield cluster
 
 
 def arguments(data, *extra: str) -> list[str]:

@@ -181,7 +181,7 @@ def test_a_stream_gone_quiet_is_ended_and_its_file_dropped(tmp_path):
     content = b"x" * (2 << 20)  # spooled on disk
     messages = upload("sys/a.png", content, size=len(content) + 1)
     with pytest.raises(uploads.UploadIdle, match=r"^nothing arrived for 0.2 s \(MFSCORE_UPLOAD_IDLE_SECONDS\)"):
-        receive(stream(messages, then_wait=60), tmp_path, idle_seconds=0.2)
+        receive(uploads.idle_bounded(stream(messages, then_wait=60), 0.2), tmp_path)
 
 
 def test_a_file_over_the_bytes_allowed_is_refused_before_a_byte_is_kept(tmp_path):
