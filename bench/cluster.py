@@ -148,12 +148,24 @@ def warm_client() -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its waited-for children so far (0 where /proc is absent)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds so far of a process, its waited-for children and its live descendants (a scorer
+    scores each job in a child process of its own: mfscore.run.limited); 0 once it is gone."""
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    children: dict[int, list[int]] = {}
+    for each, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(each)
+    total, todo = 0, [pid] if pid in stats else []
+    while todo:
+        each = todo.pop()
+        total += sum(int(field) for field in stats[each][11:15])
+        todo += children.get(each, [])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu_seconds() -> float:
