@@ -168,6 +168,11 @@ def cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def working(config) -> dict[str, int]:
+    """The cluster's processes by name, but its supervisor: the services it runs are counted under their own."""
+    return {p["name"]: p["pid"] for p in config.processes if not p.get("supervisor")}
+
+
 def own_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -274,7 +279,7 @@ def with_dataset(root: Path, path: Path, config, reference: Path, arguments: lis
     quiet(["dataset", "register", DATASET, str(reference), "--shared", "--cluster", str(path)])
     before = uploaded_bytes(config)
     out = root / "dataset-out"
-    with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:
+    with CpuSampler(working(config)) as cpu:
         quiet(["submit", "--cluster", str(caller), "--dataset", DATASET, "mask", *arguments, "-oR", str(out / "x")])
     if reports(out) != expected:
         raise SystemExit("the reports of the submit naming the dataset differ from the embedded CLI's")
@@ -307,7 +312,7 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
         log = Path(next(p["log"] for p in config.processes if p["name"] == "seaweedfs"))
         offset = log.stat().st_size
         uploaded = uploaded_bytes(config)
-        with CpuSampler({p["name"]: p["pid"] for p in config.processes}) as cpu:
+        with CpuSampler(working(config)) as cpu:
             wall = quiet(["submit", "--cluster", str(path), "mask", *arguments, "-oR", str(out / "x")])
         uploaded = uploaded_bytes(config) - uploaded
         with log.open("rb") as f:
