@@ -19,6 +19,11 @@ A resource option (a pixel, byte or kernel-size limit) also names the server max
 ``option("--max-pixels", within(1, HARD_MAX_PIXELS), limit="max_pixels")``: ``check_limits(options,
 maxima)`` refuses a value above the operator's maximum, so a client may lower a limit but never raise it.
 
+The declaration is all the command line needs to make the flag (``mfscore.cli.arguments.add_options``): its
+spellings (``"-r/--inRef"``), its ``help`` (where ``{default}`` stands for the default the command shows), a
+``metavar``, the documentation ``page`` the help points at, the choices of a ``one_of`` check; the field's type
+and default say the rest (a flag of a bool field switches it from its default, a tuple takes several values).
+
 Nothing here imports more than the standard library (the command line imports it before parsing).
 """
 
@@ -39,27 +44,38 @@ from mfscore.errors import MfscoreError, OptionError, QueryOptionError
 MAX_SHOWN = 80  # characters of a refused value quoted in a message
 
 
-def option(flag: str | None = None, check: Check | None = None, *, path: bool = False,
-           limit: str | None = None) -> dict:
-    """A field's metadata: its command-line flag, its check, whether it is an input path (``Task.inputs``), and
-    the server maximum it counts against (``limit``, a key of ``check_limits``' maxima)."""
+def option(flag: str | None = None, check: Check | None = None, *, path: bool = False, limit: str | None = None,
+           help: str | None = None, metavar: str | None = None, page: str | None = None) -> dict:
+    """A field's metadata: its command-line flag (its spellings, '/'-separated, as messages name it), its check,
+    whether it is an input path (``Task.inputs``), the server maximum it counts against (``limit``, a key of
+    ``check_limits``' maxima), and the flag's ``help``, ``metavar`` and documentation ``page``."""
     metadata: dict = {"flag": flag, "check": check}
     if path:
         metadata["path"] = True
     if limit:
         metadata["limit"] = limit
+    for key, value in (("help", help), ("metavar", metavar), ("page", page)):
+        if value is not None:
+            metadata[key] = value
     return metadata
+
+
+def spellings(field: dataclasses.Field) -> tuple[str, ...]:
+    """The command-line spellings of the option ``field`` (``("-r", "--inRef")``), none without a flag."""
+    flag = field.metadata.get("flag")
+    return tuple(flag.split("/")) if flag else ()
 
 
 class Check:
     """What a field's value must be besides its type: ``refuse(value)`` says why not, or None."""
 
     def __init__(self, refuse: Callable[[Any], str | None], *, bad: tuple = (), error: type = OptionError,
-                 schema: dict | None = None):
+                 schema: dict | None = None, choices: tuple | None = None):
         self._refuse = refuse
         self.bad = bad      # values refused, for the tests
         self.error = error  # what a refused value raises: OptionError or a subclass
         self.schema = schema or {}  # the check as JSON Schema keywords, where it can say it (mfscore.options_schema)
+        self.choices = choices  # every value accepted, when they can be listed (the command line offers them)
 
     def problem(self, value) -> tuple[Any, str] | None:
         """(the value refused, why), or None."""
@@ -70,7 +86,7 @@ class Check:
 class _Each(Check):
     def __init__(self, check: Check):
         super().__init__(lambda value: None, bad=tuple((bad,) for bad in check.bad), error=check.error,
-                         schema={"items": check.schema} if check.schema else None)
+                         schema={"items": check.schema} if check.schema else None, choices=check.choices)
         self.check = check
 
     def problem(self, value) -> tuple[Any, str] | None:
@@ -121,7 +137,7 @@ def one_of(choices, *, what: str = "the value") -> Check:
     numbers_only = [c for c in choices if isinstance(c, int) and not isinstance(c, bool)]
     bad = max(numbers_only) + 1 if numbers_only and len(numbers_only) == len(choices) else "no-such-choice"
     return Check(lambda value: None if value in choices else f"{what} is one of {shown}", bad=(bad,),
-                 schema={"enum": list(choices)})
+                 schema={"enum": list(choices)}, choices=choices)
 
 
 def odd_or_zero(most: int, *, what: str = "a kernel size") -> Check:
@@ -146,11 +162,13 @@ def valid_queries(*, one: bool = False, ignore: tuple[str, ...] = ()) -> Check:
     """Every query parses (``mfscore.query``, imported on use), so a bad one stops a run before it is planned;
     ``one``: the field is one query (or None), not a tuple of them; ``ignore``: texts that are not queries ('*')."""
     def refuse(value):
+        texts = [text for text in ((value,) if one else value) if text is not None and text.strip() not in ignore]
+        if not texts:  # a default: no query to parse, and the parser (it imports numpy) is not imported
+            return None
         from mfscore import query
 
-        texts = (value,) if one else value
         try:
-            query.check(text for text in texts if text is None or text.strip() not in ignore)
+            query.check(texts)
         except MfscoreError as error:
             return error.sentence()
         return None

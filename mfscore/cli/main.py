@@ -5,7 +5,8 @@ sub-command ``name``, whose module ``mfscore.cli.<module_name>`` maps MediScore'
 options and declares
 
     HELP, DESCRIPTION     the sub-command's one-line help and its description
-    add_arguments(p)      the flags (argparse parses them; the options type checks their values)
+    add_arguments(p)      the flags, most made from the options types' declarations (``mfscore.cli.arguments``:
+                          argparse parses them; the options type checks their values)
     options(args)         a ``TaskRun``: the task's options, where the reports go, how many processes
 
 and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``, and the
@@ -14,7 +15,8 @@ each module's ``add_parser`` adds its sub-command.
 The cluster commands (serve, submit, local-cluster, report, cancel, delete) come from the ``mfscore.commands`` entry
 point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
 them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
-read. A Ctrl-C ends a command with one line and exit status 130.
+read: only the named task command's flags are made, and its options types are light to import. A Ctrl-C ends a
+command with one line and exit status 130.
 """
 
 from __future__ import annotations
@@ -51,15 +53,17 @@ def task_command(name: str):
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every command; given ``argv`` naming a built-in command, the entry points are not read."""
+    """The parser of every command; given ``argv``, a task command's flags only if ``argv`` names it (making them
+    imports its options types), and if ``argv`` names a built-in command, the entry points are not read."""
     parser = argparse.ArgumentParser(prog="mfscore", description="Media-forensics evaluation scoring (MediScore-compatible).")
     parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="<command>")
     for name in tasks.names():
         command = task_command(name)
         p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
-        command.add_arguments(p)
-        add_results_arguments(p)
+        if argv is None or _command(argv) == name:
+            command.add_arguments(p)
+            add_results_arguments(p)
         p.set_defaults(task_name=name, task_options=command.options)
     for module in VALIDATORS + OTHER_COMMANDS:
         module.add_parser(subparsers)

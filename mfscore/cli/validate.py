@@ -39,7 +39,7 @@ def add_parser(subparsers) -> None:
                         "(default), or 1, MediScore's (its ReadMe and mask generator)")
     p.add_argument("--output_revised_system", metavar="NAME",
                    help="write NAME next to the system CSV, with wrong-size-mask rows set to FailedValidation")
-    p.add_argument("--max-pixels", type=checked(integer, "mfscore.masks.scorer:MaskOptions.max_pixels"),
+    p.add_argument("--max-pixels", type=checked(integer, "mfscore.masks.options:MaskOptions.max_pixels"),
                    default=DEFAULT_MAX_PIXELS,
                    help=f"largest mask (width x height) accepted (default {DEFAULT_MAX_PIXELS}, at most "
                         f"{HARD_MAX_PIXELS})")

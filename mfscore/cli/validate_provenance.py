@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--optOut", action="store_true", help="skip the JSON check of NonProcessed and OptOut rows")
     p.add_argument("-v", "--verbose", type=int, default=None,
                    help="1: print everything; 0: print nothing; unset: errors and warnings")
-    p.add_argument("--max-json-bytes", type=checked(integer, "mfscore.tasks.provenance:Options.max_json_bytes"),
+    p.add_argument("--max-json-bytes", type=checked(integer, "mfscore.tasks.provenance_options:Options.max_json_bytes"),
                    default=DEFAULT_MAX_JSON_BYTES,
                    help=f"refuse JSON files larger than this (default {DEFAULT_MAX_JSON_BYTES:,}, at most "
                         f"{HARD_MAX_JSON_BYTES:,})")

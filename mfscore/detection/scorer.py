@@ -8,14 +8,13 @@ one go; the detection task computes them as jobs (``mfscore.tasks.detection``), 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from mfscore.detection import LLR_BASE_NAMES, semafor
+from mfscore.detection import semafor
 from mfscore.detection import subsets as subsets_mod
 from mfscore.detection.bootstrap import (
     N_RESAMPLES,
@@ -28,34 +27,10 @@ from mfscore.detection.bootstrap import (
     semafor_names,
 )
 from mfscore.detection.metrics import DetectionMetrics
+from mfscore.detection.options import LLR_BASES, DetectionOptions
 from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, eer, partial_auc, roc_from_counts
 from mfscore.detection.roc_band import RocBand
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
-from mfscore.options import each, one_of, option, valid_queries, validate, within
-
-QUERY_MODES = (None, "q", "qm", "qp")  # no query, -q, -qm, -qp
-LLR_BASES = dict(zip(LLR_BASE_NAMES, (1.0, math.log(10.0), math.log(2.0))))  # base -> factor to natural-log LLRs
-
-
-@dataclass(frozen=True)
-class DetectionOptions:
-    far_stop: float = field(default=0.1, metadata=option("--farStop", within(0.0, 1.0, what="a false-alarm rate")))
-    ci: bool = field(default=False, metadata=option("--ci"))
-    ci_level: float = field(default=0.9, metadata=option(
-        "--ciLevel", within(0.8, 0.99, inclusive=False, what="the confidence level")))
-    opt_out: bool = field(default=False, metadata=option("--optOut"))
-    query_mode: str | None = field(default=None, metadata=option(  # None, "q", "qm" or "qp"
-        "-q/-qm/-qp", one_of(QUERY_MODES, what="the query mode")))
-    queries: tuple[str, ...] = field(default=(), metadata=option("-q/-qm/-qp", valid_queries()))
-    semafor: bool = field(default=False, metadata=option("--semafor"))
-    semafor_fars: tuple[float, ...] = field(default=(0.08, 0.1), metadata=option(
-        "--far", each(within(0.0, 1.0, what="a false-alarm rate"))))
-    llr_base: str = field(default="e", metadata=option(  # the base of the scores' logarithms, for Cllr
-        "--llr-base", one_of(LLR_BASES, what="the base")))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
-
-    def __post_init__(self):
-        validate(self)
 
 
 @dataclass

@@ -36,7 +36,6 @@ from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 # shape (a few bytes of metadata, e.g. 10**12 pixels) is refused before the scorer tries to stream it.
 
 _START = re.compile(r"[0-9]{1,18}")
-FRAME_BASES = (0, 1)  # what a block name counts from: the MFC2019 plan (0) or MediScore (1), docs/video.md §B.2
 _CONVENTION = {0: "the MFC2019 plan's convention", 1: "MediScore's convention"}
 _H5_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)  # what h5py raises on bad files
 

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from mfscore.masks import IMAGE, SCORED_PIXELS
 from mfscore.masks.mask_record import BINS, MaskRecord
 from mfscore.masks.threshold_metrics import confusion_at, mask_thresholds
 
 NAN = math.nan
-IMAGE, SCORED_PIXELS = "image", "scored"  # the pixels the paper's metrics are summed over
 SEMAFOR_IOU_THRESHOLDS = (0.0001, 0.1, 0.2, 0.4)
 DEFAULT_BINARIZATION = 127  # S <= 127, i.e. Y = 1 - S/255 >= 0.5, when the system gives no --sbin
 EXTRA_COLUMNS = ("OptimumIoU", "OptimumF1", "ActualIoU", "ActualF1", "SoftMCC", "SoftIoU", "SoftF1",

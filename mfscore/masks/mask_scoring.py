@@ -12,7 +12,7 @@ before anything is decoded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,32 +32,14 @@ from mfscore.limits import (
     DECODE_SAMPLE_BYTES,
     DECODED_MASK_BYTES,
     DEFAULT_MAX_JOB_BYTES,
-    HARD_MAX_KERNEL_SIZE,
     JOB_MAP_BYTES,
     JPEG2000_SAMPLE_BYTES,
 )
-from mfscore.masks import KERNEL_SHAPES
 from mfscore.masks.decoded_masks import DecodedMasks
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.noscore_zones import NoScoreZones, noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
-from mfscore.options import odd_or_zero, one_of, option, validate
-
-
-@dataclass(frozen=True)
-class ZoneOptions:
-    """Kernel sizes and shape of the no-score zones (docs/masks.md §5)."""
-
-    erode_size: int = field(default=15, metadata=option(
-        "--eks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the erosion kernel size"), limit="max_kernel_size"))
-    dilate_size: int = field(default=11, metadata=option(
-        "--dks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the dilation kernel size"), limit="max_kernel_size"))
-    distraction_size: int = field(default=15, metadata=option(
-        "--ntdks", odd_or_zero(HARD_MAX_KERNEL_SIZE, what="the distraction kernel size"), limit="max_kernel_size"))
-    kernel: str = field(default="box", metadata=option("-k/--kernel", one_of(KERNEL_SHAPES, what="the kernel shape")))
-
-    def __post_init__(self):
-        validate(self)
+from mfscore.masks.options import ZoneOptions
 
 
 @dataclass(frozen=True)

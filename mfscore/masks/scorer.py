@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mfscore.formats.images import DEFAULT_MAX_PIXELS, confined_path
-from mfscore.limits import DEFAULT_MAX_JOB_BYTES, HARD_MAX_JOB_BYTES, HARD_MAX_PIXELS
+from mfscore.formats.images import confined_path
 from mfscore.masks.journal_selection import (
     QuerySelection,
     journal_results,
@@ -24,42 +23,12 @@ from mfscore.masks.journal_selection import (
     trial_operations,
 )
 from mfscore.masks.mask_record import MaskRecord
-from mfscore.masks.mask_scoring import MaskJob, ZoneOptions
+from mfscore.masks.mask_scoring import MaskJob
+from mfscore.masks.options import MaskOptions
 from mfscore.masks.reference_selection import BLACK
 from mfscore.masks.run_metrics import average_aucs, maximum_threshold
 from mfscore.masks.trial_metrics import trial_cells
 from mfscore.masks.trials import FAILED, MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
-from mfscore.options import one_of, option, validate, within
-
-SBIN_OFF = -10
-
-
-@dataclass(frozen=True)
-class MaskOptions:
-    """What a mask run needs beyond its input files (MaskScorer's options, docs/masks.md §2)."""
-
-    task: str = field(default=MANIPULATION, metadata=option(
-        "-t/--task", one_of((MANIPULATION, SPLICE), what="the task type")))
-    zones: ZoneOptions = ZoneOptions()
-    sbin: int = field(default=SBIN_OFF, metadata=option(
-        "--sbin", within(-1, 255, spare=SBIN_OFF, what="the actual threshold")))
-    pixel_value: int = field(default=-1, metadata=option(
-        "--nspx", within(0, 255, spare=-1, what="a no-score pixel value")))
-    per_probe_pixel_value: bool = field(default=False, metadata=option("-pppns/--perProbePixelNoScore"))
-    jpeg2000: bool = field(default=False, metadata=option("--jpeg2000"))
-    rbin: int = field(default=-1, metadata=option("--rbin"))
-    max_pixels: int = field(default=DEFAULT_MAX_PIXELS, metadata=option(
-        "--max-pixels", within(1, HARD_MAX_PIXELS, what="the pixel limit"), limit="max_pixels"))
-    max_job_bytes: int = field(default=DEFAULT_MAX_JOB_BYTES, metadata=option(
-        "--max-job-bytes", within(1, HARD_MAX_JOB_BYTES, what="the memory limit"), limit="max_job_bytes"))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
-
-    def __post_init__(self):
-        validate(self)
-
-    @property
-    def uses_sbin(self) -> bool:
-        return self.sbin >= -1
 
 
 @dataclass

@@ -3,32 +3,14 @@ figures are `detection_plots`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pandas as pd
 
-from mfscore.detection import PLOT_KINDS
 from mfscore.detection.scorer import DetectionOptions, SubsetResult
 from mfscore.detection.trials import ScoredTable
 from mfscore.formats.journal import join_journal
 from mfscore.formats.tables import write_table
-from mfscore.options import one_of, option, validate, within
 from mfscore.reports.detection_report import CI_COLUMNS, format_value, metric_cells, write_report
 from mfscore.reports.stage import Stage
-
-
-@dataclass(frozen=True)
-class PlotOptions:
-    kind: str = field(default="roc", metadata=option("--plotType", one_of(PLOT_KINDS, what="the plot type")))
-    title: str = field(default="Performance", metadata=option("--plotTitle"))
-    subtitle: str = field(default="", metadata=option("--plotSubtitle"))
-    no_num: bool = field(default=False, metadata=option("--noNum"))
-    multi_figs: bool = field(default=False, metadata=option("--multiFigs"))
-    d_level: float = field(default=0.0, metadata=option("--dLevel", within(0.0, 0.3, what="the d' band")))
-    enabled: bool = field(default=True, metadata=option("--noPlot"))  # False with --noPlot
-
-    def __post_init__(self):
-        validate(self)
 
 
 def write_reports(results: list[SubsetResult], stage: Stage, options: DetectionOptions) -> None:

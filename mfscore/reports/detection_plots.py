@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from mfscore.detection.dprime import dprime
-from mfscore.detection.scorer import DetectionOptions, SubsetResult
-from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.detection.options import DetectionOptions, PlotOptions
+from mfscore.detection.scorer import SubsetResult
 from mfscore.reports.figure_data import Band, Curve, CurveFigure, OperatingMark, SemaforPanel
 from mfscore.reports.stage import Stage
 

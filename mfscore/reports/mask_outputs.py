@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -11,8 +11,6 @@ from mfscore.detection.subsets import query_frame
 from mfscore.formats.tables import write_table
 from mfscore.masks.extra_metrics import (
     DEFAULT_BINARIZATION,
-    IMAGE,
-    SCORED_PIXELS,
     SUMMARIZED,
     extra_summary,
     localization_iou,
@@ -21,32 +19,14 @@ from mfscore.masks.extra_metrics import (
     semafor_localization,
 )
 from mfscore.masks.scorer import QueryRun
-from mfscore.masks.trials import MANIPULATION, SPLICE, TrialTable, mask_roles, trial_keys
-from mfscore.options import at_least, one_of, option, valid_queries, validate
+from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
+from mfscore.masks.options import ReportOptions
 from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
 from mfscore.reports.stage import Stage
 
 FULL = "Full"
 PERIMAGE = "_mask_scores_perimage.csv"
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    task: str = field(metadata=option("-t/--task", one_of((MANIPULATION, SPLICE), what="the task type")))
-    precision: int = field(default=16, metadata=option("--precision", at_least(1, what="the number of digits")))
-    truncate: bool = field(default=False, metadata=option("--truncate"))
-    opt_out: bool = field(default=False, metadata=option("--optOut"))
-    display_scored_only: bool = field(default=False, metadata=option("--displayScoredOnly"))
-    queries: tuple[str, ...] = field(default=(), metadata=option("-q/--query", valid_queries()))
-    partition: str | None = field(default=None, metadata=option("-qp/--queryPartition", valid_queries(one=True)))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
-    extras_pixels: str = field(default=IMAGE, metadata=option(  # what the paper's metrics sum over
-        "--extras-pixels", one_of((IMAGE, SCORED_PIXELS), what="the pixels")))
-    plots: bool = field(default=False, metadata=option("--plots"))  # each query's average-ROC figure
-
-    def __post_init__(self):
-        validate(self)
 
 
 @dataclass

@@ -41,8 +41,9 @@ class Job:
 
 @dataclass
 class Plan:
-    """A planned run: its jobs in report order, the task's own state for the report, what planning said, and
-    the files planning read beyond ``Inputs.tables`` (the journals its trials name, say).
+    """A planned run: its jobs in report order, what planning prepared for the report (``prepared``, the task's own
+    ``Prepared``: the tables it read, the subsets or queries it selected), what planning said, and the files
+    planning read beyond ``Inputs.tables`` (the journals its trials name, say).
 
     ``generated`` are files planning made for the jobs to read, by key (``planned/...``, '/'-separated): a job
     names one by its key among its blobs (``Task.blobs``) and its runner puts it where the job reads it
@@ -51,7 +52,7 @@ class Plan:
 
     options: Any
     jobs: list[Job]
-    state: Any = None
+    prepared: Any = None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     tables: tuple[str, ...] = ()

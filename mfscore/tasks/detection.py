@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mfscore.detection import KINDS
 from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice, semafor_names
 from mfscore.detection.roc_band import FAR_GRID
 from mfscore.detection.roc import SortedTrials
@@ -39,9 +38,8 @@ from mfscore.detection.scorer import (
 )
 from mfscore.detection.subsets import Subset
 from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table, scores_and_labels
-from mfscore.errors import MfscoreError, OptionError
+from mfscore.errors import MfscoreError
 from mfscore.formats.journal import read_journal
-from mfscore.options import one_of, option, validate
 from mfscore.records import Problem, RecordConflictError
 from mfscore.reports import detection_outputs as outputs
 from mfscore.results import ALL, HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, Results, Row, number
@@ -57,30 +55,12 @@ from mfscore.tasks.base import (
     Task,
     key_of,
 )
-from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
+from mfscore.tasks.detection_options import Options
+from mfscore.tasks.reference_layout import reference_inputs
 
 SLICE_WORK = 50_000_000  # trial-replicates a bootstrap job draws at most (1M trials: 10 jobs of 50 replicates)
 MAX_RECORD_VALUES = 20_000  # replicate values a job's record holds at most (~500 KB of JSON; a NATS message, 1 MiB)
 MAX_CURVE_POINTS = 1001  # ROC points a curve of the results keeps (a 10^6-trial ROC has about as many)
-
-
-@dataclass(frozen=True)
-class Options(ReferenceLayout):
-    """A detection run: where its tables are, how to score them, and which files to write."""
-
-    kind: str = field(metadata=option("-t/--task", one_of(KINDS, what="the evaluation task")))
-    scoring: DetectionOptions = DetectionOptions()
-    plot: outputs.PlotOptions = outputs.PlotOptions()
-    out_meta: bool = field(default=False, metadata=option("--outMeta"))
-    out_sub_meta: bool = field(default=False, metadata=option("--outSubMeta"))
-    dump: bool = field(default=False, metadata=option("--dump"))
-    verbose: bool = field(default=False, metadata=option("-v/--verbose"))
-
-    def __post_init__(self):
-        validate(self)
-        if self.plot.multi_figs and self.scoring.query_mode is None:
-            raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)", option="multi_figs",
-                              flag="--multiFigs")
 
 
 @dataclass(frozen=True)
@@ -107,7 +87,9 @@ class SubsetRecord:
 
 
 @dataclass
-class State:
+class Prepared:
+    """What the report needs besides the records: the table, the journal, each subset and its sorted trials."""
+
     table: ScoredTable
     journal: pd.DataFrame | None
     subsets: list[Subset] = field(default_factory=list)
@@ -153,13 +135,13 @@ class Detection(Task):
         journal = (read_journal(options.ref_dir, options.reference, mediscore_compat=options.scoring.mediscore_compat)
                    if querying or options.out_meta else None)
         stderr = (said if options.verbose else []) + [f"mfscore: warning: {warning}" for warning in table.warnings]
-        state = State(table, journal)
+        prepared = Prepared(table, journal)
         try:
             subsets = build_subsets(table, journal, options.scoring)
             threshold = competition_threshold(table, options.scoring)
         except MfscoreError as error:
-            state.error = error
-            return Plan(options, [], state, stderr=stderr)
+            prepared.error = error
+            return Plan(options, [], prepared, stderr=stderr)
         jobs, generated = [], {}
         draws = semafor_draws(options.scoring, threshold)
         band = options.scoring.ci and options.plot.enabled
@@ -167,15 +149,15 @@ class Detection(Task):
                   + (FAR_GRID.size if band else 0))
         for i, subset in enumerate(subsets):
             trials = SortedTrials.from_arrays(*scores_and_labels(subset.rows))
-            state.subsets.append(subset)
-            state.trials.append(trials)
+            prepared.subsets.append(subset)
+            prepared.trials.append(trials)
             key = f"{PLANNED}/detection/subset-{i}.npy"
             generated[key] = trials.to_npy()
             n = trials.labels.size
             jobs += [Job(JobKey(i, "subset", first),
                          SubsetJob(key, n, first == 0, first, count, options.scoring, threshold, band))
                      for first, count in slices(n, options.scoring.ci, values)]
-        return Plan(options, jobs, state, stderr=stderr, generated=generated)
+        return Plan(options, jobs, prepared, stderr=stderr, generated=generated)
 
     def blobs(self, work: SubsetJob) -> dict[str, str]:
         return {"trials": work.trials}
@@ -213,13 +195,13 @@ class Detection(Task):
 
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
-        state: State = plan.state
-        if state.error is not None:
-            raise state.error
-        results = [subset_result(subset, state.table.total_num, trials, point, replicates, options.scoring)
-                   for subset, trials, (point, replicates) in zip(state.subsets, state.trials,
+        prepared: Prepared = plan.prepared
+        if prepared.error is not None:
+            raise prepared.error
+        results = [subset_result(subset, prepared.table.total_num, trials, point, replicates, options.scoring)
+                   for subset, trials, (point, replicates) in zip(prepared.subsets, prepared.trials,
                                                                    assembled(plan, outcomes))]
-        table = state.table
+        table = prepared.table
         if options.plot.enabled:  # first, so that a figure worker draws while the tables are written
             from mfscore.reports.detection_plots import write_plots, write_semafor_plot
 
@@ -229,7 +211,7 @@ class Detection(Task):
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)
-        outputs.write_metadata(table, state.journal, results, stage, options.scoring, out_meta=options.out_meta,
+        outputs.write_metadata(table, prepared.journal, results, stage, options.scoring, out_meta=options.out_meta,
                                out_sub_meta=options.out_sub_meta)
         if options.dump:
             outputs.write_roc_dumps(results, stage)

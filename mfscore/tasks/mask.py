@@ -9,15 +9,14 @@ of every query from the folded records alone (docs/masks.md §6–§10).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mfscore.errors import OptionError
 from mfscore.formats.images import ImageSource
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
 from mfscore.masks.mask_scoring import MaskJob, score_mask
-from mfscore.masks.scorer import MaskOptions, QueryPlan, assemble_plan, plan_query
+from mfscore.masks.scorer import QueryPlan, assemble_plan, plan_query
 from mfscore.masks.trials import (
     MANIPULATION,
     SPLICE,
@@ -25,8 +24,7 @@ from mfscore.masks.trials import (
     index_dimensions,
     load_trials,
 )
-from mfscore.options import at_least, option, valid_queries, validate
-from mfscore.reports.mask_outputs import Averaged, ReportOptions, write_query_outputs
+from mfscore.reports.mask_outputs import Averaged, write_query_outputs
 from mfscore.reports.mask_visuals import Chosen, choose, write_visuals
 from mfscore.results import HIGHER, LOWER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
@@ -40,34 +38,13 @@ from mfscore.tasks.base import (
     Submission,
     Task,
 )
-from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
+from mfscore.tasks.mask_options import Options
+from mfscore.tasks.reference_layout import reference_inputs
 from mfscore.tasks.unusable_masks import MASKSCORER, conclusion
 
 
-@dataclass(frozen=True)
-class Options(ReferenceLayout):
-    """A mask run: where its tables are, how to score the masks, and how to write the tables."""
-
-    scoring: MaskOptions = MaskOptions()
-    report: ReportOptions = ReportOptions(task=MANIPULATION)
-    index_filter: bool = field(default=False, metadata=option("-xF/--indexFilter"))
-    manipulation_queries: tuple[str, ...] = field(default=(), metadata=option(  # one scored run per query
-        "-qm/--queryManipulation", valid_queries()))
-    strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
-    visuals: int = field(default=0, metadata=option(  # PNGs of the N best and N worst probe masks of each query
-        "--visuals", at_least(0, what="the number of best and of worst masks drawn")))
-
-    def __post_init__(self):
-        validate(self)
-        if self.report.task != self.scoring.task:
-            raise OptionError(f"the report is for the {self.report.task} task but the scoring for {self.scoring.task}",
-                              option="task", flag="-t/--task")
-        if self.manipulation_queries and (self.report.queries or self.report.partition):
-            raise OptionError("-qm cannot be combined with -q or -qp", option="manipulation_queries", flag="-qm")
-
-
 @dataclass
-class State:
+class Prepared:
     """What the report needs besides the records: the trials and each query's plan."""
 
     table: TrialTable
@@ -118,7 +95,7 @@ class Mask(Task):
         jobs = [Job(JobKey(q, role, position), work)
                 for q, plan in enumerate(plans)
                 for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
-        return Plan(options, _masks_read_once(jobs), State(table, plans))
+        return Plan(options, _masks_read_once(jobs), Prepared(table, plans))
 
     def draws(self, options: Options) -> tuple[str, ...]:
         return ("png",) if options.report.plots else ()  # the average ROCs; the heat map is drawn with OpenCV, here
@@ -159,14 +136,14 @@ class Mask(Task):
 
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
-        state: State = plan.state
+        prepared: Prepared = plan.prepared
         lines = []
         unusable: dict[str, None] = {}  # each unusable mask's message, once whatever the queries
         failed_trials = set()
         averaged: list[tuple[Averaged, dict]] = []  # every averaged row written, in the order written
         perimage = []                                # the per-image files written
         visuals = chosen_masks(plan, outcomes)
-        for q, query_plan in enumerate(state.plans):
+        for q, query_plan in enumerate(prepared.plans):
             records = [_record(outcomes[JobKey(q, role, position)]) for position, role in enumerate(query_plan.roles)]
             result = assemble_plan(query_plan, records, options.scoring)
             for position, record in enumerate(records):
@@ -179,8 +156,8 @@ class Mask(Task):
                 lines.append(f"mfscore: the query {query_plan.query!r} yielded no journal data "
                              f"over which computation may take place")
                 continue
-            subdir = f"index_{q}" if len(state.plans) > 1 else ""
-            written = write_query_outputs(result, state.table, stage, options.report, subdir)
+            subdir = f"index_{q}" if len(prepared.plans) > 1 else ""
+            written = write_query_outputs(result, prepared.table, stage, options.report, subdir)
             for note in written.notes:
                 lines.append(f"mfscore: {note}" + (f" (query {query_plan.query!r})" if query_plan.query else ""))
             averaged += written.averaged
@@ -234,7 +211,7 @@ def chosen_masks(plan: Plan, outcomes: dict) -> dict[int, list[Chosen]]:
     if not options.visuals:
         return {}
     chosen = {}
-    for q, query_plan in enumerate(plan.state.plans):
+    for q, query_plan in enumerate(plan.prepared.plans):
         if not query_plan.matched:
             continue
         records = [(position, _trial(query_plan, position), _record(outcomes[JobKey(q, role, position)]))

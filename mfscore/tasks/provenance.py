@@ -16,9 +16,6 @@ from types import SimpleNamespace
 
 from mfscore.errors import InputFileError, MfscoreError
 from mfscore.formats.file_names import confined_path
-from mfscore.formats.provenance_json import DEFAULT_MAX_JSON_BYTES
-from mfscore.limits import HARD_MAX_JSON_BYTES
-from mfscore.options import option, validate, within
 from mfscore.provenance.trials import (
     ProvenanceInputs,
     TrialInputError,
@@ -26,35 +23,15 @@ from mfscore.provenance.trials import (
     read_inputs,
 )
 from mfscore.tasks.base import Inputs, Job, JobKey, Plan, Problem, Task
+from mfscore.tasks.provenance_options import Options
 
 ROLE = "trial"
 TABLE_ROOTS = {"index-table": "index_file", "reference-table": "reference_file", "node-table": "node_file",
                "world-table": "world_file", "system-table": "system_output_file"}
 
 
-@dataclass(frozen=True)
-class Options:
-    """A provenance run's inputs (``-x -r -n -w -R -s -S``) and the flags both scorers take."""
-
-    index_file: str = field(metadata=option("-x/--index-file", path=True))
-    reference_file: str = field(metadata=option("-r/--reference-file", path=True))
-    node_file: str = field(metadata=option("-n/--node-file", path=True))
-    world_file: str = field(metadata=option("-w/--world-file", path=True))
-    reference_dir: str = field(metadata=option("-R/--reference-dir", path=True))
-    system_output_file: str = field(metadata=option("-s/--system-output-file", path=True))
-    system_dir: str = field(metadata=option("-S/--system-dir", path=True))
-    skip_trial_disparity_check: bool = field(default=False, metadata=option("-t/--skip-trial-disparity-check"))
-    verbose: bool = field(default=False, metadata=option("-v/--verbose"))
-    max_json_bytes: int = field(default=DEFAULT_MAX_JSON_BYTES, metadata=option(
-        "--max-json-bytes", within(1, HARD_MAX_JSON_BYTES, what="the JSON size limit"), limit="max_json_bytes"))
-    html_report: bool = field(default=False, metadata=option("-H/--html-report"))
-
-    def __post_init__(self):
-        validate(self)
-
-
 @dataclass
-class State:
+class Prepared:
     """What a report needs from planning besides the jobs: the planning error stopping the run at each
     trial whose journal could not be read, the journals read (relative to ``-R``), and the wall-clock
     start (the report may run in another process than the plan)."""
@@ -71,7 +48,7 @@ def read_tables(options: Options) -> ProvenanceInputs:
 
 
 def planned_trials(trials: list[dict], journal_of: Callable[[str], object],
-                   work_of: Callable[[int, dict, object], object], started: float) -> tuple[list[Job], State]:
+                   work_of: Callable[[int, dict, object], object], started: float) -> tuple[list[Job], Prepared]:
     """A job per trial in order (``work_of(ordinal, trial, journal)``, journal None when unreadable);
     each journal is read once (``journal_of(JournalFileName)``), and one that cannot be read is the
     planning error of each of its trials."""
@@ -89,14 +66,14 @@ def planned_trials(trials: list[dict], journal_of: Callable[[str], object],
             errors[ordinal] = journal.sentence()
             journal = None
         jobs.append(Job(JobKey(0, ROLE, ordinal), work_of(ordinal, trial, journal)))
-    return jobs, State(errors, tuple(journals), started)
+    return jobs, Prepared(errors, tuple(journals), started)
 
 
-def journal_tables(options: Options, state: State) -> tuple[str, ...]:
+def journal_tables(options: Options, prepared: Prepared) -> tuple[str, ...]:
     """The journals the trials read that exist (a missing or refused one is its trials' planning error on any
     runner): a name leaving ``-R`` is never looked at."""
     paths = []
-    for name in state.journal_files:
+    for name in prepared.journal_files:
         try:
             paths.append(confined_path(options.reference_dir, name, what="journal"))
         except InputFileError:
@@ -153,7 +130,7 @@ def walk(plan: Plan, outcomes: dict, *, announce: Callable[[object], str] | None
         if announce is not None:
             walked.stdout.append(announce(job.work))
         outcome = outcomes[job.key]
-        stop = plan.state.errors.get(job.key.ordinal)
+        stop = plan.prepared.errors.get(job.key.ordinal)
         if stop is None and isinstance(outcome, Problem) and outcome.fatal:
             stop = outcome.message
         if stop is not None:

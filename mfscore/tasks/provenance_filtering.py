@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mfscore.errors import InputFileError, OptionError
 from mfscore.formats.provenance_json import FILTERING
-from mfscore.options import each, one_of, option
-from mfscore.provenance import NODE_TYPE_CHOICES
 from mfscore.provenance.filtering import (
     ALL as ALL_TYPES,
     RANKS,
@@ -40,15 +38,7 @@ from mfscore.reports.provenance_filtering_report import RECALL_FIGURE, recall_fi
 from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
-
-
-@dataclass(frozen=True)
-class Options(provenance.Options):
-    """A filtering run: the shared inputs and flags, and the ``--nodetype`` values as given."""
-
-    nodetype: tuple[str, ...] = field(default=(), metadata=option(
-        "--nodetype", each(one_of(NODE_TYPE_CHOICES, what="a node type"))))
-    plots: bool = field(default=False, metadata=option("--plots"))  # recall_at_k.png
+from mfscore.tasks.provenance_options import FilteringOptions as Options
 
 
 @dataclass(frozen=True)
@@ -107,8 +97,8 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
             return FilteringJob(ordinal, trial["JournalName"], probe, output, os.path.join(inputs.system_dir, output),
                                 reference, types, options.max_json_bytes)
 
-        jobs, state = provenance.planned_trials(trials, lambda name: _journal_nodes(inputs, name), work_of, started)
-        return Plan(options, jobs, state, stderr=stderr, tables=provenance.journal_tables(options, state))
+        jobs, prepared = provenance.planned_trials(trials, lambda name: _journal_nodes(inputs, name), work_of, started)
+        return Plan(options, jobs, prepared, stderr=stderr, tables=provenance.journal_tables(options, prepared))
 
     def score(self, work: FilteringJob):
         """The trial's record; an unusable JSON leaves the trial out, a requested node type absent from
@@ -140,7 +130,7 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
             stderr.append("mfscore: note: -H accepted; no report.html is written (the CSV files hold the same tables)")
         if options.verbose:
             stderr.append(f"mfscore: scored {len(walked.records)} trial(s), left out {len(walked.problems)}, in "
-                          f"{time.time() - plan.state.started:.2f} s")
+                          f"{time.time() - plan.prepared.started:.2f} s")
         return Lines([f"reports in {OUTPUT_DIRECTORY}/"], stderr,
                      results=filtering_results(means, walked.records, len(walked.problems), stage.prefix))
 

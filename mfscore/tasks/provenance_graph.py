@@ -11,12 +11,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
 from mfscore.formats.tables import write_text_table
-from mfscore.options import option
 from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
@@ -50,20 +49,7 @@ from mfscore.reports.provenance_graph_report import (
 from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
 from mfscore.tasks.base import OUTPUT_DIRECTORY, Lines, Plan, Problem
-
-
-@dataclass(frozen=True)
-class Options(provenance.Options):
-    """A graph-building run: the shared inputs and flags, how to score (``-d -u -c``), what to draw
-    (``-p``), whether ``-T`` was given (accepted, noted, ignored), and whether reference nodes are named
-    as MediScore names them (``--mediscore-compat``, see ``node_keys_by_probe``)."""
-
-    direct: bool = field(default=False, metadata=option("-d/--direct"))
-    undirected: bool = field(default=False, metadata=option("-u/--undirected-graph"))
-    warn_on_system_cycle: bool = field(default=False, metadata=option("-c/--warn-on-system-cycle"))
-    plot_scored: bool = field(default=False, metadata=option("-p/--plot-scored"))
-    thumbnail_note: bool = field(default=False, metadata=option("-T/--thumbnail-cache-dir"))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
+from mfscore.tasks.provenance_options import GraphOptions as Options
 
 
 @dataclass(frozen=True)
@@ -212,9 +198,9 @@ class ProvenanceGraph(provenance.ProvenanceTask):
                             reference, options.direct, options.undirected, options.warn_on_system_cycle,
                             options.max_json_bytes)
 
-        jobs, state = provenance.planned_trials(trials, lambda name: _journal(inputs, name), work_of, started)
-        return Plan(options, jobs, state, stdout=stdout if options.verbose else [], stderr=stderr,
-                    tables=provenance.journal_tables(options, state))
+        jobs, prepared = provenance.planned_trials(trials, lambda name: _journal(inputs, name), work_of, started)
+        return Plan(options, jobs, prepared, stdout=stdout if options.verbose else [], stderr=stderr,
+                    tables=provenance.journal_tables(options, prepared))
 
     def draws(self, options: Options) -> tuple[str, ...]:
         return ("png",) if options.plot_scored or options.html_report else ()

@@ -23,6 +23,8 @@ class MediScoreRule:
 
 MASKSCORER = MediScoreRule(2, "MaskScorer exits 1 from two failed trials")
 VIDEO_SCORER = MediScoreRule(1, "MediScore's video scorer exits 1 from one failed probe")
+STRICT_HELP = ("exit 1 when any mask could not be used (default: 0 once the reports are written; each unusable mask "
+               "is one ERROR line, and the last line counts them)")  # --strict of both tasks
 
 
 def conclusion(masks: int, failed_trials: int, consequence: str, *, strict: bool, mediscore_compat: bool,

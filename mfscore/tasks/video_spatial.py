@@ -9,13 +9,12 @@ pool). A probe whose masks cannot be used comes back as a ``Problem`` that count
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mfscore.errors import OptionError
 from mfscore.formats.file_names import output_name
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import write_table
@@ -29,7 +28,6 @@ from mfscore.masks.journal_selection import (
 from mfscore.masks.mask_record import UNREADABLE
 from mfscore.masks.run_metrics import maximum_threshold
 from mfscore.masks.trials import MANIPULATION
-from mfscore.options import Check, option, valid_queries, validate
 from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.reports.mask_outputs import FULL, partitions, select_rows
 from mfscore.reports.video_spatial_report import (
@@ -53,14 +51,10 @@ from mfscore.tasks.base import (
     Problem,
     Task,
 )
-from mfscore.tasks.reference_layout import ReferenceLayout, reference_inputs
+from mfscore.tasks.reference_layout import reference_inputs
 from mfscore.tasks.unusable_masks import VIDEO_SCORER, conclusion
-from mfscore.video.spatial_trials import (
-    VideoOptions,
-    VideoTrials,
-    load_video_trials,
-    plan_video_jobs,
-)
+from mfscore.tasks.video_spatial_options import Options
+from mfscore.video.spatial_trials import VideoTrials, load_video_trials, plan_video_jobs
 from mfscore.video.video_metrics import video_cells
 from mfscore.video.video_record import VideoRecord
 from mfscore.video.video_scoring import VideoJob, score_video
@@ -69,31 +63,10 @@ from mfscore.video.video_scoring import VideoJob, score_video
 MCC_FIGURE = "_mcc_distribution.png"
 
 
-@dataclass(frozen=True)
-class Options(ReferenceLayout):
-    """A video-spatial run: where its tables are, how to score and average, and what ``_parameters.json`` says."""
-
-    scoring: VideoOptions = VideoOptions()
-    query: tuple[str, ...] = field(default=(), metadata=option("-q/--query", valid_queries()))
-    query_partition: str | None = field(default=None, metadata=option("-qp/--queryPartition", valid_queries(one=True)))
-    query_manipulation: tuple[str, ...] = field(default=(), metadata=option("-qm/--queryManipulation", valid_queries()))
-    sbin: int | None = field(default=None, metadata=option(  # the actual threshold; None without --sbin
-        "--sbin", Check(lambda value: None if value is None or -1 <= value <= 255
-                        else "the actual threshold is in [-1, 255]", bad=(256, -2))))
-    precision: int = field(default=16, metadata=option("--precision"))
-    strict: bool = field(default=False, metadata=option("--strict"))  # an unusable mask makes the run exit 1
-    plots: bool = field(default=False, metadata=option("--plots"))  # mcc_distribution.png
-    command_line: str = ""                    # _parameters.json's "command"
-    flags: str = "{}"                         # _parameters.json's flag values, as a JSON object
-
-    def __post_init__(self):
-        validate(self)
-        if sum(map(bool, (self.query, self.query_partition, self.query_manipulation))) > 1:
-            raise OptionError("-q, -qp and -qm exclude each other", option="query", flag="-q/-qp/-qm")
-
-
 @dataclass
-class State:
+class Prepared:
+    """What the report needs besides the records: the trials, the journal, each query and what it selects."""
+
     trials: VideoTrials
     journal: pd.DataFrame
     queries: list[str | None]
@@ -154,7 +127,7 @@ class VideoSpatial(Task):
             planned = plan_video_jobs(trials, selection, journal, options.scoring, ref_dir=options.ref_dir,
                                       system_root=str(sys_path.parent), index_path=index_path, sys_path=sys_path)
             jobs += [Job(JobKey(q, "probe", i), job) for i, job in enumerate(planned)]
-        return Plan(options, jobs, State(trials, journal, queries, selections), stderr=stderr)
+        return Plan(options, jobs, Prepared(trials, journal, queries, selections), stderr=stderr)
 
     def blobs(self, work: VideoJob) -> dict[str, str]:
         return {"reference": work.reference_path, "system": work.system_path or ""}
@@ -171,14 +144,14 @@ class VideoSpatial(Task):
 
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
-        state: State = plan.state
+        prepared: Prepared = plan.prepared
         stderr = []
         unusable: dict[tuple[str, str], None] = {}  # (probe, message) of each unusable mask, once whatever the queries
         averaged: list[tuple[str, dict, int]] = []   # every averaged row written
         pervideo = []                                # the per-video files written
         distribution = []                            # each query's per-video temporal MCCs (--plots)
-        for q, (text, selection) in enumerate(zip(state.queries, state.selections)):
-            subdir = f"index_{q}" if len(state.queries) > 1 else ""
+        for q, (text, selection) in enumerate(zip(prepared.queries, prepared.selections)):
+            subdir = f"index_{q}" if len(prepared.queries) > 1 else ""
             if selection is None:
                 stderr.append(f"mfscore: the query {text!r} selects no journal operation; nothing is written for it")
                 continue
@@ -191,12 +164,12 @@ class VideoSpatial(Task):
                         stderr.append(f"mfscore: ERROR: probe {job.work.probe_id}: {outcome.message}")
                     outcome = outcome.counts_as or VideoRecord(job.work.probe_id, UNREADABLE, error=outcome.message)
                 records.append(outcome)
-            written, mccs = _write_query(stage, subdir, state.trials, selection.trials, records, state.journal,
+            written, mccs = _write_query(stage, subdir, prepared.trials, selection.trials, records, prepared.journal,
                                          options, text)
             averaged += written
             distribution.append(Series(text or "all videos", mccs))
             pervideo.append(f"{subdir}/{stage.prefix}{PERVIDEO}" if subdir else stage.prefix + PERVIDEO)
-            write_table(journal_results(state.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
+            write_table(journal_results(prepared.journal, selection.evaluated, {"probe": set()}, MANIPULATION),
                         stage.path("_journalResults.csv", subdir))
             stage.path("_parameters.json", subdir).write_text(_parameters(options, text))
         if options.plots:

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from mfscore.options import file_name, option, validate
 from mfscore.reports.video_temporal_report import (
     MCC_FIGURE,
     empty_queries,
@@ -36,6 +34,7 @@ from mfscore.tasks.base import (
     Plan,
     Task,
 )
+from mfscore.tasks.video_temporal_options import Options
 from mfscore.video.temporal_scorer import (
     ALL as EVERY_ROW,
     ProbeIntervals,
@@ -50,31 +49,11 @@ PICKLE_SUFFIXES = (".pkl", ".pickle")
 PLOTS = "plots"
 
 
-@dataclass(frozen=True)
-class Options:
-    """A video-temporal run: its five tables, how to score them, and which extras to write."""
-
-    index: str = field(metadata=option("-i/--path_index", path=True))
-    journal_mask: str = field(metadata=option("-j/--path_journalmask", path=True))
-    probe_journal_join: str = field(metadata=option("-p/--path_probejournaljoin", path=True))
-    system: str = field(metadata=option("-s/--path_sysout", path=True))
-    reference: str | None = field(default=None, metadata=option(  # only checked to be a readable table
-        "-r/--path_ref", path=True))
-    scoring: TemporalOptions = TemporalOptions()
-    dump: str | None = field(default=None, metadata=option(  # -d: the records' file name as asked (.pkl: as .csv)
-        "--dump_dataframe_file_name", file_name(what="the -d file name")))
-    log: bool = field(default=False, metadata=option("-l/--log"))
-    html: bool = field(default=False, metadata=option("-R/--html-report"))
-    timeline: bool = field(default=False, metadata=option("-T/--timeline-report"))
-    plots: bool = field(default=False, metadata=option("--plots"))  # mcc_distribution.png
-
-    def __post_init__(self):
-        validate(self)
-
-    def temporal_inputs(self) -> TemporalInputs:
-        return TemporalInputs(index=Path(self.index), journal_mask=Path(self.journal_mask),
-                              probe_journal_join=Path(self.probe_journal_join), system=Path(self.system),
-                              reference=None if self.reference is None else Path(self.reference))
+def _temporal_inputs(options: Options) -> TemporalInputs:
+    """The run's tables as the scorer reads them."""
+    return TemporalInputs(index=Path(options.index), journal_mask=Path(options.journal_mask),
+                          probe_journal_join=Path(options.probe_journal_join), system=Path(options.system),
+                          reference=None if options.reference is None else Path(options.reference))
 
 
 def dump_name(name: str) -> tuple[str, str | None]:
@@ -106,7 +85,7 @@ class VideoTemporal(Task):
                       tables=tuple(path for path in files.values() if path is not None))
 
     def plan(self, options: Options) -> Plan:
-        selected = select_video_temporal(options.temporal_inputs(), options.scoring)
+        selected = select_video_temporal(_temporal_inputs(options), options.scoring)
         jobs = [Job(JobKey(probe.query, "probe", probe.ordinal), probe) for probe in selected.probes]
         return Plan(options, jobs, selected.not_scored)
 
@@ -142,7 +121,7 @@ class VideoTemporal(Task):
         if options.html:
             write_html(probe_scores(records, timelines), stage.path("scores_probes.html"))
         if options.log:
-            lines = _log_lines(options.scoring, plan.state, probes, records)
+            lines = _log_lines(options.scoring, plan.prepared, probes, records)
             stage.path("log.txt").write_text("\n".join(lines) + "\n")
         stdout = [f"scored {len(records)} probe(s) over {len(queries)} query(ies); reports in {OUTPUT_DIRECTORY}/",
                   "Done."]

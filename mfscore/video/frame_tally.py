@@ -10,39 +10,17 @@ those pixels are counted as one number instead of pixel by pixel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from mfscore.masks.mask_record import SCORED, MaskRecord, histogram_record
-from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.noscore_zones import noscore_counts, noscore_zones
 from mfscore.masks.reference_selection import bitplane_selection
-from mfscore.options import Check, option, validate
+from mfscore.video.options import FrameRules
 
 WHITE = 255
-
-
-@dataclass(frozen=True)
-class FrameRules:
-    """How a probe's frames are scored: which bit-planes are the target, the zones, the opt-out value."""
-
-    selected_bitplanes: tuple[int, ...] = ()
-    journal_bitplanes: tuple[int, ...] = ()
-    every_bit: bool = False          # no journal data: every non-zero reference pixel is target (docs/video.md §B.3)
-    zones: ZoneOptions = ZoneOptions()
-    pixel_value: int | None = field(default=None, metadata=option("--nspx", Check(
-        lambda value: None if value is None or 0 <= value <= 255
-        else "a no-score pixel value is in [0, 255] (or -1 for none)", bad=(300, -2))))
-
-    def __post_init__(self):
-        validate(self)
-
-    @property
-    def margin(self) -> int:
-        z = self.zones
-        return max(z.erode_size, z.dilate_size, z.distraction_size) + 1
 
 
 @dataclass(frozen=True)

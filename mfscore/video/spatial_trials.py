@@ -7,7 +7,7 @@ status and the opt-out frame intervals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +17,8 @@ from mfscore.errors import InputFileError
 from mfscore.formats.images import confined_path
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import file_line, read_table
-from mfscore.formats.video_masks import DEFAULT_MAX_VIDEO_ELEMENTS, FRAME_BASES
 from mfscore.masks.journal_selection import QuerySelection, operations_by_probe, trial_operations
-from mfscore.limits import HARD_MAX_VIDEO_ELEMENTS
-from mfscore.options import Check, option, validate, within
-from mfscore.video.frame_tally import FrameRules
+from mfscore.video.options import FrameRules, VideoOptions
 from mfscore.video.video_scoring import VideoJob
 
 OPTED_OUT = ("OptOutAll", "OptOutLocalization")                       # docs/video.md §B.1 --optOut
@@ -29,31 +26,6 @@ SKIPS_TEMPORAL = ("OptOutTemporal", "OptOutLocalization", "OptOutAll")  # docs/v
 SKIPS_SPATIAL = ("OptOutSpatial", "OptOutLocalization", "OptOutAll")
 SPATIAL_DESIGNATIONS = ("spatial", "spatial-temporal")
 MASK_COLUMN = "HDF5MaskFileName"
-
-
-@dataclass(frozen=True)
-class VideoOptions:
-    """The scoring options of a run (docs/video.md §B.1)."""
-
-    rules: FrameRules = FrameRules()
-    collar: int | None = field(default=None, metadata=option(
-        "-c", Check(lambda c: None if c is None or c > 0
-                    else "the collar half-width must be a positive number of frames", bad=(0, -3))))
-    video_opt_out: bool = field(default=False, metadata=option("--video_opt_out"))
-    temporal_gt_only: bool = field(default=False, metadata=option("--temporal_gt_only"))
-    temporal_only: bool = field(default=False, metadata=option("--temporal_scoring_only"))
-    opt_out: bool = field(default=False, metadata=option("--optOut"))
-    per_probe_pixel_value: bool = field(default=False, metadata=option("-pppns/--perProbePixelNoScore"))
-    truncate: bool = field(default=False, metadata=option("--truncate"))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
-    max_elements: int = field(default=DEFAULT_MAX_VIDEO_ELEMENTS, metadata=option(
-        "--max-elements", within(1, HARD_MAX_VIDEO_ELEMENTS, what="the pixel limit"), limit="max_video_elements"))
-    hdf5_frame_base: int = field(default=0, metadata=option(  # 0 the MFC2019 plan, 1 MediScore (docs/video.md §B.2)
-        "--hdf5-frame-base", Check(lambda base: None if base in FRAME_BASES else "block names count from 0 or 1",
-                                   bad=(2, -1))))
-
-    def __post_init__(self):
-        validate(self)  # options also arrive decoded from the wire
 
 
 @dataclass

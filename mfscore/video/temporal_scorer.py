@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mfscore import query as query_parser
-from mfscore.errors import InputFileError, OptionError, QueryError
+from mfscore.errors import InputFileError, QueryError
 from mfscore.formats.intervals import IntervalSyntaxError, parse_interval_list
 from mfscore.formats.tables import NA_TEXTS, file_line, read_header, read_table, read_text_columns, reads_as_text
-from mfscore.options import Check, option, valid_queries, validate
 from mfscore.video.interval_algebra import (
     Interval,
     collars,
@@ -41,12 +40,12 @@ from mfscore.video.interval_algebra import (
     truncate,
     union,
 )
+from mfscore.video.options import ALL, TemporalOptions
 from mfscore.video.temporal_confusion import TemporalCounts, temporal_counts
 
 if TYPE_CHECKING:
     import pandas as pd
 
-ALL = "*"                     # docs/video.md §A.3: the literal * selects every row
 PROCESSED = "Processed"       # docs/video.md §A.3.4: the only status scored under opt-out
 JOURNAL_KEYS = ["JournalName", "StartNodeID", "EndNodeID"]
 SYSTEM = "VideoFrameSegments"
@@ -68,30 +67,6 @@ class TemporalInputs:
     probe_journal_join: Path
     system: Path
     reference: Path | None = None
-
-
-@dataclass(frozen=True)
-class TemporalOptions:
-    collar: int | None = field(default=None, metadata=option("-c/--collars", Check(
-        lambda c: None if c is None or c > 0 else "the collar half-width must be a positive number of frames",
-        bad=(0, -1))))
-    queries: tuple[str, ...] = field(default=(ALL,), metadata=option(
-        "-q/--query", valid_queries(ignore=(ALL,))))
-    truncate: bool = field(default=False, metadata=option("--truncate"))
-    opt_out: bool = field(default=True, metadata=option("--no_opt_out"))  # False: score every status
-    video_opt_out: bool = field(default=True, metadata=option(  # False: ignore VideoFrameOptOutSegments
-        "--no_video_opt_out"))
-    mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))  # docs/video.md §A.6: truncate
-
-    def __post_init__(self):
-        validate(self)
-        if not self.queries:
-            raise OptionError("-q/--query needs at least one query ('*' selects every row)", option="queries",
-                              flag="-q/--query")
-
-    @property
-    def clips(self) -> bool:
-        return self.truncate or self.mediscore_compat
 
 
 @dataclass(frozen=True)

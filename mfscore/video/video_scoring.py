@@ -23,8 +23,9 @@ from mfscore.formats.video_masks import (
 )
 from mfscore.masks.mask_record import BINS, NOT_SCOREABLE, SCORED, UNREADABLE, MaskRecord
 from mfscore.masks.run_metrics import average_aucs
-from mfscore.video.frame_tally import FrameRules, tally_frame, white_frame
+from mfscore.video.frame_tally import tally_frame, white_frame
 from mfscore.video.interval_algebra import collars, frame_runs
+from mfscore.video.options import FrameRules
 from mfscore.video.temporal_confusion import temporal_counts
 from mfscore.video.video_record import VideoRecord
 

@@ -3,7 +3,7 @@ and the caller's content-addressed objects they are made of (docs/datasets.md).
 
 A caller reads its own datasets and the shared ones (an operator, every dataset); another caller's private dataset
 is NOT_FOUND to every call. Objects are found only in the caller's own namespace, so no caller learns whether another
-holds some bytes. Status codes as AIP-193 says, as AggregatorService's (``api``).
+holds some bytes. A handler raises a refusal, which ``status_codes`` answers with its code as AIP-193 says.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import os
 import tempfile
 import uuid
 
-import grpc
 import nats.errors
 
 from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import paging, uploads
-from mfscore.services.aggregator.api import PAGE_BYTES, _upload_code, caller_space, dataset_files, readable_dataset
+from mfscore.services.aggregator.access import caller_space, dataset_files, readable_dataset
 from mfscore.services.aggregator.datasets import (
     DatasetBook,
     is_run_of,
@@ -30,13 +29,22 @@ from mfscore.services.aggregator.datasets import (
 )
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects, dataset_keys
-from mfscore.services.aggregator.quotas import QuotaExceeded, Quotas
-from mfscore.services.aggregator.retry import one_line
-from mfscore.services.aggregator.state import TERMINAL, RunBook, may_see, now
+from mfscore.services.aggregator.quotas import Quotas
+from mfscore.services.common.retry import one_line
+from mfscore.services.aggregator.run import now
+from mfscore.services.aggregator.state import RunBook, may_see
 from mfscore.services.common.auth import caller
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
-from mfscore.services.common.run_layout import BadName, check_dataset, object_key
+from mfscore.services.common.run_layout import check_dataset, object_key
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.status_codes import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    PermissionDenied,
+    Unavailable,
+    answers,
+)
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc
 
 FILES_PAGE, MAX_FILES_PAGE = 1000, 10000
@@ -50,28 +58,27 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         self.settings, self.store, self.book, self.datasets, self.objects = settings, store, book, datasets, objects
         self.quotas = quotas  # the AggregatorApi's: a caller's uploads count together
 
+    @answers
     @leader_only
     async def DeclareDatasetFiles(self, request, context):
         who = caller()
         if request.shared and not who.operator:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, _NOT_SHARED)
+            raise PermissionDenied(_NOT_SHARED)
         if request.name or request.version:  # the dataset they are for: refused now rather than once uploaded
-            name = await self._may_create(who, request, context)
+            name = self._may_create(who, request)
             existing = self.datasets.datasets.get(name)
             if existing is not None and not owns(who, existing):
-                await context.abort(grpc.StatusCode.ALREADY_EXISTS, _taken(name))
-        await self._check_files(request.files, context)
-        space = await caller_space(context)
-        try:
-            held = await asyncio.to_thread(self.objects.held, space, {f.sha256: f.size for f in request.files})
-        except ObjectStoreError as error:
-            await context.abort(_upload_code(error), error.sentence())
+                raise AlreadyExists(_taken(name))
+        self._check_files(request.files)
+        space = caller_space()
+        held = await asyncio.to_thread(self.objects.held, space, {f.sha256: f.size for f in request.files})
         return datasets_pb2.DeclareDatasetFilesResponse(missing=[f.name for f in request.files
                                                                  if f.sha256 not in held])
 
+    @answers
     @leader_only
     async def UploadObjects(self, request_iterator, context):
-        space = await caller_space(context)
+        space = caller_space()
         stored = datasets_pb2.UploadObjectsResponse()
 
         async def put(declared, data):
@@ -80,70 +87,62 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
 
         os.makedirs(self.settings.work_dir, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="objects-", dir=self.settings.work_dir) as spool_dir:
-            try:
-                with self.quotas.uploads.stream(caller()) as holding:
-                    await uploads.receive(uploads.idle_bounded(request_iterator, self.settings.upload_idle_seconds),
-                                          "", put, max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir,
-                                          what="dataset file name", holding=holding)
-            except MfscoreError as error:
-                await context.abort(_upload_code(error), error.sentence())
+            with self.quotas.uploads.stream(caller()) as holding:
+                await uploads.receive(uploads.idle_bounded(request_iterator, self.settings.upload_idle_seconds),
+                                      "", put, max_bytes=self.settings.max_upload_bytes, spool_dir=spool_dir,
+                                      what="dataset file name", holding=holding)
         return stored
 
+    @answers
     @leader_only
     async def CreateDataset(self, request_iterator, context):
         who = caller()
         first = await anext(aiter(request_iterator), None)
         if first is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "CreateDataset's first message names the dataset")
-        name = await self._may_create(who, first, context)
+            raise InvalidArgument("CreateDataset's first message names the dataset")
+        name = self._may_create(who, first)
         files = {}
         message = first
         while message is not None:
             if (message.name, message.version) not in (("", ""), (first.name, first.version)):
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"one CreateDataset makes one dataset, {name}")
-            try:
-                self.quotas.check_dataset_files(len(files) + len(message.files))
-            except QuotaExceeded as error:
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, error.sentence())
-            await self._check_files(message.files, context)
+                raise InvalidArgument(f"one CreateDataset makes one dataset, {name}")
+            self.quotas.check_dataset_files(len(files) + len(message.files))
+            self._check_files(message.files)
             for declared in message.files:
                 if declared.name in files:
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the dataset names {declared.name} twice")
+                    raise InvalidArgument(f"the dataset names {declared.name} twice")
                 files[declared.name] = declared
             message = await anext(aiter(request_iterator), None)
         if not files:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the dataset {name} holds no file")
+            raise InvalidArgument(f"the dataset {name} holds no file")
         ordered = [files[key] for key in sorted(files)]
         digest = manifest_sha256(ordered)
-        space = await caller_space(context)
+        space = caller_space()
         async with self.objects.lock(space):
             existing = self.datasets.datasets.get(name)
             if existing is not None or name in self.datasets.creating:
                 if existing is not None and owns(who, existing) and existing.manifest_sha256 == digest \
                         and existing.shared == first.shared:
                     return datasets_pb2.CreateDatasetResponse(dataset=existing, created=False)
-                await context.abort(grpc.StatusCode.ALREADY_EXISTS, _taken(name))
+                raise AlreadyExists(_taken(name))
             self.datasets.creating.add(name)  # reserved: a concurrent CreateDataset of another caller finds it taken
             try:
-                dataset = await self._create(who, first, ordered, digest, space, context)
+                dataset = await self._create(who, first, ordered, digest, space)
             finally:
                 self.datasets.creating.discard(name)
         log.info("dataset %s: created by %s %s (%d files, %d bytes)", name, who.role, who.name, dataset.file_count,
                  dataset.total_bytes)
         return datasets_pb2.CreateDatasetResponse(dataset=dataset, created=True)
 
-    async def _create(self, who, first, ordered, digest: str, space: str, context) -> datasets_pb2.Dataset:
+    async def _create(self, who, first, ordered, digest: str, space: str) -> datasets_pb2.Dataset:
         """Record the dataset once every file of it is an object of the caller's (its namespace's lock held)."""
         name = f"{first.name}@{first.version}"
-        try:
-            held = await asyncio.to_thread(self.objects.held, space, {f.sha256: f.size for f in ordered})
-        except ObjectStoreError as error:
-            await context.abort(_upload_code(error), error.sentence())
+        held = await asyncio.to_thread(self.objects.held, space, {f.sha256: f.size for f in ordered})
         lacking = [f for f in ordered if f.sha256 not in held]
         if lacking:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{len(lacking)} file(s) of the dataset {name} "
-                                f"are not objects of yours, the first {lacking[0].name}: declare them "
-                                "(DeclareDatasetFiles) and upload them (UploadObjects) first")
+            raise FailedPrecondition(f"{len(lacking)} file(s) of the dataset {name} are not objects of yours, the "
+                                     f"first {lacking[0].name}: declare them (DeclareDatasetFiles) and upload them "
+                                     "(UploadObjects) first")
         dataset = datasets_pb2.Dataset(name=first.name, version=first.version, owner=who.name, owner_role=who.role,
                                        shared=first.shared, manifest_sha256=digest, file_count=len(ordered),
                                        total_bytes=sum(f.size for f in ordered), created_at=now(),
@@ -151,58 +150,52 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         try:
             await self.datasets.add(dataset, ordered)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the dataset {name} could not be recorded now "
-                                                             f"({one_line(error)}); try again")
+            raise Unavailable(f"the dataset {name} could not be recorded now ({one_line(error)}); "
+                              "try again") from error
         return dataset
 
+    @answers
     async def GetDataset(self, request, context):
-        return datasets_pb2.GetDatasetResponse(dataset=await self._readable(request, context))
+        return datasets_pb2.GetDatasetResponse(dataset=self._readable(request))
 
+    @answers
     async def ListDatasets(self, request, context):
         who = caller()
-        try:
-            size = paging.page_size(request.page_size)
-            after = paging.read_page_token(request.page_token, 0, paging.DATASETS)
-        except ValueError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except paging.BadPageToken as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        size = paging.page_size(request.page_size)
+        after = paging.read_page_token(request.page_token, 0, paging.DATASETS)
         visible = (((dataset.created_at.ToNanoseconds(), name), dataset)
                    for name, dataset in list(self.datasets.datasets.items()) if self.datasets.readable(who, name))
-        found, last = paging.page(visible, size, after, budget=PAGE_BYTES, cost=lambda dataset: dataset.ByteSize())
+        found, last = paging.page(visible, size, after, budget=paging.PAGE_BYTES,
+                                  cost=lambda dataset: dataset.ByteSize())
         return datasets_pb2.ListDatasetsResponse(
             datasets=found, next_page_token=paging.page_token(0, last, paging.DATASETS) if last is not None else "")
 
+    @answers
     async def ListDatasetFiles(self, request, context):
-        dataset = await self._readable(request, context)
-        try:
-            size = paging.page_size(request.page_size, FILES_PAGE, MAX_FILES_PAGE)
-            start = paging.read_files_token(request.page_token, dataset.manifest_sha256)
-        except ValueError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
-        except paging.BadPageToken as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
-        files = await dataset_files(self.datasets, dataset, context)
+        dataset = self._readable(request)
+        size = paging.page_size(request.page_size, FILES_PAGE, MAX_FILES_PAGE)
+        start = paging.read_files_token(request.page_token, dataset.manifest_sha256)
+        files = await dataset_files(self.datasets, dataset)
         page = files[start:start + size]
         more = start + size < len(files)
         return datasets_pb2.ListDatasetFilesResponse(
             files=page, next_page_token=paging.files_token(dataset.manifest_sha256, start + size) if more else "")
 
+    @answers
     @leader_only
     async def DeleteDataset(self, request, context):
         who = caller()
-        dataset = await self._readable(request, context)
+        dataset = self._readable(request)
         name = reference(dataset)
         if not (owns(who, dataset) or who.operator):
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"the dataset {name} is {dataset.owner}'s: only "
-                                                                   "its owner or an operator deletes it")
+            raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator deletes it")
         naming = [entry for entry in list(self.book.runs.values())
-                  if is_run_of(entry.spec, dataset) and entry.status.state not in TERMINAL]
+                  if is_run_of(entry.spec, dataset) and not entry.ended]
         if naming:
             seen = [entry.spec.run_id for entry in naming if may_see(who, entry.status)]
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"{len(naming)} run(s) that have not ended name "
-                                f"the dataset {name}" + (f", run {seen[0]} among them" if seen else "") +
-                                "; delete it once they have ended (or cancel them)")
+            raise FailedPrecondition(f"{len(naming)} run(s) that have not ended name the dataset {name}"
+                                     + (f", run {seen[0]} among them" if seen else "")
+                                     + "; delete it once they have ended (or cancel them)")
         try:
             candidates = dataset_keys(dataset, await self.datasets.files(dataset))
         except MfscoreError as error:  # its objects are left to the sweep
@@ -211,8 +204,8 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         try:
             await self.datasets.remove(dataset)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the dataset {name} could not be deleted now "
-                                                             f"({one_line(error)}); try again")
+            raise Unavailable(f"the dataset {name} could not be deleted now ({one_line(error)}); "
+                              "try again") from error
         log.info("dataset %s: deleted by %s %s", name, who.role, who.name)
         try:
             await self.objects.collect(candidates)
@@ -220,29 +213,24 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
             log.warning("dataset %s: deleting its objects is left to the sweep: %s", name, one_line(error))
         return datasets_pb2.DeleteDatasetResponse()
 
-    async def _readable(self, request, context) -> datasets_pb2.Dataset:
-        return await readable_dataset(self.datasets, f"{request.name}@{request.version}", caller(), context)
+    def _readable(self, request) -> datasets_pb2.Dataset:
+        return readable_dataset(self.datasets, f"{request.name}@{request.version}", caller())
 
-    async def _may_create(self, who, request, context) -> str:
+    def _may_create(self, who, request) -> str:
         """``name@version`` of the dataset ``request`` names, if ``who`` may create it as it asks (INVALID_ARGUMENT
         for a malformed name, PERMISSION_DENIED for a name of another's or a client sharing it)."""
-        try:
-            name = check_dataset(request.name, request.version)
-        except BadName as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+        name = check_dataset(request.name, request.version)
         refusal = naming_refusal(who, request.name)
         if refusal is not None:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+            raise PermissionDenied(refusal)
         if request.shared and not who.operator:
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, _NOT_SHARED)
+            raise PermissionDenied(_NOT_SHARED)
         return name
 
-    async def _check_files(self, files, context) -> None:
-        try:
-            for declared in files:
-                uploads.check_declared(declared, self.settings.max_upload_bytes, "dataset file name")
-        except MfscoreError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, error.sentence())
+    def _check_files(self, files) -> None:
+        """INVALID_ARGUMENT for a file declared with a bad name, SHA-256 or size."""
+        for declared in files:
+            uploads.check_declared(declared, self.settings.max_upload_bytes, "dataset file name")
 
 
 def _taken(name: str) -> str:

@@ -22,9 +22,10 @@ from collections.abc import Iterable
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
-from mfscore.services.common.jetstream import bucket_keys
+from mfscore.services.common.streams import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, dataset_owner, namespace
+from mfscore.services.common.status_codes import DataLoss
 from mfscore.services.wire import datasets_pb2, runs_pb2
 
 KEY_PREFIX = "dataset."
@@ -32,7 +33,7 @@ MAX_FILES_BYTES = 256 << 20  # a dataset's stored list of files: 10^6 files of l
 log = logging.getLogger("mfscore.aggregator")
 
 
-class DatasetTampered(MfscoreError):
+class DatasetTampered(DataLoss):
     """A dataset's stored list of files does not match the manifest digest recorded when it was created."""
 
 
@@ -109,7 +110,7 @@ class DatasetBook:
         self.datasets.update(found)
         log.info("restored %d dataset(s)", len(self.datasets))
 
-    def follow(self, key: str, value: bytes | None) -> None:
+    def take_change(self, key: str, value: bytes | None) -> None:
         """A standby's book takes a change of the bucket: ``key`` now holds ``value`` (None: deleted)."""
         if not key.startswith(KEY_PREFIX):
             return

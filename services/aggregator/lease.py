@@ -27,14 +27,14 @@ import socket
 import time
 import uuid
 
-import grpc
 import nats.errors
 from nats.js import api
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, MSG_ROLLUP_SUBJECT
 
-from mfscore.errors import MfscoreError
-from mfscore.services.aggregator.retry import nats_unavailable, one_line, retrying
+from mfscore.services.common.retry import one_line, retrying
+from mfscore.services.common.transient import nats_unavailable
+from mfscore.services.common.status_codes import Unavailable
 
 KEY = "lease.aggregator"
 MARGIN = 0.2        # the share of the lease a leader gives up early, for a renewal's time in flight
@@ -44,7 +44,7 @@ STANDBY = "this aggregator is a standby; the leading aggregator takes the calls 
 log = logging.getLogger("mfscore.aggregator")
 
 
-class NotLeading(MfscoreError):
+class NotLeading(Unavailable):
     """This aggregator's lease lapsed (NATS out of reach, say): it writes no state until it renews the lease."""
 
 
@@ -258,16 +258,16 @@ class Fenced:
 
 
 def leader_only(method):
-    """A gRPC method that changes state: UNAVAILABLE on a standby (so a client tries another address), and when
-    this aggregator loses the lease during the call."""
+    """A gRPC method that changes state, with one reply (``status_codes.answers`` wraps it): UNAVAILABLE on a
+    standby (so a client tries another address), and when this aggregator loses the lease during the call."""
     @functools.wraps(method)
     async def checked(self, request, context):
         if not self.book.leading():
-            await context.abort(grpc.StatusCode.UNAVAILABLE, STANDBY)
+            raise Unavailable(STANDBY)
         try:
             return await method(self, request, context)
-        except NotLeading:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "this aggregator lost the leader's lease during the "
-                                                             "call; try again, another address if need be")
+        except NotLeading as error:
+            raise Unavailable("this aggregator lost the leader's lease during the call; try again, another address "
+                              "if need be") from error
     return checked
 

@@ -16,7 +16,7 @@ import binascii
 import re
 from collections.abc import Callable, Iterable
 
-from mfscore.errors import MfscoreError
+from mfscore.services.common.status_codes import InvalidArgument
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -26,17 +26,22 @@ _TOKENS = {RUNS: re.compile(r"v1/(\d+)/(\d{1,19})/([A-Za-z0-9_-]{1,64})"),
            DATASETS: re.compile(rf"d1/(\d+)/(\d{{1,19}})/((?:{_NAME}/)?{_NAME}@{_NAME})")}  # [owner/]name@version
 _FILES_TOKEN = re.compile(r"f1/([0-9a-f]{16})/(\d{1,9})")
 
+PAGE_BYTES = 3 << 20  # a page stops growing past this, so a default client (4 MiB) takes it
 Place = tuple[int, str]  # (creation time in nanoseconds, run id)
 
 
-class BadPageToken(MfscoreError):
+class BadPageToken(InvalidArgument):
     """A page token this aggregator did not make, or made for another request."""
 
 
+class BadPageSize(InvalidArgument, ValueError):
+    """A page_size below 0."""
+
+
 def page_size(requested: int, default: int = DEFAULT_PAGE_SIZE, most: int = MAX_PAGE_SIZE) -> int:
-    """The size of a page: ``requested``, 0 meaning ``default``, at most ``most``; ``ValueError`` when negative."""
+    """The size of a page: ``requested``, 0 meaning ``default``, at most ``most``; ``BadPageSize`` when negative."""
     if requested < 0:
-        raise ValueError(f"page_size is {requested}; it must be 0 (the default, {default}) or more")
+        raise BadPageSize(f"page_size is {requested}; it must be 0 (the default, {default}) or more")
     return min(requested or default, most)
 
 

@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
 from mfscore.services.common.settings import ENV_VARS, Settings
+from mfscore.services.common.status_codes import ResourceExhausted
 
 
-class QuotaExceeded(MfscoreError):
+class QuotaExceeded(ResourceExhausted):
     """A caller asked for more than one of its quotas allows; nothing was done."""
 
 

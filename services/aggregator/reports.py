@@ -15,18 +15,18 @@ import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from mfscore.errors import MfscoreError
 from mfscore.run.local import RESULTS_FILE
 from mfscore.run_record import file_sha256
 from mfscore.services.common.object_store import ObjectMissing, ObjectStore, ObjectTooLarge
 from mfscore.services.common.run_layout import BadName, check_file_name, manifest_key, reports_prefix
+from mfscore.services.common.status_codes import DataLoss
 from mfscore.services.wire import runs_pb2
 
 CHUNK_BYTES = 512 << 10
 MAX_MANIFEST_BYTES = 64 << 20
 
 
-class ReportTampered(MfscoreError):
+class ReportTampered(DataLoss):
     """A stored report file, or the manifest, is not what the aggregator wrote."""
 
 

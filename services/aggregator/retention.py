@@ -19,10 +19,12 @@ import nats.errors
 from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import state
 from mfscore.services.aggregator.lease import NotLeading
-from mfscore.services.aggregator.retry import one_line
-from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State
+from mfscore.services.common.retry import one_line
+from mfscore.services.aggregator.run import Run, State
+from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import input_manifest
-from mfscore.services.common.jetstream import RESULTS_STREAM, purge_run_jobs, result_subject
+from mfscore.services.common.streams import purge_run_jobs
+from mfscore.services.common.subjects import RESULTS_STREAM, result_subject
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
 from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, work_dir
 from mfscore.services.common.settings import Settings
@@ -53,23 +55,23 @@ class Retention:
         self._cleaning: set[str] = set()
         self._storage_swept = 0.0
 
-    async def clean_up(self, entry: RunEntry) -> None:
+    async def clean_up(self, run: Run) -> None:
         """Remove what a finished run no longer needs: its queued jobs, its records, the files the aggregator made for
         it (under its input prefix) and its work directory. Its input manifest stays, and so do the objects it names,
         as long as the run: a resubmission of the same files uploads nothing. When NATS or S3 is down the run is
         left to the next sweep; the run itself is not touched."""
-        run_id = entry.spec.run_id
+        run_id = run.run_id
         if run_id in self._cleaning:
             return
         self._cleaning.add(run_id)
-        entry.cleaned = True  # first: a record that arrives meanwhile sets it back
+        run.cleaned = True  # first: a record that arrives meanwhile sets it back
         try:
             await purge_run_jobs(self.js, run_id)
             await self.js.purge_stream(RESULTS_STREAM, subject=result_subject(run_id))
             await asyncio.to_thread(self.store.delete_prefix, input_prefix(run_id))
             await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            entry.cleaned = False
+            run.cleaned = False
             log.warning("run %s: clean-up left to the next sweep: %s", run_id, one_line(error))
         finally:
             self._cleaning.discard(run_id)
@@ -82,22 +84,23 @@ class Retention:
         if not book.connected() or not book.leading():
             return
         await asyncio.to_thread(remove_run_dirs, self.settings.work_dir,
-                                keep={run_id for run_id, entry in list(book.runs.items())
-                                      if entry.status.state not in TERMINAL} | self._cleaning)
+                                keep={run_id for run_id, run in list(book.runs.items()) if not run.ended}
+                                | self._cleaning)
         now = time.time() if now is None else now
         expired_before = now - self.settings.retention_days * DAY_SECONDS
-        for entry in list(book.runs.values()):
-            if entry.status.state == State.RUN_STATE_CREATED and not entry.uploading \
-                    and entry.status.submitted_at.ToSeconds() < now - ORPHAN_UPLOAD_SECONDS:
-                await self._expire(entry, "created a day ago and never submitted")
+        for run in list(book.runs.values()):
+            status = run.status
+            if run.state == State.RUN_STATE_CREATED and not run.uploading \
+                    and status.submitted_at.ToSeconds() < now - ORPHAN_UPLOAD_SECONDS:
+                await self._expire(run, "created a day ago and never submitted")
                 continue
-            if entry.status.state not in TERMINAL:
+            if not run.ended:
                 continue
-            if not entry.cleaned:
-                await self.clean_up(entry)
-            ended = entry.status.finished_at if entry.status.HasField("finished_at") else entry.status.submitted_at
+            if not run.cleaned:
+                await self.clean_up(run)
+            ended = status.finished_at if status.HasField("finished_at") else status.submitted_at
             if ended.ToSeconds() < expired_before:
-                await self._expire(entry, f"its retention period of {self.settings.retention_days} day(s) is over")
+                await self._expire(run, f"its retention period of {self.settings.retention_days} day(s) is over")
         try:
             for subject in list(book.strays):
                 await self.js.purge_stream(RESULTS_STREAM, subject=subject)
@@ -113,23 +116,23 @@ class Retention:
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
             log.warning("the sweep stopped, the next one goes on: %s", one_line(error))
 
-    async def delete(self, entry: RunEntry, why: str) -> None:
+    async def delete(self, run: Run, why: str) -> None:
         """Delete a run that has ended, now: what its clean-up removes if that is not done yet, then its files
         (input manifest, reports), its work directory and its state in the bucket, then the objects nothing else
         names. What retention does once the retention period is over, and DeleteRun at once. Raises (NATS, S3
         unavailable) with the run still there, for another try; objects left once the run is gone are the sweep's."""
-        run_id = entry.spec.run_id
-        if entry.status.state in TERMINAL and not entry.cleaned:
-            await self.clean_up(entry)
+        run_id = run.run_id
+        if run.ended and not run.cleaned:
+            await self.clean_up(run)
         named = set()
         if self.objects is not None:
             named = input_manifest.keys(await asyncio.to_thread(input_manifest.read, self.store, run_id))
         await asyncio.to_thread(self.store.delete_prefix, run_prefix(run_id))
         await state.purge(self.book.kv, run_id)
         await asyncio.to_thread(shutil.rmtree, work_dir(self.settings.work_dir, run_id), ignore_errors=True)
-        if self.book.runs.get(run_id) is entry:
+        if self.book.runs.get(run_id) is run:
             del self.book.runs[run_id]
-        self.book.count_states(entry)
+        self.book.count_states(run)
         log.info("run %s: deleted, %s", run_id, why)
         if named:
             try:
@@ -137,12 +140,12 @@ class Retention:
             except (nats.errors.Error, TimeoutError, MfscoreError) as error:
                 log.warning("run %s: deleting the objects it named is left to the sweep: %s", run_id, one_line(error))
 
-    async def _expire(self, entry: RunEntry, why: str) -> None:
+    async def _expire(self, run: Run, why: str) -> None:
         """``delete`` the run, or leave it to the next sweep when NATS or S3 is down."""
         try:
-            await self.delete(entry, why)
+            await self.delete(run, why)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
-            log.warning("run %s: %s; deleting it is left to the next sweep: %s", entry.spec.run_id, why,
+            log.warning("run %s: %s; deleting it is left to the next sweep: %s", run.run_id, why,
                         one_line(error))
 
     async def _sweep_storage(self, now: float) -> None:

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import time
 
-from mfscore.services.aggregator.state import TERMINAL, RunBook, State
+from mfscore.services.aggregator.run import UNFINISHED, State
+from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import metrics
-
-UNFINISHED = tuple(state for state in State.values() if state not in TERMINAL and state != State.RUN_STATE_UNSPECIFIED)
 
 
 def outstanding(book: RunBook) -> int:
     """Trials planned and not yet received, over the runs that have not ended."""
-    return sum(max(0, e.status.trials_planned - e.status.trials_received) for e in book.runs.values()
-               if e.status.state not in TERMINAL)
+    return sum(max(0, run.trials_planned - run.trials_received) for run in book.runs.values() if not run.ended)
 
 
 class StateClock:
@@ -31,15 +29,15 @@ class StateClock:
     def oldest(self, state: int) -> float:
         """Seconds the run longest in ``state`` has been in it; 0 for none."""
         now, seen = self.clock(), {}
-        for run_id, entry in self.book.runs.items():
-            if entry.status.state in UNFINISHED:
+        for run_id, run in self.book.runs.items():
+            if run.state in UNFINISHED:
                 was = self.since.get(run_id)
-                seen[run_id] = was if was is not None and was[0] == entry.status.state else (entry.status.state, now)
+                seen[run_id] = was if was is not None and was[0] == run.state else (run.state, now)
         self.since = seen
         return max((now - since for in_state, since in seen.values() if in_state == state), default=0.0)
 
 
-def follow(book: RunBook) -> None:
+def watch_book(book: RunBook) -> None:
     """Compute the aggregator's run gauges from ``book`` whenever they are scraped."""
     metrics.TRIALS_OUTSTANDING.set_function(lambda: outstanding(book))
     clock = StateClock(book)

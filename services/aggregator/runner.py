@@ -2,7 +2,8 @@
 written and stored. The same four steps as the local runner (``mfscore/run/local.py``), so the same bytes come out.
 
 Records are keyed (run, query, role, ordinal) and folding one twice changes nothing, so a restarted aggregator
-plans a run again and the replayed records fold back in (``resume``).
+plans a run again and the replayed records fold back in (``resume``). The runner does the I/O; the run
+(``run.Run``) says where it stands and what may come next.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from mfscore.errors import MfscoreError
-from mfscore.records import fold
 from mfscore.run.local import report_into, score_plan
 from mfscore.run_record import ABSENT, run_record
 from mfscore.services.aggregator import reports, run_gauges, uploads
-from mfscore.services.aggregator.retry import one_line, retrying, s3_or_validator_unavailable
-from mfscore.services.aggregator.state import TERMINAL, RunBook, RunEntry, State, now, seal_report
+from mfscore.services.common.retry import one_line, retrying
+from mfscore.services.common.transient import s3_or_validator_unavailable
+from mfscore.services.aggregator.run import Folded, Run
+from mfscore.services.aggregator.state import RunBook, seal_report
 from mfscore.services.common import input_manifest, metrics
-from mfscore.services.common.jetstream import publish_job
-from mfscore.services.common.messages import job_key, job_message, outcome
+from mfscore.services.common.streams import publish_job
+from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.planning import named_by_key, plan_run
 from mfscore.services.common.run_layout import work_dir
@@ -34,7 +36,6 @@ from mfscore.services.common.scorer_pool import MAX_BLOB_BYTES
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import records_pb2, services_pb2
 from mfscore.tasks.base import Job, report_files, scored_where_planned
-from mfscore.validation.findings import TRUNCATED
 
 VALIDATION_TIMEOUT = 600
 VALIDATOR_LOSSES = 2  # a run whose check loses the validator this often fails
@@ -44,22 +45,22 @@ log = logging.getLogger("mfscore.aggregator")
 
 
 class ClusterRunner:
+    """A run's I/O, step by step (validate, plan, publish, replay, fold, report); what each step may do next is the
+    run's to say (``run.Run``), and what it decides the book records (``RunBook.save``)."""
+
     def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator):
         self.settings, self.store, self.js, self.book, self.validator = settings, store, js, book, validator
-        run_gauges.follow(book)
+        run_gauges.watch_book(book)
 
-    def start(self, entry: RunEntry) -> None:
+    def start(self, run: Run) -> None:
         """Run a run just submitted: validate (unless the spec skips it), plan, publish its jobs."""
-        self.book.spawn(self._start(entry, validate=not entry.spec.skip_validation, publish=True))
+        self.book.spawn(self._start(run, validate=not run.spec.skip_validation, publish=True))
 
-    def resume(self, entry: RunEntry) -> None:
+    def resume(self, run: Run) -> None:
         """Run again a run restored unfinished: a run still VALIDATING is started over; a run past it is planned
         again (the same jobs and keys) without publishing, and its records replay from the results stream."""
-        validating = entry.status.state == State.RUN_STATE_VALIDATING
-        entry.status.state = State.RUN_STATE_VALIDATING if validating else State.RUN_STATE_SCORING
-        entry.status.trials_received = entry.status.jobs_received = 0
-        self.book.spawn(self._start(entry, validate=validating and not entry.spec.skip_validation,
-                                    publish=validating))
+        over = run.resume()
+        self.book.spawn(self._start(run, validate=over and not run.spec.skip_validation, publish=over))
 
     async def _outlasting(self, what: str, call):
         """``call()``, waiting out S3 or the validator being unavailable for up to MFSCORE_RETRY_BUDGET."""
@@ -69,73 +70,45 @@ class ClusterRunner:
     def _dir(self, run_id: str, part: str) -> str:
         return work_dir(self.settings.work_dir, run_id, part)
 
-    async def _start(self, entry: RunEntry, *, validate: bool, publish: bool) -> None:
-        run_id = entry.spec.run_id
-        input_dir = self._dir(run_id, "inputs")
+    async def _end(self, run: Run, message: str) -> None:
+        """The run failed with one sentence (unless it has ended already)."""
+        if run.end(message):
+            await self.book.save(run)
+
+    async def _start(self, run: Run, *, validate: bool, publish: bool) -> None:
+        """A run's steps up to its report: validate, plan, score here or publish, replay; an error ends it FAILED."""
+        input_dir = self._dir(run.run_id, "inputs")
         try:
-            if validate and not await self._validate(entry):
+            if validate and not await self._validate(run):
                 return
-            inputs = await self._outlasting(f"run {run_id}: reading its input manifest",
-                                            lambda: asyncio.to_thread(input_manifest.read, self.store, run_id))
-            task, plan = await self._outlasting(f"run {run_id}: fetching its tables", lambda: asyncio.to_thread(
-                plan_run, self.store, entry.spec, input_dir, inputs))
-            if entry.status.state in TERMINAL:  # cancelled while it was planned
+            inputs = await self._plan(run, input_dir)
+            if inputs is None:
                 return
-            entry.task, entry.plan, entry.planned = task, plan, {job.key for job in plan.jobs}
-            entry.trials = {job.key: task.trials(job.work) for job in plan.jobs}
-            entry.status.jobs_planned, entry.status.trials_planned = len(plan.jobs), sum(entry.trials.values())
-            if scored_where_planned(task, plan, self.settings.pool_min_trials):  # see Task.resource, Task.portable
-                entry.outcomes = await asyncio.to_thread(score_plan, task, plan)
-                metrics.TRIALS_RECEIVED.inc(sum(entry.trials.get(key, 1) for key in entry.outcomes))
-            elif publish:
-                await self._outlasting(f"run {run_id}: storing its planned files", lambda: asyncio.to_thread(
-                    self._store_generated, entry.spec.input_prefix, plan.generated))
-                for job in plan.jobs:
-                    if entry.status.state in TERMINAL:  # failed meanwhile (a record of a job already out)
-                        return
-                    wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir, plan.generated)),
-                                       entry.spec.input_prefix)
-                    wire.objects.update(input_manifest.objects_for(inputs, task.blobs(job.work).values(), input_dir))
-                    await self.book.durably(f"run {run_id}: publishing its jobs",
-                                            lambda: publish_job(self.js, task.resource, wire))
-            if entry.status.state in TERMINAL:
+            if scored_where_planned(run.task, run.plan, self.settings.pool_min_trials):  # see Task.resource, .portable
+                await self._score_here(run)
+            elif publish and not await self._publish(run, inputs, input_dir):
                 return
-            await self.book.set_state(entry, State.RUN_STATE_SCORING)
-            pending, entry.pending = entry.pending, []
-            for record in pending:
-                if entry.status.state in TERMINAL:
-                    return
-                await self._fold(entry, record)
-            entry.status.jobs_received = len(entry.outcomes)
-            entry.status.trials_received = sum(entry.trials.get(key, 1) for key in entry.outcomes)
-            metrics.TRIALS_PLANNED.inc(entry.status.trials_planned)
-            log.info("run %s: %d jobs planned (%d trials)", run_id, len(plan.jobs), entry.status.trials_planned,
-                     extra={"run_id": run_id})
-            await self._maybe_report(entry)
+            if run.planned():
+                await self.book.save(run)
+                await self._replay(run)
         except MfscoreError as error:
-            await self.book.end(entry, named_by_key(error.sentence(), input_dir))
+            await self._end(run, named_by_key(error.sentence(), input_dir))
         except Exception as error:  # a bug: the run fails with one sentence, the log keeps the traceback
-            log.exception("run %s: planning failed", run_id)
-            await self.book.end(entry, f"internal error while planning: {type(error).__name__}: {error}")
+            log.exception("run %s: planning failed", run.run_id)
+            await self._end(run, f"internal error while planning: {type(error).__name__}: {error}")
 
-    async def _validate(self, entry: RunEntry) -> bool:
-        report = (await self._validated(entry)).report
-        entry.status.validation.CopyFrom(report)
-        if report.valid:
-            return True
-        errors = [f for f in report.findings if f.severity == "error" and f.code != TRUNCATED]
-        more = "".join(f"; {f.message.rstrip('.')}" for f in report.findings if f.code == TRUNCATED)
-        await self.book.end(entry, f"the validator rejected the submission ({len(errors)} error(s){more}); the "
-                                   f"first: {errors[0].message if errors else 'no message'}",
-                            state=State.RUN_STATE_REJECTED)
-        return False
+    async def _validate(self, run: Run) -> bool:
+        """Have the validator check the submission; whether the run goes on (not rejected, nor ended meanwhile)."""
+        if run.validated((await self._validated(run)).report):
+            await self.book.save(run)
+        return not run.ended
 
-    async def _validated(self, entry: RunEntry) -> services_pb2.ValidateResponse:
+    async def _validated(self, run: Run) -> services_pb2.ValidateResponse:
         """The validator's answer. While it is unreachable (restarting) it is waited for, for the retry budget; a
         validator lost in the middle of the check (it crashed on the submission, say) is asked again once, and a
         second loss, or no answer within VALIDATION_TIMEOUT, fails the run."""
-        run_id = entry.spec.run_id
-        request = services_pb2.ValidateRequest(run=entry.spec)
+        run_id = run.run_id
+        request = services_pb2.ValidateRequest(run=run.spec)
         for attempt in range(1, VALIDATOR_LOSSES + 1):
             try:
                 return await retrying(f"run {run_id}: validating",
@@ -156,6 +129,50 @@ class ClusterRunner:
         raise MfscoreError(f"the validator stopped while checking the submission, {VALIDATOR_LOSSES} times; the "
                            "submission may be what stops it")
 
+    async def _plan(self, run: Run, input_dir: str) -> input_manifest.Inputs | None:
+        """Plan the run from its inputs (fetched into ``input_dir``); its input manifest, or None when the run ended
+        while it was planned."""
+        run_id = run.run_id
+        inputs = await self._outlasting(f"run {run_id}: reading its input manifest",
+                                        lambda: asyncio.to_thread(input_manifest.read, self.store, run_id))
+        task, plan = await self._outlasting(f"run {run_id}: fetching its tables", lambda: asyncio.to_thread(
+            plan_run, self.store, run.spec, input_dir, inputs))
+        return inputs if run.hold_plan(task, plan) else None
+
+    async def _score_here(self, run: Run) -> None:
+        """Score every job where the run was planned (a task whose jobs take less than shipping them)."""
+        outcomes = await asyncio.to_thread(score_plan, run.task, run.plan)
+        metrics.TRIALS_RECEIVED.inc(run.trials_in(outcomes))
+        run.scored(outcomes)
+
+    async def _publish(self, run: Run, inputs: input_manifest.Inputs, input_dir: str) -> bool:
+        """Store the files the plan made and publish the run's jobs; False when the run ended meanwhile (failed on a
+        record of a job already out, say)."""
+        run_id, task, plan = run.run_id, run.task, run.plan
+        await self._outlasting(f"run {run_id}: storing its planned files", lambda: asyncio.to_thread(
+            self._store_generated, run.spec.input_prefix, plan.generated))
+        for job in plan.jobs:
+            if run.ended:
+                return False
+            wire = job_message(run_id, task, Job(job.key, _on_wire(task, job.work, input_dir, plan.generated)),
+                               run.spec.input_prefix)
+            wire.objects.update(input_manifest.objects_for(inputs, task.blobs(job.work).values(), input_dir))
+            await self.book.durably(f"run {run_id}: publishing its jobs",
+                                    lambda: publish_job(self.js, task.resource, wire))
+        return True
+
+    async def _replay(self, run: Run) -> None:
+        """Fold the records that came before the run was planned, count its trials planned, and report it if every
+        record is in."""
+        for record in run.take_pending():
+            if run.ended:
+                return
+            await self._fold(run, record)
+        metrics.TRIALS_PLANNED.inc(run.trials_planned)
+        log.info("run %s: %d jobs planned (%d trials)", run.run_id, run.status.jobs_planned, run.trials_planned,
+                 extra={"run_id": run.run_id})
+        await self._report_if_ready(run)
+
     async def on_result(self, msg) -> None:
         """Fold one record (a JetStream message of the results stream)."""
         started = time.perf_counter()
@@ -165,117 +182,111 @@ class ClusterRunner:
             log.warning("dropped a message on %s that is not a trial record", msg.subject[:200])
             self.book.strays.add(msg.subject)
             return
-        entry = self.book.runs.get(record.run_id)
-        if entry is None:
+        run = self.book.runs.get(record.run_id)
+        if run is None:
             self.book.strays.add(msg.subject)
             return
-        if entry.status.state in TERMINAL:
-            entry.cleaned = False  # a record of a finished run (a job in flight when it ended): purged again
+        folded = await self._fold(run, record)
+        if folded is Folded.IGNORED:
+            run.cleaned = False  # a record of a finished run (a job in flight when it ended): purged again
+        if folded in (Folded.IGNORED, Folded.PENDING):
             return
-        if entry.task is None:
-            entry.pending.append(record)
-            return
-        await self._fold(entry, record)
         metrics.AGGREGATOR_FOLD_DURATION.observe(time.perf_counter() - started)
-        await self._maybe_report(entry)
+        await self._report_if_ready(run)
 
-    async def _fold(self, entry: RunEntry, record: records_pb2.TrialRecord) -> None:
-        key = job_key(record.key)
-        if record.error:
-            entry.status.trials_dead += entry.trials.get(key, 1)
-            await self.book.end(entry, f"the job {key} could not be scored: {record.error}")
-            return
-        if key not in entry.planned or record.task != entry.task.name:
-            log.warning("run %s: dropped a %s record for the unplanned job %s", record.run_id, record.task, key)
-            return
-        before = len(entry.outcomes)
-        try:
-            decoded = outcome(entry.task, record)
-        except Exception as error:  # untrusted bytes: whatever the decoder raises, the run cannot go on
-            await self.book.end(entry, f"the record of the job {key} could not be decoded ({one_line(error)[:300]})")
-            return
-        try:
-            fold([(key, decoded)], into=entry.outcomes)
-        except MfscoreError as error:
-            await self.book.end(entry, error.sentence())
-            return
-        if len(entry.outcomes) > before:  # a repeated record adds nothing
-            entry.status.jobs_received = len(entry.outcomes)
-            entry.status.trials_received += entry.trials.get(key, 1)
-            metrics.TRIALS_RECEIVED.inc(entry.trials.get(key, 1))
-        await self.book.changed(entry)
+    async def _fold(self, run: Run, record: records_pb2.TrialRecord) -> Folded:
+        """Fold a record into the run (``Run.fold``) and record or tell what it changed."""
+        received = run.trials_received
+        folded = run.fold(record, describe=one_line)
+        if folded is Folded.ADDED:
+            metrics.TRIALS_RECEIVED.inc(run.trials_received - received)
+        if folded is Folded.ENDED:
+            await self.book.save(run)
+        elif folded in (Folded.ADDED, Folded.REPEATED):
+            await self.book.changed(run)
+        return folded
 
-    async def _maybe_report(self, entry: RunEntry) -> None:
-        if (entry.plan is not None and entry.status.state == State.RUN_STATE_SCORING
-                and entry.planned.issubset(entry.outcomes)):
-            await self.book.set_state(entry, State.RUN_STATE_REPORTING)
-            self.book.spawn(self._report(entry))
+    async def _report_if_ready(self, run: Run) -> None:
+        if run.ready():
+            await self.book.save(run)
+            self.book.spawn(self._report(run))
 
-    async def _report(self, entry: RunEntry) -> None:
-        run_id = entry.spec.run_id
+    async def _report(self, run: Run) -> None:
+        """Write the run's reports, store them and record their digest: DONE."""
+        run_id = run.run_id
         started = time.perf_counter()
         try:
-            digests = await self._outlasting(f"run {run_id}: reading the digests of its uploads",
-                                             lambda: asyncio.to_thread(uploads.uploaded_digests, self.store, run_id))
-            await self._outlasting(f"run {run_id}: fetching the files its report reads", lambda: asyncio.to_thread(
-                self._fetch_report_files, entry))
-            failure = await asyncio.to_thread(self._write_report, entry, digests)
-            if failure is not None:
-                await self.book.end(entry, failure)
+            if not await self._write(run):
                 return
-            if entry.status.state in TERMINAL:  # cancelled while its report was written: nothing is stored
-                return
-            await self.book.durably(f"run {run_id}: holding the lease to store its reports", self.book.holding_lease)
-            seal = await self._outlasting(f"run {run_id}: storing its reports",
-                                          lambda: asyncio.to_thread(self._store_report, run_id))
-            await self.book.durably(f"run {run_id}: recording its report's digest",
-                                    lambda: seal_report(self.book.kv, run_id, seal))
-            shutil.rmtree(self._dir(run_id, ""), ignore_errors=True)
-            entry.status.finished_at.CopyFrom(now())
-            await self.book.set_state(entry, State.RUN_STATE_DONE)
+            await self._store(run_id)
+            if run.done():
+                await self.book.save(run)
             metrics.AGGREGATOR_REPORT_DURATION.observe(time.perf_counter() - started)
             log.info("run %s: done in %.2f s of reporting", run_id, time.perf_counter() - started,
                      extra={"run_id": run_id})
-            entry.forget_work()
         except MfscoreError as error:  # named as the client knows its files, like a planning error
-            await self.book.end(entry, named_by_key(error.sentence(), self._dir(run_id, "inputs")))
+            await self._end(run, named_by_key(error.sentence(), self._dir(run_id, "inputs")))
         except Exception as error:
             log.exception("run %s: reporting failed", run_id)
-            await self.book.end(entry, f"internal error while reporting: {type(error).__name__}: {error}")
+            await self._end(run, f"internal error while reporting: {type(error).__name__}: {error}")
 
-    def _fetch_report_files(self, entry: RunEntry) -> None:
+    async def _write(self, run: Run) -> bool:
+        """Write the run's reports into its work directory; whether they are to be stored (False: the report failed,
+        or the run was cancelled while it was written)."""
+        run_id = run.run_id
+        digests = await self._outlasting(f"run {run_id}: reading the digests of its uploads",
+                                         lambda: asyncio.to_thread(uploads.uploaded_digests, self.store, run_id))
+        await self._outlasting(f"run {run_id}: fetching the files its report reads", lambda: asyncio.to_thread(
+            self._fetch_report_files, run))
+        started = run.status.submitted_at.ToNanoseconds() / 1e9
+        notes, failure, provenance_json = await asyncio.to_thread(self._write_report, run, digests, started)
+        if run.reported(notes, failure, provenance_json):
+            await self.book.save(run)
+        return not run.ended
+
+    async def _store(self, run_id: str) -> None:
+        """Store the written reports, as the leader, and record their manifest's digest; the work directory goes."""
+        await self.book.durably(f"run {run_id}: holding the lease to store its reports", self.book.holding_lease)
+        seal = await self._outlasting(f"run {run_id}: storing its reports",
+                                      lambda: asyncio.to_thread(self._store_report, run_id))
+        await self.book.durably(f"run {run_id}: recording its report's digest",
+                                lambda: seal_report(self.book.kv, run_id, seal))
+        shutil.rmtree(self._dir(run_id, ""), ignore_errors=True)
+
+    def _fetch_report_files(self, run: Run) -> None:
         """Fetch the job files the report reads again (``Task.report_blobs``: a mask run's visuals) to where the plan
         names them under the run's inputs, from the objects its input manifest names (blocking)."""
-        run_id, input_dir = entry.spec.run_id, self._dir(entry.spec.run_id, "inputs")
-        paths = report_files(entry.task, entry.plan, entry.outcomes)
+        run_id, input_dir = run.run_id, self._dir(run.run_id, "inputs")
+        paths = report_files(run.task, run.plan, run.outcomes)
         if not paths:
             return
         inputs = input_manifest.read(self.store, run_id)
         names = [os.path.relpath(path, input_dir).replace(os.sep, "/") for path in paths]
-        self.store.download_objects({name: input_manifest.stored_key(entry.spec.input_prefix, inputs, name)
+        self.store.download_objects({name: input_manifest.stored_key(run.spec.input_prefix, inputs, name)
                                      for name in names}, input_dir, max_bytes=MAX_BLOB_BYTES)
 
-    def _write_report(self, entry: RunEntry, digests: dict[str, str]) -> str | None:
+    def _write_report(self, run: Run, digests: dict[str, str], started: float
+                      ) -> tuple[list[str], str | None, str | None]:
         """Report into a scratch directory, with what the command says beside it and the run's provenance (the job
-        files' SHA-256s are ``digests``, from the uploads); the sentence of a report's error, if any."""
-        run_id = entry.spec.run_id
+        files' SHA-256s are ``digests``, from the uploads; the run started at ``started``, a Unix time): the notes
+        (what the command prints on stderr), the sentence of a report's error if any, and the provenance (blocking)."""
+        run_id = run.run_id
         input_dir, out_dir = self._dir(run_id, "inputs"), self._dir(run_id, "out")
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
-        plan, task = entry.plan, entry.task
+        plan, task = run.plan, run.task
         record = lambda: run_record(task, plan, task.inputs(plan.options), runner="cluster",  # noqa: E731
-                                    started=entry.status.submitted_at.ToNanoseconds() / 1e9, finished=time.time(),
+                                    started=started, finished=time.time(),
                                     file_digest=lambda key, path: digests.get(key, ABSENT))
-        lines = report_into(task, plan, entry.outcomes, os.path.join(out_dir, entry.spec.output_name), record=record)
-        entry.status.notes[:] = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
+        lines = report_into(task, plan, run.outcomes, os.path.join(out_dir, run.spec.output_name), record=record)
+        notes = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
         if lines.error is not None:
-            return named_by_key(lines.error.sentence(), input_dir)
-        entry.status.provenance_json = lines.record.to_json().decode()
+            return notes, named_by_key(lines.error.sentence(), input_dir), None
         said = {"stdout": [named_by_key(line, input_dir) for line in plan.stdout + lines.stdout],
                 "status": lines.status}
         with open(self._dir(run_id, "said.json"), "w") as f:
             json.dump(said, f)
-        return None
+        return notes, None, lines.record.to_json().decode()
 
     def _store_generated(self, input_prefix: str, generated: dict[str, bytes]) -> None:
         """Store the files the plan made for its jobs (``Plan.generated``) with the run's inputs (blocking)."""

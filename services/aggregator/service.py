@@ -2,14 +2,15 @@
 
 - ``api``: the gRPC API a caller uses (CreateRun, DeclareInputs, UploadInputs, SubmitRun, GetRun, WatchRun, ListRuns,
   CancelRun, DeleteRun, FetchReport, GetResults), each caller seeing its own runs; ``paging``: ListRuns' pages;
+  ``access``: what a caller reaches (its namespace of objects, the datasets it may read);
 - ``dataset_api`` and ``datasets``: DatasetService, datasets registered once; ``objects``: every caller's
   content-addressed objects, deleted once nothing names them (docs/datasets.md);
 - ``runner``: the cluster runner (validate, plan, publish, fold, report), the local runner's steps;
-- ``state``: the runs in memory and in the JetStream key-value bucket (spec, status, report seal);
+- ``run``: a run's states and the moves between them, its plan and its records folded (the decisions);
+- ``state``: the runs in memory and in the JetStream key-value bucket (spec, status, report seal), and their watchers;
 - ``retention``: what a run leaves behind, and for how long (and DeleteRun's deletion, the same);
 - ``uploads`` and ``reports``: files in (checked against their declaration) and out (checked against the
   manifest recorded when they were written);
-- ``retry``: the one backoff for NATS, S3 and the validator being away.
 
 The aggregator holds no state of its own: on start it reads every run from the bucket and replays the results
 stream from the beginning, so a restart loses nothing (docs/distributed.md, "What happens to a run").
@@ -40,7 +41,8 @@ from mfscore.services.aggregator.datasets import DatasetBook
 from mfscore.services.aggregator.lease import Deposed, Fenced, Lease
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.retention import Retention, remove_run_dirs
-from mfscore.services.aggregator.retry import nats_unavailable, retrying
+from mfscore.services.common.retry import retrying
+from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.aggregator.runner import ClusterRunner
 from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import metrics
@@ -51,7 +53,9 @@ from mfscore.services.common.grpc_server import (
     start_service_server,
     stop_grpc_server,
 )
-from mfscore.services.common.jetstream import RESULTS_STREAM, RUNS_BUCKET, connect, ensure_streams, runs_bucket
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.streams import ensure_streams, runs_bucket
+from mfscore.services.common.subjects import RESULTS_STREAM, RUNS_BUCKET
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import datasets_pb2_grpc, services_pb2_grpc
@@ -92,10 +96,10 @@ class Aggregator:
         if self.book.lease is not None:
             await self.book.reclaim()
         self.loaded.set()
-        for entry in unfinished:
-            self.runner.resume(entry)
+        for run in unfinished:
+            self.runner.resume(run)
 
-    async def follow(self, kv) -> None:
+    async def mirror_bucket(self, kv) -> None:
         """A standby's books follow every change of the bucket ``kv`` (unfenced), until cancelled."""
         watcher = await retrying("watching the bucket", kv.watchall, transient=nats_unavailable,
                                  waiting_for="for NATS")
@@ -105,8 +109,8 @@ class Aggregator:
                     self.loaded.set()
                     continue
                 value = None if update.operation in (KV_DEL, KV_PURGE) else update.value
-                self.datasets.follow(update.key, value)
-                await self.book.follow(update.key, value)
+                self.datasets.take_change(update.key, value)
+                await self.book.take_change(update.key, value)
         finally:
             await watcher.stop()
 
@@ -140,7 +144,7 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
             background.append(asyncio.create_task(lease.keep()))
             await aggregator.restore()
         else:
-            following = asyncio.create_task(aggregator.follow(bucket))
+            following = asyncio.create_task(aggregator.mirror_bucket(bucket))
             if await _first(aggregator.loaded.wait(), stop.wait()) == 1:
                 following.cancel()
                 return
@@ -150,7 +154,7 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
              (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
               "mfscore.v1.DatasetService")], settings)
         await set_serving(server, True, services=leading)
-        background.append(asyncio.create_task(follow_leading(server, lambda: nc.is_connected, lease.leading)))
+        background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected, lease.leading)))
         log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
         if not leading:
             if not await _stand_by(lease, following, stop):
@@ -201,7 +205,7 @@ async def _first(*awaitables) -> int:
             task.cancel()
 
 
-async def follow_leading(server, reaches_nats, leading) -> None:
+async def track_leader_health(server, reaches_nats, leading) -> None:
     """Keep the server's health in step, until cancelled: the whole server ("", what Kubernetes probes) SERVING
     while this aggregator reaches NATS, a standby too (it serves reads); AggregatorService and DatasetService
     SERVING only while it also leads (what clients' health checking picks the leader by)."""

@@ -27,6 +27,7 @@ from mfscore.services.common import metrics
 from mfscore.services.common import input_manifest
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import check_file_name
+from mfscore.services.common.status_codes import DeadlineExceeded, InvalidArgument
 from mfscore.services.wire import runs_pb2
 
 SPOOL_MEMORY_BYTES = 1 << 20
@@ -35,11 +36,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 Store = Callable[[runs_pb2.DeclaredFile, BinaryIO], Awaitable[None]]
 
 
-class UploadRefused(MfscoreError):
+class UploadRefused(InvalidArgument):
     """An uploaded file is not as declared, or breaks a limit; nothing of it was stored."""
 
 
-class UploadIdle(UploadRefused):
+class UploadIdle(DeadlineExceeded, UploadRefused):
     """An upload stream sent nothing for too long; the file it was sending was dropped."""
 
 

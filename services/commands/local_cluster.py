@@ -23,12 +23,15 @@ from pathlib import Path
 
 from mfscore.errors import OptionError
 from mfscore.services.commands.cluster_config import ClusterConfig, default_cluster_file
+from mfscore.services.common import service_specs
 
 START_TIMEOUT = 60.0
 START_EXITS = 3  # a supervised service that exits this often while starting is not waited for any longer
 BUCKET = "mfscore"
-NATS_ROLES = {"aggregator": "aggregator", "mask-scorer": "scorer", "provenance-scorer": "scorer",
-              "detection-scorer": "scorer"}  # the validator: none
+(VALIDATOR,) = service_specs.of_role(service_specs.VALIDATOR)
+(AGGREGATOR,) = service_specs.of_role(service_specs.AGGREGATOR)
+POOLS = service_specs.of_role(service_specs.SCORER)  # each run as 1 process by default, `--<pool>s N` as N
+NATS_ROLES = {spec.name: spec.nats_user for spec in service_specs.SERVICES if spec.nats_user}
 
 
 def add_parser(subparsers) -> None:
@@ -38,9 +41,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("action", choices=("up", "down", "status", "token"),
                    help="token: print a new bearer token for another caller of the running cluster (see --name)")
     p.add_argument("--cluster", help=f"the cluster file (default $MFSCORE_CLUSTER or {default_cluster_file()})")
-    p.add_argument("--mask-scorers", type=int, default=1, help="mask-scorer processes (default 1)")
-    p.add_argument("--provenance-scorers", type=int, default=1, help="provenance-scorer processes (default 1)")
-    p.add_argument("--detection-scorers", type=int, default=1, help="detection-scorer processes (default 1)")
+    for pool in POOLS:
+        p.add_argument(f"--{pool.name}s", dest=_count(pool), type=int, default=1,
+                       help=f"{pool.name} processes (default 1)")
     p.add_argument("--name", default="client", help="token: the caller's name (default client); it sees its own runs")
     p.add_argument("--role", choices=("client", "operator"), default="client",
                    help="token: client (default) or operator (sees every run)")
@@ -57,6 +60,11 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def _count(pool: service_specs.ServiceSpec) -> str:
+    """The keyword of ``up`` (and the flag's dest) giving the processes of ``pool``: ``mask_scorers``."""
+    return f"{pool.package}s"
+
+
 def _cluster_file(args) -> Path:
     return Path(args.cluster or os.environ.get("MFSCORE_CLUSTER") or default_cluster_file())
 
@@ -66,9 +74,8 @@ def run(args) -> int:
     if args.out and args.action != "token":
         raise OptionError("--out goes with 'token' only")
     if args.action == "up":
-        config = up(path, mask_scorers=args.mask_scorers, provenance_scorers=args.provenance_scorers,
-                    detection_scorers=args.detection_scorers, tls=args.tls,
-                    aggregators=args.aggregators, nats_nodes=args.nats_nodes)
+        config = up(path, tls=args.tls, aggregators=args.aggregators, nats_nodes=args.nats_nodes,
+                    **{_count(pool): getattr(args, _count(pool)) for pool in POOLS})
         print(f"cluster up: aggregator at {config.aggregator_address}, S3 at {config.s3_endpoint}, "
               f"NATS at {config.nats_url}; settings in {path}")
         return 0
@@ -86,10 +93,11 @@ def run(args) -> int:
     return status(path)
 
 
-def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detection_scorers: int = 1,
-       aggregators: int = 1, tls: bool = False, nats_nodes: int = 1, environment: dict[str, str] | None = None,
-       log_s3_requests: bool = False) -> ClusterConfig:
-    """Start everything and write ``path``; on any failure stop what was started. With ``tls`` every server
+def up(path: Path, *, aggregators: int = 1, tls: bool = False, nats_nodes: int = 1,
+       environment: dict[str, str] | None = None, log_s3_requests: bool = False,
+       **pool_processes: int) -> ClusterConfig:
+    """Start everything and write ``path``; on any failure stop what was started. Each scorer pool runs as many
+    processes as its keyword says (``mask_scorers=2``; 1 when not given). With ``tls`` every server
     (gRPC, NATS, S3) speaks TLS with a certificate of a CA made for this cluster, which the cluster file names.
     With ``nats_nodes`` above 1, NATS is a JetStream cluster of that many servers, every service is given all
     their URLs and keeps the streams and run state on all of them (``MFSCORE_STREAM_REPLICAS``).
@@ -101,7 +109,10 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
 
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
-    if min(mask_scorers, provenance_scorers, detection_scorers) < 1:
+    counts = {pool.name: pool_processes.pop(_count(pool), 1) for pool in POOLS}
+    if pool_processes:
+        raise TypeError(f"up() got unexpected keyword arguments: {', '.join(sorted(pool_processes))}")
+    if min(counts.values()) < 1:
         raise OptionError("a cluster needs at least one scorer of each kind")
     if nats_nodes > 1:
         environment = {"MFSCORE_STREAM_REPLICAS": str(nats_nodes), **(environment or {})}
@@ -128,13 +139,14 @@ def up(path: Path, *, mask_scorers: int = 1, provenance_scorers: int = 1, detect
         _write_secret(_secrets(state_dir) / "s3-service.json",
                       json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
         processes.append(_store_process(s3))
-        names = ["validator", *["aggregator"] * aggregators, *["mask-scorer"] * mask_scorers,
-                 *["provenance-scorer"] * provenance_scorers, *["detection-scorer"] * detection_scorers]
+        names = [VALIDATOR.name, *[AGGREGATOR.name] * aggregators,
+                 *(pool.name for pool in POOLS for _ in range(counts[pool.name]))]  # labelled <name>-<index>
         ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
         grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
         config = ClusterConfig(
-            aggregator_address=",".join(f"127.0.0.1:{port}" for port in grpc_ports[1:1 + aggregators]),
-            validator_address=f"127.0.0.1:{grpc_ports[0]}",
+            aggregator_address=",".join(f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports)
+                                        if name == AGGREGATOR.name),
+            validator_address=f"127.0.0.1:{grpc_ports[names.index(VALIDATOR.name)]}",
             nats_url=nats.url, s3_endpoint=s3.url, bucket=BUCKET,
             token=operator_token, tls_ca=ca,
             state_dir=str(state_dir), processes=processes)

@@ -105,7 +105,7 @@ def watch(config, run_id: str, *, interactive: bool, before=None, reconnecting: 
              runs_pb2.RUN_STATE_CANCELLED}
     reconnecting = reconnecting or Reconnecting(config.aggregator_address, run_id)
     with _progress(run_id, interactive) as show:
-        def follow(stub):
+        def watch(stub):
             if before is not None:
                 before(stub)
             for reply in stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id)):
@@ -116,7 +116,7 @@ def watch(config, run_id: str, *, interactive: bool, before=None, reconnecting: 
                     return status
             raise _WatchEnded
 
-        return calling(config, follow, reconnecting)
+        return calling(config, watch, reconnecting)
 
 
 @contextlib.contextmanager

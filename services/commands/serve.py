@@ -1,12 +1,16 @@
-"""``mfscore serve <service>``: run one service until SIGTERM or SIGINT, then shut down gracefully."""
+"""``mfscore serve <service>``: run one service until SIGTERM or SIGINT, then shut down gracefully.
+
+The services it starts are those of services/common/service_specs.py; its flags, the settings that declare one
+(services/common/settings.py).
+"""
 
 from __future__ import annotations
 
 import logging
 
 from mfscore.cli.documentation import see
-
-SERVICES = ("validator", "mask-scorer", "provenance-scorer", "detection-scorer", "aggregator")
+from mfscore.services.common import service_specs
+from mfscore.services.common.settings import Settings, flags, value_type
 
 
 def add_parser(subparsers) -> None:
@@ -16,45 +20,35 @@ def add_parser(subparsers) -> None:
                     "MFSCORE_S3_ACCESS_KEY, MFSCORE_S3_SECRET_KEY, MFSCORE_BUCKET, MFSCORE_GRPC_PORT, "
                     "MFSCORE_METRICS_PORT, ...); a flag overrides its variable.")
     p.description += f" The settings: {see(p, 'distributed.md')}."
-    p.add_argument("service", choices=SERVICES)
-    p.add_argument("--grpc-port", type=int, help="gRPC port (MFSCORE_GRPC_PORT; 0 picks a free one)")
-    p.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (MFSCORE_METRICS_PORT)")
-    p.add_argument("--nats-url", help="NATS server (MFSCORE_NATS_URL)")
-    p.add_argument("--s3-endpoint", help="S3-compatible endpoint, http(s)://host:port (MFSCORE_S3_ENDPOINT)")
-    p.add_argument("--bucket", help="bucket of inputs and reports (MFSCORE_BUCKET)")
-    p.add_argument("--work-dir", help="scratch directory (MFSCORE_WORK_DIR)")
+    p.add_argument("service", choices=service_specs.names())
+    for setting in flags():
+        p.add_argument(setting.metadata["flag"], dest=setting.name, type=value_type(setting),
+                       help=setting.metadata["flag_help"])
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging (a line per job)")
     p.set_defaults(run=run)
 
 
 def _settings(args):
-    from mfscore.services.common.settings import Settings
-
-    flags = {"grpc_port": args.grpc_port, "metrics_port": args.metrics_port, "nats_url": args.nats_url,
-             "s3_endpoint": args.s3_endpoint, "bucket": args.bucket, "work_dir": args.work_dir}
-    return Settings.from_env(**{k: v for k, v in flags.items() if v is not None})
+    given = {setting.name: getattr(args, setting.name) for setting in flags()}
+    return Settings.from_env(**{name: value for name, value in given.items() if value is not None})
 
 
 async def _serve(name: str, settings) -> None:
     import asyncio
+    import importlib
     import signal
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    if name == "aggregator":
-        from mfscore.services.aggregator.service import run_aggregator
-        await run_aggregator(settings, stop)
-    elif name == "validator":
-        from mfscore.services.validator.service import run_validator
-        await run_validator(settings, stop)
-    else:
-        import importlib
-
+    spec = service_specs.get(name)
+    code = importlib.import_module(spec.module)
+    if spec.role == service_specs.SCORER:
         from mfscore.services.common.scorer_pool import run_pool
-        pool = importlib.import_module(f"mfscore.services.{name.replace('-', '_')}.service").POOL
-        await run_pool(pool, settings, stop)
+        await run_pool(code.POOL, settings, stop)
+    else:
+        await getattr(code, f"run_{spec.role}")(settings, stop)
 
 
 def run(args) -> int:

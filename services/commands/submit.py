@@ -100,7 +100,7 @@ def run(args) -> int:
     from mfscore.services.wire import runs_pb2
     from mfscore.tasks.base import relocated
 
-    embedded = build_parser().parse_args([args.task, *args.arguments])
+    embedded = build_parser([args.task]).parse_args([args.task, *args.arguments])
     task_run = embedded.task_options(embedded)
     task = tasks.get(embedded.task_name)
     plan = task.plan(task_run.options)

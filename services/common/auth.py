@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import grpc
 
 from mfscore.errors import OptionError
+from mfscore.services.common.status_codes import PermissionDenied, Refusal, Unauthenticated, refuse
 
 ROLES = ("client", "operator", "service")
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -213,10 +214,10 @@ def _bearer(metadata) -> str:
     return ""
 
 
-def _refusal(code: grpc.StatusCode, details: str) -> grpc.RpcMethodHandler:
-    async def refuse(request, context):
-        await context.abort(code, details)
-    return grpc.unary_unary_rpc_method_handler(refuse)
+def _refusal(error: Refusal) -> grpc.RpcMethodHandler:
+    async def refused(request, context):
+        await refuse(context, error)
+    return grpc.unary_unary_rpc_method_handler(refused)
 
 
 def _as(handler: grpc.RpcMethodHandler, who: Caller, valid) -> grpc.RpcMethodHandler:
@@ -260,7 +261,7 @@ def _streaming_as(inner, who: Caller, valid):
                 step = asyncio.ensure_future(replies.__anext__())
                 await asyncio.wait((step, revoked), return_when=asyncio.FIRST_COMPLETED)
                 if not step.done():
-                    await context.abort(grpc.StatusCode.UNAUTHENTICATED, REVOKED)
+                    await refuse(context, Unauthenticated(REVOKED))
                 try:
                     reply = step.result()
                 except StopAsyncIteration:
@@ -301,7 +302,7 @@ async def _revocable(valid, context):
         if not revoked:
             raise
         task.uncancel()
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, REVOKED)
+        await refuse(context, Unauthenticated(REVOKED))
     finally:
         watcher.cancel()
 
@@ -320,11 +321,10 @@ class BearerAuth(grpc.aio.ServerInterceptor):
         token = _bearer(details.invocation_metadata)
         who = self.callers.find(token) if token else None  # no token is no caller, whatever the file says
         if who is None:
-            return _refusal(grpc.StatusCode.UNAUTHENTICATED, "no valid bearer token: every call needs one "
-                            "(MFSCORE_TOKEN, or the cluster file's token)")
+            return _refusal(Unauthenticated("no valid bearer token: every call needs one (MFSCORE_TOKEN, or the "
+                                            "cluster file's token)"))
         if who.role not in _roles_for(method):
-            return _refusal(grpc.StatusCode.PERMISSION_DENIED,
-                            f"the {who.role} {who.name!r} may not call {method.rsplit('/', 1)[-1]}")
+            return _refusal(PermissionDenied(f"the {who.role} {who.name!r} may not call {method.rsplit('/', 1)[-1]}"))
         handler = await continuation(details)
         return None if handler is None else _as(handler, who, lambda: self.callers.find(token) == who)
 

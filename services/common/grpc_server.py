@@ -209,7 +209,7 @@ async def set_serving(server: grpc.aio.Server, serving: bool, *, services: bool 
                                   else health_pb2.HealthCheckResponse.NOT_SERVING)
 
 
-async def follow_health(server: grpc.aio.Server, healthy: Callable[[], bool], what: str, *,
+async def track_health(server: grpc.aio.Server, healthy: Callable[[], bool], what: str, *,
                         interval: float = 0.5) -> None:
     """Keep the server's health in step with ``healthy()`` (polled every ``interval`` s) until cancelled;
     ``what`` names the dependency in the log."""

@@ -24,8 +24,8 @@ from prometheus_client import (
 )
 
 from mfscore import __version__, tasks
+from mfscore.services.common.service_specs import ROLES
 
-ROLES = ("validator", "scorer", "aggregator")
 EVERY_ROLE = ROLES
 REGISTRIES = {role: CollectorRegistry() for role in ROLES}
 for _registry in REGISTRIES.values():

@@ -1,15 +1,15 @@
-"""Write docs/metrics-reference.md from the metric families (``services/common/metrics.py`` FAMILIES), so the page
-lists exactly what the services export: ``python -m mfscore.services.common.metrics_doc [PATH]``."""
+"""Write docs/metrics-reference.md from the metric families (``services/common/metrics.py`` FAMILIES) and the services
+of each role (``services/common/service_specs.py``), so the page lists exactly what the services export:
+``python -m mfscore.services.common.metrics_doc [PATH]``."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from mfscore.services.common import service_specs
 from mfscore.services.common.metrics import FAMILIES, ROLES
 
-SERVICES_OF_ROLE = {"validator": ("validator",), "scorer": ("mask-scorer", "provenance-scorer", "detection-scorer"),
-                    "aggregator": ("aggregator",)}
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "docs" / "metrics-reference.md"
 
 HEADER = """\
@@ -38,7 +38,7 @@ def render() -> str:
     rows = []
     for family in FAMILIES:
         services = ("every service" if set(family.roles) == set(ROLES)
-                    else ", ".join(service for role in family.roles for service in SERVICES_OF_ROLE[role]))
+                    else ", ".join(spec.name for role in family.roles for spec in service_specs.of_role(role)))
         rows.append(f"| `{family.name}` | {family.type} | {', '.join(family.labels)} | {services} | "
                     f"{family.help.replace('|', '/')} |")
     return HEADER + "\n".join(rows) + "\n"

@@ -17,15 +17,16 @@ import re
 from collections.abc import Mapping
 
 from mfscore.errors import OptionError
-from mfscore.services.common.jetstream import (
+from mfscore.services.common.subjects import (
     DEAD_STREAM,
-    JOB_KINDS,
     JOBS_STREAM,
     RESULTS_STREAM,
     RUNS_BUCKET,
     RUNS_STREAM,
     inbox_prefix,
     job_filter,
+    job_kinds,
+    scorer_consumer_name,
 )
 
 STREAMS = (JOBS_STREAM, RESULTS_STREAM, DEAD_STREAM)
@@ -44,7 +45,8 @@ def _aggregator() -> list[str]:
         f"{api}.STREAM.PURGE.{JOBS_STREAM}",                  # a finished or failed run's queued jobs
         f"{api}.CONSUMER.CREATE.{RESULTS_STREAM}",          # the ordered consumer replaying records
         f"$JS.FC.{RESULTS_STREAM}.>",                         # its flow-control replies
-        *(f"{api}.CONSUMER.CREATE.{JOBS_STREAM}.{kind}-scorers.{job_filter(kind)}" for kind in JOB_KINDS),
+        *(f"{api}.CONSUMER.CREATE.{JOBS_STREAM}.{scorer_consumer_name(kind)}.{job_filter(kind)}"
+          for kind in job_kinds()),
         f"{api}.STREAM.CREATE.{RUNS_STREAM}", f"{api}.STREAM.INFO.{RUNS_STREAM}",
         f"{api}.STREAM.UPDATE.{RUNS_STREAM}",                # its replicas brought to MFSCORE_STREAM_REPLICAS
         f"{api}.STREAM.PURGE.{RUNS_STREAM}",                 # dropping old delete markers (purge_deletes)
@@ -58,8 +60,8 @@ def _aggregator() -> list[str]:
 def _scorer() -> list[str]:
     api = "$JS.API"
     subjects = ["mfscore.results.>", "mfscore.dead.>", *(f"{api}.STREAM.INFO.{stream}" for stream in STREAMS)]
-    for kind in JOB_KINDS:
-        consumer = f"{kind}-scorers"
+    for kind in job_kinds():
+        consumer = scorer_consumer_name(kind)
         subjects += [
             f"{api}.CONSUMER.CREATE.{JOBS_STREAM}.{consumer}.{job_filter(kind)}",
             f"{api}.CONSUMER.INFO.{JOBS_STREAM}.{consumer}",

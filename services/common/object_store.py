@@ -2,7 +2,8 @@
 
 Keys are untrusted: downloads are confined to the target directory and reads are size-limited
 before a byte is read. Transient failures (connection errors, S3 5xx, SlowDown) are retried here
-with exponential backoff; the SDK's own retries are switched off so there is one retry policy.
+with the ``S3`` backoff of services/common/retry.py; the SDK's own retries are switched off, so a request is
+retried by this layer alone.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from minio.error import InvalidResponseError, S3Error, ServerError
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common.metrics import S3_BYTES, S3_ERRORS, S3_REQUEST_DURATION
+from mfscore.services.common.retry import S3, Backoff, one_line
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.status_codes import Internal, Unavailable
 
 T = TypeVar("T")
 CHUNK_BYTES = 1 << 20
@@ -41,7 +44,7 @@ REFUSED_S3_CODES = {  # the request's credentials or their permissions; what to 
 }
 
 
-class ObjectStoreError(MfscoreError):
+class ObjectStoreError(Internal):
     """An S3 request failed for a reason that retrying will not fix."""
 
 
@@ -69,7 +72,7 @@ class UnsafePath(ObjectStoreError):
     """A key or a local file would land outside its directory or prefix."""
 
 
-class ObjectStoreUnavailable(ObjectStoreError):
+class ObjectStoreUnavailable(Unavailable, ObjectStoreError):
     """The S3 server kept failing with transient errors until the attempts ran out."""
 
 
@@ -89,10 +92,6 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _folder(prefix: str) -> str:
     return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
@@ -105,11 +104,11 @@ class ObjectStore:
     """A bucket, with bounded reads, confined downloads and retried requests.
 
     ``attempts`` requests at most per operation, sleeping ``base_delay * 2**n`` (capped at
-    ``max_delay``) between them.
+    ``max_delay``; ``retry.S3`` by default) between them.
     """
 
     def __init__(
-        self, settings: Settings, *, attempts: int = 4, base_delay: float = 0.1, max_delay: float = 2.0,
+        self, settings: Settings, *, attempts: int = 4, base_delay: float = S3.first, max_delay: float = S3.most,
         connect_timeout: float = 5.0, read_timeout: float = 60.0, pool_size: int = 16,
     ):
         if attempts < 1:
@@ -119,8 +118,7 @@ class ObjectStore:
         self.access_key = settings.s3_access_key
         self.endpoint = settings.s3_endpoint
         self.attempts = attempts
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self.backoff = Backoff(base_delay, max_delay)
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=connect_timeout, read=read_timeout),
             maxsize=pool_size,
@@ -166,10 +164,9 @@ class ObjectStore:
             finally:
                 S3_REQUEST_DURATION.labels(operation).observe(time.perf_counter() - started)
             if attempt < self.attempts:
-                time.sleep(min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
-        raise ObjectStoreUnavailable(
-            f"S3 at {self.endpoint} failed {operation} of {key!r} {self.attempts} times: {_one_line(failure)}"
-        ) from failure
+                time.sleep(self.backoff.delay(attempt - 1))
+        raise ObjectStoreUnavailable(f"S3 at {self.endpoint} failed {operation} of {key!r} {self.attempts} times: "
+                                     f"{one_line(failure, typed=False)}") from failure
 
     def ensure_bucket(self) -> None:
         """Create the bucket unless it exists."""
@@ -219,8 +216,8 @@ class ObjectStore:
                         raise ObjectTooLarge(key, None, max_bytes)
                     yield chunk
             except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
-                raise ObjectStoreUnavailable(f"S3 at {self.endpoint} broke off reading {key!r}: {_one_line(exc)}") \
-                    from exc
+                raise ObjectStoreUnavailable(f"S3 at {self.endpoint} broke off reading {key!r}: "
+                                             f"{one_line(exc, typed=False)}") from exc
         finally:
             response.close()
             response.release_conn()

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import nats.errors
 from nats.js import JetStreamContext
 
-from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM
 from mfscore.services.common.metrics import (
     CONSUMER_ACK_PENDING,
     CONSUMER_PENDING,
     CONSUMER_REDELIVERED,
     STREAM_MESSAGES,
 )
+from mfscore.services.common.subjects import DEAD_STREAM, JOBS_STREAM
 
 POLL_SECONDS = 5.0
 STREAMS = (JOBS_STREAM, DEAD_STREAM)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 
-from mfscore.errors import MfscoreError
+from mfscore.services.common.status_codes import InvalidArgument
 
 RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TOKEN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_-]|\.(?!\.)){0,63}(?<!\.)")  # a namespace part
@@ -30,7 +30,7 @@ OBJECTS = "objects/"    # every caller's content-addressed objects, a namespace 
 DATASETS = "datasets/"  # every dataset's list of files; and this
 
 
-class BadName(MfscoreError):
+class BadName(InvalidArgument):
     """A caller's name that may not be used as a run id, a key or a file name."""
 
 

@@ -21,18 +21,16 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import grpc
-
 from mfscore import tasks
-from mfscore.errors import MfscoreError
 from mfscore.formats.images import ImageBytes
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.collector import collect_less
 from mfscore.run.limited import LimitedScorer, LimitExceeded, Limits
-from mfscore.services.common.grpc_server import follow_health, start_service_server, stop_grpc_server
-from mfscore.services.common.jetstream import JobFailed, JobWorker, connect, public_url, wait_for_streams
+from mfscore.services.common.grpc_server import track_health, start_service_server, stop_grpc_server
+from mfscore.services.common.job_worker import JobFailed, JobWorker
 from mfscore.services.common.messages import job, record_message
 from mfscore.services.common.metrics import start_metrics_server
+from mfscore.services.common.nats_connection import connect, public_url
 from mfscore.services.common.queue_lag import watch_lag
 from mfscore.services.common.object_store import (
     ObjectMissing,
@@ -42,6 +40,9 @@ from mfscore.services.common.object_store import (
 )
 from mfscore.services.common.run_layout import BadName, check_object_key, input_prefix
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.status_codes import InvalidArgument, answers
+from mfscore.services.common.streams import wait_for_streams
+from mfscore.services.common.subjects import scorer_consumer_name
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 
 log = logging.getLogger("mfscore.services")
@@ -90,7 +91,7 @@ def _fetch_bytes(store: ObjectStore, message: jobs_pb2.Job, name: str, limit: in
         return ImageBytes(name, None, error.size if error.size is not None else limit + 1, limit)
 
 
-class JobRefused(MfscoreError):
+class JobRefused(InvalidArgument):
     """A job naming inputs outside its own run's upload: whoever sent it, it is not the aggregator's plan."""
 
 
@@ -170,16 +171,13 @@ class Scorer(services_pb2_grpc.ScorerServiceServicer):
         self._handle = handle
         self._pool = pool
 
+    @answers
     async def Score(self, request, context):
         job = request.job
         if job.task not in tasks.names() or tasks.get(job.task).resource not in self._pool.resources:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                f"the {self._pool.name} pool scores {', '.join(self._pool.resources)} jobs, "
-                                f"not a {job.task or 'task-less'} job")
-        try:
-            check_inputs(job)
-        except JobRefused as refused:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.sentence())
+            raise InvalidArgument(f"the {self._pool.name} pool scores {', '.join(self._pool.resources)} jobs, "
+                                  f"not a {job.task or 'task-less'} job")
+        check_inputs(job)
         return services_pb2.ScoreResponse(record=await self._handle(job))
 
 
@@ -195,9 +193,9 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
     server, port = await start_service_server([(services_pb2_grpc.add_ScorerServiceServicer_to_server,
                                                 Scorer(handle, pool), "mfscore.v1.ScorerService")], settings)
     nc, js = await connect(settings)
-    health = asyncio.create_task(follow_health(server, lambda: nc.is_connected,
+    health = asyncio.create_task(track_health(server, lambda: nc.is_connected,
                                                f"NATS at {public_url(settings.nats_url)}"))
-    lag = asyncio.create_task(watch_lag(js, [f"{resource}-scorers" for resource in pool.resources]))
+    lag = asyncio.create_task(watch_lag(js, [scorer_consumer_name(resource) for resource in pool.resources]))
     try:
         if not await wait_for_streams(js, stop):
             return

@@ -1,84 +1,66 @@
-"""Service settings, read once from ``MFSCORE_*`` environment variables (Kubernetes injects them)."""
+"""Service settings, read once from ``MFSCORE_*`` environment variables (Kubernetes injects them).
+
+Each setting is declared once, as a field of ``Settings``: its type and default, and in its metadata
+(``setting(...)``) its variable, its check, its help and, for a few, its ``mfscore serve`` flag.
+``Settings.from_env``, the checks of ``__post_init__``, the ``serve`` flags (``flags()``) and
+docs/settings-reference.md (``python -m mfscore.services.common.settings_doc``) are derived from them.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from mfscore import limits
 from mfscore.errors import OptionError
+from mfscore.options import Check
 
-ENV_VARS = {
-    "nats_url": "MFSCORE_NATS_URL",
-    "s3_endpoint": "MFSCORE_S3_ENDPOINT",
-    "s3_access_key": "MFSCORE_S3_ACCESS_KEY",
-    "s3_secret_key": "MFSCORE_S3_SECRET_KEY",
-    "s3_region": "MFSCORE_S3_REGION",
-    "bucket": "MFSCORE_BUCKET",
-    "grpc_port": "MFSCORE_GRPC_PORT",
-    "metrics_port": "MFSCORE_METRICS_PORT",
-    "validator_address": "MFSCORE_VALIDATOR_ADDRESS",
-    "aggregator_address": "MFSCORE_AGGREGATOR_ADDRESS",
-    "work_dir": "MFSCORE_WORK_DIR",
-    "ack_wait_seconds": "MFSCORE_ACK_WAIT",
-    "job_seconds": "MFSCORE_JOB_SECONDS",
-    "job_memory_bytes": "MFSCORE_JOB_MEMORY_BYTES",
-    "max_deliver": "MFSCORE_MAX_DELIVER",
-    "retry_budget_seconds": "MFSCORE_RETRY_BUDGET",
-    "retention_days": "MFSCORE_RETENTION_DAYS",
-    "max_upload_bytes": "MFSCORE_MAX_UPLOAD_BYTES",
-    "grpc_host": "MFSCORE_GRPC_HOST",
-    "metrics_host": "MFSCORE_METRICS_HOST",
-    "token": "MFSCORE_TOKEN",
-    "tokens_file": "MFSCORE_TOKENS_FILE",
-    "tls_cert": "MFSCORE_TLS_CERT",
-    "tls_key": "MFSCORE_TLS_KEY",
-    "tls_ca": "MFSCORE_TLS_CA",
-    "nats_user": "MFSCORE_NATS_USER",
-    "nats_password": "MFSCORE_NATS_PASSWORD",
-    "pool_min_trials": "MFSCORE_POOL_MIN_TRIALS",
-    "stream_replicas": "MFSCORE_STREAM_REPLICAS",
-    "stream_storage": "MFSCORE_STREAM_STORAGE",
-    "stream_max_age_seconds": "MFSCORE_STREAM_MAX_AGE",
-    "stream_max_bytes": "MFSCORE_STREAM_MAX_BYTES",
-    "lease_seconds": "MFSCORE_LEASE_SECONDS",
-    "log_format": "MFSCORE_LOG_FORMAT",
-    "max_pixels": "MFSCORE_MAX_PIXELS",
-    "max_job_bytes": "MFSCORE_MAX_JOB_BYTES",
-    "max_json_bytes": "MFSCORE_MAX_JSON_BYTES",
-    "max_video_elements": "MFSCORE_MAX_VIDEO_ELEMENTS",
-    "max_kernel_size": "MFSCORE_MAX_KERNEL_SIZE",
-    "max_findings": "MFSCORE_MAX_FINDINGS",
-    "quota_created_runs": "MFSCORE_QUOTA_CREATED_RUNS",
-    "quota_runs_in_flight": "MFSCORE_QUOTA_RUNS_IN_FLIGHT",
-    "quota_create_run_per_minute": "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE",
-    "quota_upload_streams": "MFSCORE_QUOTA_UPLOAD_STREAMS",
-    "quota_upload_bytes": "MFSCORE_QUOTA_UPLOAD_BYTES",
-    "quota_dataset_files": "MFSCORE_QUOTA_DATASET_FILES",
-    "upload_idle_seconds": "MFSCORE_UPLOAD_IDLE_SECONDS",
-    "grpc_max_connections": "MFSCORE_GRPC_MAX_CONNECTIONS",
-    "grpc_max_calls": "MFSCORE_GRPC_MAX_CALLS",
-    "grpc_handshake_seconds": "MFSCORE_GRPC_HANDSHAKE_SECONDS",
-    "grpc_idle_seconds": "MFSCORE_GRPC_IDLE_SECONDS",
-}
-SECRET_FIELDS = ("s3_secret_key", "token", "nats_password")
+GIB = 1 << 30
 
-PORT_FIELDS = ("grpc_port", "metrics_port")
-POSITIVE_FIELDS = ("ack_wait_seconds", "max_deliver", "retention_days", "retry_budget_seconds", "max_upload_bytes",
-                   "stream_replicas", "lease_seconds", "quota_created_runs", "quota_runs_in_flight",
-                   "quota_create_run_per_minute", "quota_upload_streams", "quota_upload_bytes", "quota_dataset_files",
-                   "upload_idle_seconds", "grpc_max_connections", "grpc_max_calls", "grpc_handshake_seconds",
-                   "grpc_idle_seconds")
-CHOICE_FIELDS = {"stream_storage": ("file", "memory"), "log_format": ("text", "json")}
-# The operator's maxima of a run's resource options (mfscore.options.check_limits) and of a validation's findings:
-# each from 1 to its hard maximum (mfscore/limits.py)
-MAXIMUM_FIELDS = {"max_pixels": limits.HARD_MAX_PIXELS, "max_job_bytes": limits.HARD_MAX_JOB_BYTES,
-                  "max_json_bytes": limits.HARD_MAX_JSON_BYTES, "max_video_elements": limits.HARD_MAX_VIDEO_ELEMENTS,
-                  "max_kernel_size": limits.HARD_MAX_KERNEL_SIZE, "max_findings": limits.HARD_MAX_FINDINGS}
+
+class Rule(Check):
+    """A setting's check, worded as its refusal says it: ``<VARIABLE> must be <text>, not <value>``."""
+
+    def __init__(self, text: str, accepts: Callable[[Any], bool], *, bad: tuple, shown: Callable = str):
+        super().__init__(lambda value: None if accepts(value) else f"must be {text}, not {shown(value)}", bad=bad)
+        self.text = text
+
+
+def at_least(low: int, note: str = "") -> Rule:
+    return Rule(f"at least {low}{note}", lambda value: value >= low, bad=(low - 1,))
+
+
+def port() -> Rule:
+    return Rule("a port number from 0 to 65535", lambda value: 0 <= value <= 65535, bad=(-1, 65536))
+
+
+def up_to(most: int) -> Rule:
+    """From 1 to ``most``: an operator's maximum below its hard maximum (mfscore/limits.py)."""
+    return Rule(f"from 1 to {most}", lambda value: 1 <= value <= most, bad=(0, most + 1))
+
+
+def one_of(*choices: str) -> Rule:
+    return Rule(f"one of {', '.join(choices)}", lambda value: value in choices, bad=("no-such-choice",), shown=repr)
+
+
+def size_limit() -> Rule:
+    """A size limit in bytes, or -1 for none."""
+    return Rule("-1 (no limit) or a positive number of bytes", lambda value: value == -1 or value > 0, bad=(-2, 0))
+
+
+def setting(env: str, flag: str | None = None, *, help: str, check: Rule | None = None, flag_help: str = "",
+            unit: str = "", secret: bool = False, run_limit: bool = False, shown_default: str = "") -> dict:
+    """A field's metadata: its variable ``env``; its ``mfscore serve`` flag with that flag's help (``{env}`` stands for
+    the variable); its ``check``; ``help``, what it does (the settings reference); ``unit`` of its default in the
+    reference (``s`` or ``bytes``); ``secret``: never logged; ``run_limit``: the most a run's resource option of that
+    name may ask for (``check_limits``); ``shown_default``: the reference's default when it is computed."""
+    return {"env": env, "flag": flag, "flag_help": flag_help.format(env=env), "help": help, "check": check,
+            "unit": unit, "secret": secret, "run_limit": run_limit, "shown_default": shown_default}
 
 
 def _default_work_dir() -> str:
@@ -92,60 +74,163 @@ class Settings:
     ``s3_endpoint`` is kept with its scheme: ``host:port`` is read as ``http://host:port``.
     """
 
-    nats_url: str = "nats://127.0.0.1:4222"
-    s3_endpoint: str = "http://127.0.0.1:9000"
-    s3_access_key: str = ""            # none in code: from the environment, or generated by local-cluster up
-    s3_secret_key: str = ""
-    s3_region: str = "us-east-1"
-    bucket: str = "mfscore"
-    grpc_port: int = 50051
-    metrics_port: int = 9100
-    validator_address: str = "127.0.0.1:50051"
-    aggregator_address: str = "127.0.0.1:50051"
-    work_dir: str = field(default_factory=_default_work_dir)
-    ack_wait_seconds: int = 10         # a killed scorer's jobs come back this long after (heartbeats keep live ones)
-    job_seconds: int = 600             # a scorer's wall limit of one job (0: none)
-    job_memory_bytes: int = 8 << 30    # the memory one job may take on top of its idle scoring process (0: none)
-    max_deliver: int = 5
-    retry_budget_seconds: int = 900    # how long a job waits out S3 or NATS being unavailable before it is dead-lettered
-    retention_days: int = 30           # a finished run's status and reports are kept this long (docs/distributed.md)
-    max_upload_bytes: int = 4 << 30    # the largest input file UploadInputs takes
-    grpc_host: str = "127.0.0.1"       # loopback unless told otherwise (Kubernetes sets 0.0.0.0)
-    metrics_host: str = "127.0.0.1"
-    token: str = ""                    # this process's bearer token, sent on every gRPC call it makes
-    tokens_file: str = ""              # the callers a gRPC server accepts (services/common/auth.py)
-    tls_cert: str = ""                 # PEM certificate and key: gRPC listens with TLS when both are set
-    tls_key: str = ""
-    tls_ca: str = ""                   # PEM CA that gRPC and NATS servers' certificates are checked against
-    nats_user: str = ""
-    nats_password: str = ""
-    pool_min_trials: int = 100_000     # a portable task's smaller runs are scored in the aggregator (Task.portable)
-    stream_replicas: int = 1           # JetStream streams' and key-value buckets' replicas (3 on a 3-node NATS)
-    stream_storage: str = "file"       # where JetStream keeps them: file or memory
-    stream_max_age_seconds: int = 0    # the streams' message age limit (0: none)
-    stream_max_bytes: int = -1         # each stream's size limit in bytes (-1: none)
-    lease_seconds: int = 10            # the aggregator leader's lease: a standby takes over this long after it lapses
-    log_format: str = "text"           # text or json (one JSON object a line)
-    # The most a run may ask for: a run's options above one are refused (docs/reliability.md "Limits a client cannot raise")
-    max_pixels: int = limits.DEFAULT_MAX_PIXELS                  # --max-pixels of a mask run
-    max_job_bytes: int = limits.DEFAULT_MAX_JOB_BYTES            # --max-job-bytes of a mask run
-    max_json_bytes: int = limits.DEFAULT_MAX_JSON_BYTES          # --max-json-bytes of a provenance run
-    max_video_elements: int = limits.DEFAULT_MAX_VIDEO_ELEMENTS  # --max-elements of a video-spatial run
-    max_kernel_size: int = limits.DEFAULT_MAX_KERNEL_SIZE        # --eks, --dks, --ntdks
-    max_findings: int = limits.DEFAULT_MAX_FINDINGS              # findings the validator lists (it counts the rest)
+    grpc_port: int = field(default=50051, metadata=setting(
+        "MFSCORE_GRPC_PORT", "--grpc-port", check=port(), flag_help="gRPC port ({env}; 0 picks a free one)",
+        help="the port gRPC listens on (0: a free one)"))
+    metrics_port: int = field(default=9100, metadata=setting(
+        "MFSCORE_METRICS_PORT", "--metrics-port", check=port(), flag_help="Prometheus /metrics port ({env})",
+        help="the port Prometheus `/metrics` is served on (0: a free one)"))
+    nats_url: str = field(default="nats://127.0.0.1:4222", metadata=setting(
+        "MFSCORE_NATS_URL", "--nats-url", flag_help="NATS server ({env})",
+        help="the NATS server; several separated by commas (a cluster's nodes): the client connects to any and moves "
+             "to another when it goes"))
+    s3_endpoint: str = field(default="http://127.0.0.1:9000", metadata=setting(
+        "MFSCORE_S3_ENDPOINT", "--s3-endpoint", flag_help="S3-compatible endpoint, http(s)://host:port ({env})",
+        help="any S3-compatible endpoint, `http(s)://host:port` (`host:port` is read as `http://host:port`)"))
+    s3_access_key: str = field(default="", metadata=setting(
+        "MFSCORE_S3_ACCESS_KEY", help="the S3 access key (required: credentials never come from code)"))
+    s3_secret_key: str = field(default="", metadata=setting(
+        "MFSCORE_S3_SECRET_KEY", secret=True, help="the S3 secret key (required: credentials never come from code)"))
+    s3_region: str = field(default="us-east-1", metadata=setting("MFSCORE_S3_REGION", help="the S3 region"))
+    bucket: str = field(default="mfscore", metadata=setting(
+        "MFSCORE_BUCKET", "--bucket", flag_help="bucket of inputs and reports ({env})",
+        help="the bucket of inputs and reports"))
+    validator_address: str = field(default="127.0.0.1:50051", metadata=setting(
+        "MFSCORE_VALIDATOR_ADDRESS", help="where the aggregator calls the validator (`host:port`)"))
+    aggregator_address: str = field(default="127.0.0.1:50051", metadata=setting(
+        "MFSCORE_AGGREGATOR_ADDRESS", help="where a client calls the aggregator (`host:port`, several separated by "
+                                           "commas: the leader is picked by its health)"))
+    work_dir: str = field(default_factory=_default_work_dir, metadata=setting(
+        "MFSCORE_WORK_DIR", "--work-dir", flag_help="scratch directory ({env})", shown_default="<tmp>/mfscore-work",
+        help="scratch space"))
+    ack_wait_seconds: int = field(default=10, metadata=setting(
+        "MFSCORE_ACK_WAIT", check=at_least(1), unit="s",
+        help="how soon a lost scorer's jobs go to another (a live one's heartbeats, every third of it, keep them)"))
+    job_seconds: int = field(default=600, metadata=setting(
+        "MFSCORE_JOB_SECONDS", check=at_least(0, " (0: no limit)"), unit="s",
+        help="a scorer's wall-clock limit on one job (0: none); a job past it fails its run (docs/reliability.md "
+             "\"Limits on one job\")"))
+    job_memory_bytes: int = field(default=8 * GIB, metadata=setting(
+        "MFSCORE_JOB_MEMORY_BYTES", check=at_least(0, " (0: no limit)"), unit="bytes",
+        help="the memory one job may take on top of its idle scoring process (0: none); a job past it fails its run"))
+    max_deliver: int = field(default=5, metadata=setting(
+        "MFSCORE_MAX_DELIVER", check=at_least(1), help="attempts at a job failing for reasons other than S3 or NATS"))
+    retry_budget_seconds: int = field(default=900, metadata=setting(
+        "MFSCORE_RETRY_BUDGET", check=at_least(1), unit="s",
+        help="how long a job waits out S3 or NATS being unavailable before it is dead-lettered"))
+    retention_days: int = field(default=30, metadata=setting(
+        "MFSCORE_RETENTION_DAYS", check=at_least(1),
+        help="days a run's status and reports are kept after it ends (docs/distributed.md \"Retention\")"))
+    max_upload_bytes: int = field(default=4 * GIB, metadata=setting(
+        "MFSCORE_MAX_UPLOAD_BYTES", check=at_least(1), unit="bytes",
+        help="the largest input file `UploadInputs` (and `UploadObjects`) takes"))
+    grpc_host: str = field(default="127.0.0.1", metadata=setting(
+        "MFSCORE_GRPC_HOST", help="where gRPC listens: loopback unless set (Kubernetes sets `0.0.0.0`)"))
+    metrics_host: str = field(default="127.0.0.1", metadata=setting(
+        "MFSCORE_METRICS_HOST", help="where `/metrics` listens: loopback unless set (Kubernetes sets `0.0.0.0`)"))
+    token: str = field(default="", metadata=setting(
+        "MFSCORE_TOKEN", secret=True,
+        help="the bearer token this process sends on every gRPC call (the aggregator's, to the validator; a "
+             "client's, overriding a cluster file's)"))
+    tokens_file: str = field(default="", metadata=setting(
+        "MFSCORE_TOKENS_FILE", help="the callers a gRPC server accepts (docs/distributed.md \"Credentials\"); a "
+                                    "service will not start without one"))
+    tls_cert: str = field(default="", metadata=setting(
+        "MFSCORE_TLS_CERT", help="PEM certificate: gRPC listens with TLS when it and `MFSCORE_TLS_KEY` are set"))
+    tls_key: str = field(default="", metadata=setting("MFSCORE_TLS_KEY", help="the PEM key of `MFSCORE_TLS_CERT`"))
+    tls_ca: str = field(default="", metadata=setting(
+        "MFSCORE_TLS_CA", help="PEM CA the gRPC and NATS servers' certificates are checked against; set, clients use "
+                               "TLS"))
+    nats_user: str = field(default="", metadata=setting(
+        "MFSCORE_NATS_USER", help="this service's NATS user (docs/distributed.md \"Credentials\")"))
+    nats_password: str = field(default="", metadata=setting(
+        "MFSCORE_NATS_PASSWORD", secret=True, help="the password of `MFSCORE_NATS_USER`"))
+    pool_min_trials: int = field(default=100_000, metadata=setting(
+        "MFSCORE_POOL_MIN_TRIALS", check=at_least(0),
+        help="the aggregator's: a run of a portable task (detection) whose jobs hold fewer trials (each subset's "
+             "counted) is scored in the aggregator, a larger one by the task's pool; 0 sends every run to the pool. "
+             "The default is the measured break-even of a run with `--ci` (docs/detection.md \"On a cluster\")"))
+    stream_replicas: int = field(default=1, metadata=setting(
+        "MFSCORE_STREAM_REPLICAS", check=at_least(1),
+        help="the aggregator's: replicas of the jobs, results and dead-letter streams, the scorers' consumers and "
+             "the run bucket (3 on a 3-node NATS: docs/deploy.md \"A production NATS\")"))
+    stream_storage: str = field(default="file", metadata=setting(
+        "MFSCORE_STREAM_STORAGE", check=one_of("file", "memory"),
+        help="where JetStream keeps the same streams and bucket; NATS cannot change it for a stream that exists"))
+    stream_max_age_seconds: int = field(default=0, metadata=setting(
+        "MFSCORE_STREAM_MAX_AGE", check=at_least(0), unit="s",
+        help="the three streams' message age limit (0: none); the run bucket has none (retention removes its "
+             "entries)"))
+    stream_max_bytes: int = field(default=-1, metadata=setting(
+        "MFSCORE_STREAM_MAX_BYTES", check=size_limit(),
+        help="each of the three streams' size limit in bytes (-1: none); the run bucket has none"))
+    lease_seconds: int = field(default=10, metadata=setting(
+        "MFSCORE_LEASE_SECONDS", check=at_least(1), unit="s",
+        help="the aggregator leader's lease: a standby takes over this long after it lapses"))
+    log_format: str = field(default="text", metadata=setting(
+        "MFSCORE_LOG_FORMAT", check=one_of("text", "json"),
+        help="`json` writes one JSON object a line (`time`, `level`, `logger`, `message`, and `run_id`, `job_key` "
+             "where the line is about one)"))
+    # The most a run may ask for: a run's options above one are refused when submitted (docs/reliability.md
+    # "Limits a client cannot raise"), each from 1 to its hard maximum (mfscore/limits.py)
+    max_pixels: int = field(default=limits.DEFAULT_MAX_PIXELS, metadata=setting(
+        "MFSCORE_MAX_PIXELS", check=up_to(limits.HARD_MAX_PIXELS), run_limit=True,
+        help="the aggregator's and validator's: the most a mask run's `--max-pixels` may ask for"))
+    max_job_bytes: int = field(default=limits.DEFAULT_MAX_JOB_BYTES, metadata=setting(
+        "MFSCORE_MAX_JOB_BYTES", check=up_to(limits.HARD_MAX_JOB_BYTES), run_limit=True, unit="bytes",
+        help="the aggregator's and validator's: the most a mask run's `--max-job-bytes` may ask for"))
+    max_json_bytes: int = field(default=limits.DEFAULT_MAX_JSON_BYTES, metadata=setting(
+        "MFSCORE_MAX_JSON_BYTES", check=up_to(limits.HARD_MAX_JSON_BYTES), run_limit=True, unit="bytes",
+        help="the aggregator's and validator's: the most a provenance run's `--max-json-bytes` may ask for"))
+    max_video_elements: int = field(default=limits.DEFAULT_MAX_VIDEO_ELEMENTS, metadata=setting(
+        "MFSCORE_MAX_VIDEO_ELEMENTS", check=up_to(limits.HARD_MAX_VIDEO_ELEMENTS), run_limit=True,
+        help="the aggregator's and validator's: the most a video-spatial run's `--max-elements` may ask for"))
+    max_kernel_size: int = field(default=limits.DEFAULT_MAX_KERNEL_SIZE, metadata=setting(
+        "MFSCORE_MAX_KERNEL_SIZE", check=up_to(limits.HARD_MAX_KERNEL_SIZE), run_limit=True,
+        help="the aggregator's and validator's: the largest kernel a run's `--eks`, `--dks` and `--ntdks` may ask "
+             "for"))
+    max_findings: int = field(default=limits.DEFAULT_MAX_FINDINGS, metadata=setting(
+        "MFSCORE_MAX_FINDINGS", check=up_to(limits.HARD_MAX_FINDINGS),
+        help="the validator's: findings a report lists; the others are counted in its last one"))
     # Quotas of each caller (a token's name), on the aggregator (services/aggregator/quotas.py)
-    quota_created_runs: int = 100            # runs created and not yet submitted
-    quota_runs_in_flight: int = 20           # runs submitted that have not ended
-    quota_create_run_per_minute: int = 60    # CreateRun calls a minute (a burst of as many, then one a 1/n minute)
-    quota_upload_streams: int = 16           # UploadInputs and UploadObjects streams open at once (submit: 8)
-    quota_upload_bytes: int = 32 << 30       # bytes declared by the files being received at once
-    quota_dataset_files: int = 100_000       # file names in one CreateDataset
-    upload_idle_seconds: int = 60            # an upload stream sending nothing this long is ended
+    quota_created_runs: int = field(default=100, metadata=setting(
+        "MFSCORE_QUOTA_CREATED_RUNS", check=at_least(1),
+        help="the aggregator's, per caller (a token's name and role): runs created and not submitted (`CreateRun` "
+             "beyond: RESOURCE_EXHAUSTED)"))
+    quota_runs_in_flight: int = field(default=20, metadata=setting(
+        "MFSCORE_QUOTA_RUNS_IN_FLIGHT", check=at_least(1),
+        help="per caller: runs submitted and not ended (`SubmitRun` beyond: RESOURCE_EXHAUSTED)"))
+    quota_create_run_per_minute: int = field(default=60, metadata=setting(
+        "MFSCORE_QUOTA_CREATE_RUN_PER_MINUTE", check=at_least(1),
+        help="per caller: `CreateRun` calls a minute (a token bucket: a burst of as many, then one every 60/n s)"))
+    quota_upload_streams: int = field(default=16, metadata=setting(
+        "MFSCORE_QUOTA_UPLOAD_STREAMS", check=at_least(1),
+        help="per caller: `UploadInputs` and `UploadObjects` streams open at once (`mfscore submit` opens up to 8, "
+             "each sending one file at a time, so the defaults take two submits at once of files of up to "
+             "`MFSCORE_MAX_UPLOAD_BYTES`)"))
+    quota_upload_bytes: int = field(default=32 * GIB, metadata=setting(
+        "MFSCORE_QUOTA_UPLOAD_BYTES", check=at_least(1), unit="bytes",
+        help="per caller: bytes declared by the files being received at once (a declaration over it is refused "
+             "before a byte is kept)"))
+    quota_dataset_files: int = field(default=100_000, metadata=setting(
+        "MFSCORE_QUOTA_DATASET_FILES", check=at_least(1),
+        help="file names in one `CreateDataset` (refused as the names arrive, before they are all held)"))
+    upload_idle_seconds: int = field(default=60, metadata=setting(
+        "MFSCORE_UPLOAD_IDLE_SECONDS", check=at_least(1), unit="s",
+        help="an upload stream that sends nothing this long ends DEADLINE_EXCEEDED, the file it was sending dropped"))
     # Every gRPC server's own bounds (services/common/grpc_server.py)
-    grpc_max_connections: int = 4096         # connections open at once (the process has 20,000 descriptors or so)
-    grpc_max_calls: int = 2000               # calls under way at once, every caller's: RESOURCE_EXHAUSTED beyond
-    grpc_handshake_seconds: int = 10         # a connection that has not spoken HTTP/2 (or TLS) by then is closed
-    grpc_idle_seconds: int = 300             # a connection with no call this long is closed (clients reconnect)
+    grpc_max_connections: int = field(default=4096, metadata=setting(
+        "MFSCORE_GRPC_MAX_CONNECTIONS", check=at_least(1),
+        help="every gRPC server's: connections open at once (keep it under the process's `ulimit -n`)"))
+    grpc_max_calls: int = field(default=2000, metadata=setting(
+        "MFSCORE_GRPC_MAX_CALLS", check=at_least(1),
+        help="every gRPC server's: calls under way at once, every caller's (RESOURCE_EXHAUSTED beyond)"))
+    grpc_handshake_seconds: int = field(default=10, metadata=setting(
+        "MFSCORE_GRPC_HANDSHAKE_SECONDS", check=at_least(1), unit="s",
+        help="a connection that has not spoken (TLS, HTTP/2) by then is closed"))
+    grpc_idle_seconds: int = field(default=300, metadata=setting(
+        "MFSCORE_GRPC_IDLE_SECONDS", check=at_least(1), unit="s",
+        help="a connection with no call this long is closed (a client reconnects when it next calls)"))
 
     def __post_init__(self) -> None:
         endpoint = self.s3_endpoint if "://" in self.s3_endpoint else f"http://{self.s3_endpoint}"
@@ -156,34 +241,16 @@ class Settings:
                 "or http(s)://host:port"
             )
         object.__setattr__(self, "s3_endpoint", f"{parts.scheme}://{parts.netloc}")
-        for name in PORT_FIELDS:
-            if not 0 <= getattr(self, name) <= 65535:
-                raise OptionError(f"{ENV_VARS[name]} must be a port number from 0 to 65535, not {getattr(self, name)}")
-        for name in POSITIVE_FIELDS:
-            if getattr(self, name) < 1:
-                raise OptionError(f"{ENV_VARS[name]} must be at least 1, not {getattr(self, name)}")
-        for name, most in MAXIMUM_FIELDS.items():
-            if not 1 <= getattr(self, name) <= most:
-                raise OptionError(f"{ENV_VARS[name]} must be from 1 to {most}, not {getattr(self, name)}")
-        for name, choices in CHOICE_FIELDS.items():
-            if getattr(self, name) not in choices:
-                raise OptionError(f"{ENV_VARS[name]} must be one of {', '.join(choices)}, not {getattr(self, name)!r}")
-        if self.stream_max_age_seconds < 0:
-            raise OptionError(f"{ENV_VARS['stream_max_age_seconds']} must be at least 0, not "
-                              f"{self.stream_max_age_seconds}")
-        if self.stream_max_bytes < -1 or self.stream_max_bytes == 0:
-            raise OptionError(f"{ENV_VARS['stream_max_bytes']} must be -1 (no limit) or a positive number of bytes, "
-                              f"not {self.stream_max_bytes}")
-        for name in ("job_seconds", "job_memory_bytes"):
-            if getattr(self, name) < 0:
-                raise OptionError(f"{ENV_VARS[name]} must be at least 0 (0: no limit), not {getattr(self, name)}")
-        if self.pool_min_trials < 0:
-            raise OptionError(f"{ENV_VARS['pool_min_trials']} must be at least 0, not {self.pool_min_trials}")
+        for f in fields():
+            check = f.metadata["check"]
+            found = check.problem(getattr(self, f.name)) if check else None
+            if found:
+                raise OptionError(f"{f.metadata['env']} {found[1]}")
 
     @property
     def option_limits(self) -> dict[str, int]:
         """The maxima of a run's resource options, by the ``limit`` their fields declare (``check_limits``)."""
-        return {name: getattr(self, name) for name in MAXIMUM_FIELDS if name != "max_findings"}
+        return {f.name: getattr(self, f.name) for f in fields() if f.metadata["run_limit"]}
 
     def redacted(self) -> Settings:
         """These settings with every secret replaced by ``***``, for logs."""
@@ -211,18 +278,37 @@ class Settings:
         unknown = set(overrides) - set(ENV_VARS)
         if unknown:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
-        types = {f.name: f.type for f in dataclasses.fields(cls)}
         values = {}
-        for name, var in ENV_VARS.items():
+        for f in fields():
+            var = f.metadata["env"]
             raw = environ.get(var)
             if raw is None or raw == "":
                 continue
-            if types[name] in (int, "int"):
+            if value_type(f) is int:
                 try:
-                    values[name] = int(raw.strip())
+                    values[f.name] = int(raw.strip())
                 except ValueError:
                     raise OptionError(f"{var} must be an integer, not {raw!r}") from None
             else:
-                values[name] = raw
+                values[f.name] = raw
         values.update(overrides)
         return cls(**values)
+
+
+def fields() -> tuple[dataclasses.Field, ...]:
+    """Every setting, in its declaration's order."""
+    return dataclasses.fields(Settings)
+
+
+def value_type(setting: dataclasses.Field) -> type:
+    """``int`` or ``str``: what the setting's variable is read as."""
+    return int if setting.type in (int, "int") else str
+
+
+def flags() -> tuple[dataclasses.Field, ...]:
+    """The settings an ``mfscore serve`` flag overrides (``metadata["flag"]``, ``metadata["flag_help"]``)."""
+    return tuple(f for f in fields() if f.metadata["flag"])
+
+
+ENV_VARS = {f.name: f.metadata["env"] for f in fields()}
+SECRET_FIELDS = tuple(f.name for f in fields() if f.metadata["secret"])

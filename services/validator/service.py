@@ -22,8 +22,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import grpc
-
 from mfscore import tasks
 from mfscore.errors import MfscoreError
 from mfscore.options import check_limits
@@ -32,6 +30,7 @@ from mfscore.services.common.metrics import VALIDATION_DURATION, VALIDATIONS, st
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreUnavailable
 from mfscore.services.common.planning import fetch_tables, named_by_key, run_options
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.status_codes import Unavailable, answers
 from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
 from mfscore.validation.findings import Severity, ValidationReport, omitted_finding
 from mfscore.validation.submission import validate_submission
@@ -100,14 +99,14 @@ class Validator(services_pb2_grpc.ValidatorServiceServicer):
         self._work_dir = work_dir
         self._settings = settings
 
+    @answers
     async def Validate(self, request, context):
         task, started, outcome = task_label(request.run.task), time.perf_counter(), "error"
         try:
             report = await asyncio.to_thread(validate_run, self._store, self._work_dir, request.run, self._settings)
             outcome = "valid" if report.valid else "invalid"
         except ObjectStoreUnavailable as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"the validator cannot read the run's tables now: "
-                                                             f"{error.sentence()}")
+            raise Unavailable(f"the validator cannot read the run's tables now: {error.sentence()}") from error
         finally:
             VALIDATIONS.labels(task, outcome).inc()
             VALIDATION_DURATION.labels(task).observe(time.perf_counter() - started)

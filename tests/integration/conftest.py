@@ -11,7 +11,9 @@ import pytest
 
 from integration.clusters import cluster_up
 from integration.nats_reset import delete_streams
-from mfscore.services.common.jetstream import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, connect, ensure_streams
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.streams import ensure_streams
+from mfscore.services.common.subjects import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM
 from mfscore.services.common.nats_auth import ROLES
 from mfscore.services.local.servers import start_nats_server, start_s3_server
 from mfscore.services.common.settings import Settings

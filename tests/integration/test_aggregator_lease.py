@@ -14,14 +14,17 @@ from nats.js.errors import NoKeysError
 
 from mfscore.services.aggregator.api import FOLLOWING
 from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
-from mfscore.services.aggregator.service import Aggregator, follow_leading
-from mfscore.services.aggregator.state import RunEntry, State, now, status_key
+from mfscore.services.aggregator.service import Aggregator, track_leader_health
+from mfscore.services.aggregator.run import Run, State, now
+from mfscore.services.aggregator.state import RunBook, status_key
 from mfscore.services.commands.local_cluster import health
 from mfscore.services.common.auth import Callers, Caller, client_channel
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
-from mfscore.services.common.jetstream import bucket_keys, connect
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.streams import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, runs_pb2, services_pb2_grpc
+from mfscore.tasks.base import Plan
 
 pytestmark = pytest.mark.integration
 LEASE = 1.0  # seconds: short, so a takeover takes about a second
@@ -55,11 +58,25 @@ def aggregator(settings, js, kv, name, lease, nc) -> Aggregator:
     return Aggregator(settings, ObjectStore(settings), js, Fenced(kv, js, name, lease), None, nc=nc, lease=lease)
 
 
-def new_run(run_id: str) -> tuple[RunEntry, runs_pb2.RunSpec, runs_pb2.RunStatus]:
+def new_run(run_id: str) -> tuple[Run, runs_pb2.RunSpec, runs_pb2.RunStatus]:
     spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=f"runs/{run_id}/inputs/")
     status = runs_pb2.RunStatus(run_id=run_id, state=State.RUN_STATE_CREATED, submitted_at=now(), created_at=now(),
                                 owner=OPERATOR.name, owner_role=OPERATOR.role)
-    return RunEntry(spec, status), spec, status
+    return Run(spec, status), spec, status
+
+
+async def moved(book: RunBook, run: Run, *moves) -> None:
+    """Make each of ``moves`` (a transition of ``Run``) and record it, as the runner does; a run planned holds a plan
+    of no job, ready at once."""
+    for move in moves:
+        if move is Run.planned:
+            run.hold_plan(None, Plan(options=None, jobs=[]))
+        assert move(run)
+        await book.save(run)
+
+
+async def submitted(book: RunBook, run: Run) -> None:
+    await book.record(run, run.spec, run.submitted(run.spec))
 
 
 async def eventually(predicate, what: str, timeout: float = 10.0):
@@ -102,7 +119,8 @@ def test_a_deposed_leaders_write_is_refused_by_nats_and_the_bucket_keeps_the_new
             old = aggregator(cluster_settings, js, kv, name, old_lease, nc)
             entry, spec, status = new_run("r1")
             await old.book.record(entry, spec, status)
-            await old.book.set_state(entry, State.RUN_STATE_SCORING)
+            await submitted(old.book, entry)
+            await moved(old.book, entry, Run.planned)
             # The old leader's renewals stop (a pause) while its own clock says its lease is fresh.
             await asyncio.wait_for(new_lease.wait_to_lead(), 5 * LEASE)
             new = aggregator(cluster_settings, js, kv, name, new_lease, nc)
@@ -110,11 +128,11 @@ def test_a_deposed_leaders_write_is_refused_by_nats_and_the_bucket_keeps_the_new
             # between the two reads below (a race lost every time once the modules' bytecode was cached)
             new.runner.resume = lambda entry: None
             await new.restore()  # reclaims r1: its revisions move on
-            await new.book.set_state(new.runs["r1"], State.RUN_STATE_REPORTING)
+            await moved(new.book, new.runs["r1"], Run.planned, Run.ready)
             before = await kv.get(status_key("r1"))
             assert old_lease.leading()  # by its clock: only NATS can refuse it now
             with pytest.raises(Deposed):
-                await old.book.set_state(entry, State.RUN_STATE_FAILED)
+                await moved(old.book, entry, lambda run: run.end("deposed"))
             after = await kv.get(status_key("r1"))
             return before, after, old_lease.deposed.is_set()
 
@@ -167,14 +185,15 @@ def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream,
             renewing = asyncio.create_task(leader_lease.keep())
             leader = aggregator(cluster_settings, js, kv, name, leader_lease, nc)
             standby = aggregator(cluster_settings, js, kv, name, standby_lease, nc)
-            following = asyncio.create_task(standby.follow(kv))
+            following = asyncio.create_task(standby.mirror_bucket(kv))
             await asyncio.to_thread(leader.datasets.store.ensure_bucket)
 
             entry, spec, status = new_run("r2")
             await leader.book.record(entry, spec, status)
             await eventually(lambda: "r2" in standby.runs, "the standby to see the new run")
             seen = standby.runs["r2"]
-            await leader.book.set_state(entry, State.RUN_STATE_SCORING)
+            await submitted(leader.book, entry)
+            await moved(leader.book, entry, Run.planned)
             await eventually(lambda: seen.status.state == State.RUN_STATE_SCORING, "the standby to see SCORING")
             same_entry = standby.runs["r2"] is seen  # changed in place: its watchers keep watching
 
@@ -218,7 +237,7 @@ def test_a_standby_follows_the_bucket_serves_reads_and_refuses_writes(jetstream,
 
                 in_progress, listed, refused, cancel_refused = await asyncio.to_thread(calls)
                 stored = runs_pb2.RunStatus.FromString((await kv.get(status_key("r2"))).value)
-                await leader.book.set_state(entry, State.RUN_STATE_DONE)
+                await moved(leader.book, entry, Run.ready, Run.done)
                 await eventually(lambda: seen.status.state == State.RUN_STATE_DONE, "the standby to see DONE")
                 read = await asyncio.to_thread(ended)
             finally:
@@ -271,7 +290,7 @@ def test_a_standby_is_alive_and_only_the_leader_serves_the_aggregator_service(je
                 servers.append(server)
                 ports.append(port)
                 background.append(asyncio.create_task(
-                    follow_leading(server, lambda own=own: own.is_connected, lease.leading)))
+                    track_leader_health(server, lambda own=own: own.is_connected, lease.leading)))
             try:
                 seen = {"first leads": [await health_settles(port, expected) for port, expected in
                                         zip(ports, [(serving,) * 3, (serving, not_serving, not_serving)])]}

@@ -21,7 +21,8 @@ from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.common.auth import LEADER_SERVICE
-from mfscore.services.common.jetstream import RUNS_BUCKET, connect
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.subjects import RUNS_BUCKET
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from output_files import tree
 

@@ -16,22 +16,20 @@ from mfscore import tasks
 from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.mask_scoring import MaskJob
 from mfscore.records import JobKey, encode_outcome
-from mfscore.services.common.jetstream import (
+from mfscore.services.common.job_worker import JobWorker
+from mfscore.services.common.streams import publish_job, purge_run_jobs, runs_bucket
+from mfscore.services.common.subjects import (
     DEAD_STREAM,
     ERROR_HEADER,
-    JOB_KINDS,
     JOBS_STREAM,
     MSG_ID_HEADER,
     RESULTS_STREAM,
-    JobWorker,
     dead_subject,
     job_filter,
     job_id,
+    job_kinds,
     job_subject,
-    publish_job,
-    purge_run_jobs,
     result_subject,
-    runs_bucket,
 )
 from mfscore.services.common.messages import job, job_key, job_message, outcome
 from mfscore.services.common.metrics import REGISTRIES
@@ -276,8 +274,8 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
 
 def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_each(jetstream):
     resources = {tasks.get(n).resource for n in tasks.names()} - {PLANNER}
-    assert set(JOB_KINDS) == resources == {"detection", "mask", "video", "json"}
-    for kind in JOB_KINDS:
+    assert set(job_kinds()) == resources == {"detection", "mask", "video", "json"}
+    for kind in job_kinds():
         assert (job_subject(kind, "runK"), job_filter(kind), dead_subject(kind)) == (
             f"mfscore.jobs.{kind}.runK", f"mfscore.jobs.{kind}.>", f"mfscore.dead.{kind}")
     with pytest.raises(ValueError):
@@ -293,7 +291,7 @@ def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_
             async def handle(job):
                 return scored(job)
 
-            for kind in JOB_KINDS:
+            for kind in job_kinds():
                 w = worker(js, handle, kind=kind)
                 assert w.consumer == f"{kind}-scorers"
                 stop = asyncio.Event()

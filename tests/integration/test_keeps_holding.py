@@ -43,8 +43,8 @@ from mfscore.records import Problem, encode_outcome
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
-from mfscore.services.common.jetstream import JOBS_STREAM, MSG_ID_HEADER, RESULTS_STREAM, job_id, result_subject
 from mfscore.services.common.messages import job_key, outcome
+from mfscore.services.common.subjects import JOBS_STREAM, MSG_ID_HEADER, RESULTS_STREAM, job_id, result_subject
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
 from mfscore.tasks import get as get_task
 
@@ -90,6 +90,17 @@ def once_received(config: ClusterConfig, run_id: str, at_least: int) -> runs_pb2
         for status in (r.run for r in stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=300)):
             scoring = status.state == State.RUN_STATE_SCORING
             if (scoring and status.trials_received >= at_least) or status.state in ENDED:
+                return status
+    raise AssertionError(f"run {run_id}'s watch ended before it did")
+
+
+def received_while_publishing(config: ClusterConfig, run_id: str, at_least: int) -> runs_pb2.RunStatus:
+    """Follow the run until ``at_least`` of its trials are in, while its jobs are still published (VALIDATING: a
+    fast scorer may score all but the last by then) or once they are (SCORING), or until it ended; its status then."""
+    with config.channel() as channel:
+        stub = services_pb2_grpc.AggregatorServiceStub(channel)
+        for status in (r.run for r in stub.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id), timeout=300)):
+            if status.trials_received >= at_least or status.state in ENDED:
                 return status
     raise AssertionError(f"run {run_id}'s watch ended before it did")
 
@@ -328,8 +339,11 @@ class Frozen:
 
     def __enter__(self) -> runs_pb2.RunStatus:
         try:
-            status = once_received(self.config, self.run_id, self.at_least)
+            status = received_while_publishing(self.config, self.run_id, self.at_least)
             os.kill(self.scorer["pid"], signal.SIGSTOP)
+            assert status.state not in ENDED, "the run ended before the scorer could be stopped"
+            status = wait_for(lambda: (s := get_run(self.config, self.run_id)).state != State.RUN_STATE_VALIDATING
+                              and s, "the run's jobs to be published", timeout=60)
             assert status.state == State.RUN_STATE_SCORING, "the run ended before the scorer could be stopped"
             return stable_status(self.config, self.run_id)
         except BaseException:

@@ -29,24 +29,19 @@ from mfscore.masks.mask_scoring import MaskJob
 from mfscore.records import JobKey
 from mfscore.sample_data.examples import example_arguments
 from mfscore.services.commands import local_cluster as commands
-from mfscore.services.common.jetstream import (
+from mfscore.services.common.job_worker import JobWorker
+from mfscore.services.common.nats_connection import NatsRefused, connect
+from mfscore.services.common.streams import STREAMS, ensure_streams, publish_job, runs_bucket, wait_for_streams
+from mfscore.services.common.subjects import (
     DEAD_STREAM,
     JOBS_STREAM,
     MSG_ID_HEADER,
     RESULTS_STREAM,
     RUNS_BUCKET,
-    STREAMS,
-    JobWorker,
-    NatsRefused,
-    connect,
-    ensure_streams,
     job_filter,
     job_id,
     job_subject,
-    publish_job,
     result_subject,
-    runs_bucket,
-    wait_for_streams,
 )
 from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore

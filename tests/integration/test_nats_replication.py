@@ -26,22 +26,16 @@ from integration.equivalence import tree, without_created
 from integration.nats_reset import delete_streams
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.common.jetstream import (
-    JOB_KINDS,
+from mfscore.services.common.nats_connection import connect, nats_servers, nats_tls, public_url
+from mfscore.services.common.streams import STREAMS, StreamRefused, ensure_streams, runs_bucket
+from mfscore.services.common.subjects import (
     JOBS_STREAM,
     RESULTS_STREAM,
     RUNS_BUCKET,
     RUNS_STREAM,
-    STREAMS,
-    StreamRefused,
-    connect,
-    ensure_streams,
     job_filter,
-    nats_servers,
-    nats_tls,
-    public_url,
+    job_kinds,
     result_subject,
-    runs_bucket,
 )
 from mfscore.services.common.settings import Settings
 from mfscore.services.local.servers import find_executable, free_port, free_ports, start_nats_cluster
@@ -220,7 +214,7 @@ def test_ensure_streams_is_idempotent_and_brings_r1_to_r3_with_its_messages(as_r
                 assert (await replicated(js, stream)).config.num_replicas == NODES
             assert (await js.stream_info(RESULTS_STREAM)).state.messages == 5
             assert (await js.stream_info(RUNS_STREAM)).state.messages == 1
-            for kind in JOB_KINDS:  # the scorers' consumers follow their stream, a few seconds later
+            for kind in job_kinds():  # the scorers' consumers follow their stream, a few seconds later
                 await consumer_replicated(js, f"{kind}-scorers")
         async with as_role("aggregator", **replicated_settings()) as js:  # and back, as NATS allows
             await ensure_streams(js, Settings())
@@ -263,7 +257,7 @@ def test_the_aggregator_creates_the_scorers_consumers_replicated(as_role):
             await ensure_streams(js, settings)
         async with as_role("observer") as js:
             first = {}
-            for kind in JOB_KINDS:
+            for kind in job_kinds():
                 info = await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")
                 assert (info.config.durable_name, info.config.filter_subject) == (f"{kind}-scorers", job_filter(kind))
                 assert (info.config.ack_wait, info.config.max_deliver) == (45, -1)
@@ -272,7 +266,7 @@ def test_the_aggregator_creates_the_scorers_consumers_replicated(as_role):
         async with as_role("aggregator", **replicated_settings()) as js:
             await ensure_streams(js, settings)
         async with as_role("observer") as js:
-            for kind in JOB_KINDS:
+            for kind in job_kinds():
                 assert (await js.consumer_info(JOBS_STREAM, f"{kind}-scorers")).created == first[kind]
 
     asyncio.run(scenario())

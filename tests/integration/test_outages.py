@@ -32,7 +32,9 @@ from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.commands.report import Reconnecting, list_runs, watch
 from mfscore.services.commands.upload import upload_run
-from mfscore.services.common.jetstream import JOBS_STREAM, RESULTS_STREAM, connect, result_subject, runs_bucket
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.streams import runs_bucket
+from mfscore.services.common.subjects import JOBS_STREAM, RESULTS_STREAM, result_subject
 from mfscore.services.common.nats_auth import SERVICE_ROLES
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.local.servers import free_port, start_nats_server

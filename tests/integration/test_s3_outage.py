@@ -21,16 +21,10 @@ from integration.faults import FaultyProxy
 from integration.uploads import stored
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.aggregator.service import Aggregator
-from mfscore.services.aggregator.state import RunEntry
-from mfscore.services.common.jetstream import (
-    DEAD_STREAM,
-    ERROR_HEADER,
-    JOBS_STREAM,
-    RESULTS_STREAM,
-    JobWorker,
-    publish_job,
-    runs_bucket,
-)
+from mfscore.services.aggregator.run import Run
+from mfscore.services.common.job_worker import JobWorker
+from mfscore.services.common.streams import publish_job, runs_bucket
+from mfscore.services.common.subjects import DEAD_STREAM, ERROR_HEADER, JOBS_STREAM, RESULTS_STREAM
 from mfscore.services.common.messages import job_key, outcome
 from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import ObjectStore
@@ -185,10 +179,9 @@ def test_a_poison_job_dead_letters_after_max_deliver_attempts_and_its_run_counts
             kv = await runs_bucket(js, cluster_settings)
             aggregator = Aggregator(cluster_settings, ObjectStore(cluster_settings), js, kv, validator=None)
             run_id = mask_run.run_id
-            entry = RunEntry(mask_run.spec(run_id=run_id),
-                             runs_pb2.RunStatus(run_id=run_id, task="mask", state=runs_pb2.RUN_STATE_SCORING,
-                                                trials_planned=len(mask_run.plan.jobs)),
-                             task=mask_run.task, plan=mask_run.plan, planned={job.key for job in mask_run.plan.jobs})
+            entry = Run(mask_run.spec(run_id=run_id),
+                        runs_pb2.RunStatus(run_id=run_id, task="mask", state=runs_pb2.RUN_STATE_SCORING), new=False)
+            entry.hold_plan(mask_run.task, mask_run.plan)
             aggregator.runs[run_id] = entry
             await aggregator.on_result(result)
             stored = runs_pb2.RunStatus.FromString((await kv.get(f"status.{run_id}")).value)

@@ -13,6 +13,7 @@ import random
 
 import nats.errors
 import pytest
+from run_doubles import TASK, plan, record
 
 from mfscore import tasks
 from mfscore.cli.main import build_parser
@@ -20,7 +21,9 @@ from mfscore.results import HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, 
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.services.aggregator import paging, state
 from mfscore.services.aggregator.retention import Retention
-from mfscore.services.aggregator.state import NotRecorded, RunBook, RunEntry, State, created_ns, status_key
+from mfscore.services.common.retry import one_line
+from mfscore.services.aggregator.run import TERMINAL, Run
+from mfscore.services.aggregator.state import NotRecorded, RunBook, State, created_ns, status_key
 from mfscore.services.common.results_wire import results_from_message, results_message
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import results_pb2, runs_pb2
@@ -133,7 +136,7 @@ class FakeKv:
         return runs_pb2.RunStatus.FromString(self.data[status_key(run_id)]).state
 
 
-def book_with(run_state, run_id: str = "r1") -> tuple[RunBook, RunEntry, FakeKv, list]:
+def book_with(run_state, run_id: str = "r1") -> tuple[RunBook, Run, FakeKv, list]:
     kv = FakeKv()
     book = RunBook(kv)
     ended = []
@@ -142,9 +145,10 @@ def book_with(run_state, run_id: str = "r1") -> tuple[RunBook, RunEntry, FakeKv,
         ended.append(entry.spec.run_id)
 
     book.on_end = on_end
-    entry = RunEntry(runs_pb2.RunSpec(run_id=run_id), runs_pb2.RunStatus(run_id=run_id, state=run_state,
-                                                                        trials_planned=10, trials_received=4))
-    entry.planned, entry.trials = {"k"}, {"k": 1}
+    entry = Run(runs_pb2.RunSpec(run_id=run_id), runs_pb2.RunStatus(run_id=run_id, state=run_state,
+                                                                   trials_received=4), new=False)
+    if run_state in (State.RUN_STATE_VALIDATING, State.RUN_STATE_SCORING):
+        entry.hold_plan(TASK, plan(*[1] * 10))
     book.runs[run_id] = entry
     return book, entry, kv, ended
 
@@ -174,8 +178,7 @@ def test_records_folded_while_the_cancel_is_written_count_in_the_cancelled_statu
 
         async def put_while_a_record_folds(key, value):
             kv.put = put  # one record, during the cancel's own write
-            entry.status.jobs_received += 1
-            entry.status.trials_received += 1
+            entry.fold(record(0), describe=one_line)
             await put(key, value)
 
         kv.put = put_while_a_record_folds
@@ -187,7 +190,7 @@ def test_records_folded_while_the_cancel_is_written_count_in_the_cancelled_statu
     assert entry.status.trials_received == stored.trials_received == 5 and stored.state == State.RUN_STATE_CANCELLED
 
 
-@pytest.mark.parametrize("run_state", sorted(state.TERMINAL))
+@pytest.mark.parametrize("run_state", sorted(TERMINAL))
 def test_a_run_that_has_ended_is_not_cancelled(run_state):
     async def scenario():
         book, entry, kv, ended = book_with(run_state)
@@ -206,7 +209,7 @@ def test_a_cancel_nats_does_not_take_leaves_the_run_as_it_was():
         return entry, ended
 
     entry, ended = asyncio.run(scenario())
-    assert entry.status.state == State.RUN_STATE_SCORING and ended == [] and entry.trials == {"k": 1}
+    assert entry.status.state == State.RUN_STATE_SCORING and ended == [] and len(entry.trials) == 10
 
 
 def test_a_run_that_ended_stays_as_it_ended():
@@ -216,8 +219,7 @@ def test_a_run_that_ended_stays_as_it_ended():
         book, entry, kv, ended = book_with(State.RUN_STATE_REPORTING)
         assert await book.cancel(entry, "cancelled by alice")
         writes = len(kv.writes)
-        await book.set_state(entry, State.RUN_STATE_DONE)
-        await book.end(entry, "the job x could not be scored")
+        assert not entry.done() and not entry.end("the job x could not be scored")  # nothing for the book to record
         await asyncio.sleep(0)
         return entry, kv, ended, writes
 
@@ -229,11 +231,14 @@ def test_a_run_that_ended_stays_as_it_ended():
 def test_a_state_change_in_flight_when_the_cancel_lands_records_the_cancel():
     """The runner marks the run DONE in memory, then writes it under the run's lock: a cancel after that sees the run
     ended; a cancel whose write is under way first wins, and the runner's write then records CANCELLED too."""
+    async def done(book, entry):  # as the runner does
+        if entry.done():
+            await book.save(entry)
+
     async def scenario(cancel_first: bool):
         book, entry, kv, ended = book_with(State.RUN_STATE_REPORTING)
-        first, second = ((book.cancel(entry, "cancelled by alice"), book.set_state(entry, State.RUN_STATE_DONE))
-                         if cancel_first else
-                         (book.set_state(entry, State.RUN_STATE_DONE), book.cancel(entry, "cancelled by alice")))
+        first, second = ((book.cancel(entry, "cancelled by alice"), done(book, entry)) if cancel_first else
+                         (done(book, entry), book.cancel(entry, "cancelled by alice")))
         started = asyncio.create_task(first)
         await asyncio.sleep(0)  # it is writing, its lock held
         results = await asyncio.gather(started, second)
@@ -326,4 +331,4 @@ def test_a_detection_run_counts_its_trials_not_its_jobs(tmp_path):
                                       str(tmp_path / "out" / "x")])
     task = tasks.get("detection")
     plan = task.plan(args.task_options(args).options)
-    assert sum(task.trials(job.work) for job in plan.jobs) == len(plan.state.table.trials) == 2500 > len(plan.jobs)
+    assert sum(task.trials(job.work) for job in plan.jobs) == len(plan.prepared.table.trials) == 2500 > len(plan.jobs)

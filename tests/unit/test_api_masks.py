@@ -146,7 +146,7 @@ def _scored_case(case: FileCase):
     options = Options(ref_dir=str(MT), reference=case.reference, index=case.index, system=str(MT / case.system),
                       index_filter=case.index_filter, scoring=MaskOptions(task=case.task, **case.scoring),
                       report=ReportOptions(task=case.task, precision=PRECISION))
-    plan = TASK.plan(options).state.plans[0]
+    plan = TASK.plan(options).prepared.plans[0]
     threshold = case.scoring.get("sbin")
     key_columns = ["ProbeFileID", "DonorFileID"] if case.task == "splice" else ["ProbeFileID"]
     keys = [tuple(row) for row in plan.trials[key_columns].to_numpy()]

@@ -17,7 +17,8 @@ import pytest
 from mfscore.services.aggregator import paging
 from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, kv_key, manifest_sha256, naming_refusal
 from mfscore.services.aggregator.objects import Objects, space_of_key
-from mfscore.services.aggregator.state import RunBook, RunEntry, State, spec_key, status_key
+from mfscore.services.aggregator.run import Run
+from mfscore.services.aggregator.state import RunBook, State, spec_key, status_key
 from mfscore.services.common import input_manifest
 from mfscore.services.common.auth import Caller
 from mfscore.services.common.object_store import ObjectMissing
@@ -289,9 +290,9 @@ def test_a_later_record_of_a_name_wins_and_an_old_record_names_the_runs_prefix()
 # ----------------------------------------------------------------------------------------- collection
 
 
-def run_entry(run_id: str, owner: str, dataset: str = "", state=State.RUN_STATE_DONE) -> RunEntry:
-    return RunEntry(runs_pb2.RunSpec(run_id=run_id, dataset=dataset),
-                    runs_pb2.RunStatus(run_id=run_id, owner=owner, owner_role="client", state=state))
+def run_entry(run_id: str, owner: str, dataset: str = "", state=State.RUN_STATE_DONE) -> Run:
+    return Run(runs_pb2.RunSpec(run_id=run_id, dataset=dataset),
+               runs_pb2.RunStatus(run_id=run_id, owner=owner, owner_role="client", state=state))
 
 
 def world():

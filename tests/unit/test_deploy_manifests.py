@@ -9,12 +9,12 @@ not a rendering. When a ``kustomize`` or ``kubectl`` binary is on PATH,
 and scaling checks on the result. Without one, that test is skipped and only the structural
 checks run.
 
-The facts the manifests must follow are read from the code with ``ast`` (so a plain install,
-without the ``cluster`` extra, runs these tests): the services ``mfscore serve`` accepts
-(``services/commands/serve.py`` SERVICES), the resource classes of the job subjects and their
-durable consumers ``<class>-scorers`` (``services/common/jetstream.py`` JOB_KINDS), the classes
-each scorer pool pulls (``services/<pool>/service.py`` POOL) and the gRPC services each process
-registers (``proto/mfscore/v1/services.proto``).
+The facts the manifests must follow are read from the code without the ``cluster`` extra (so a plain install runs
+these tests): the services, their roles, the gRPC service each serves and the NATS user each connects as (the
+registry, ``services/common/service_specs.py``, which ``mfscore serve`` and ``mfscore local-cluster`` read too), the
+variables the services read (``services/common/settings.py``), the resource classes of the job subjects and their
+durable consumers ``<class>-scorers`` (``services/common/subjects.py`` job_kinds), the classes each scorer pool pulls
+(``services/<pool>/service.py`` POOL, read with ``ast``) and the gRPC services of ``proto/mfscore/v1/services.proto``.
 
 What is checked: kustomizations list files that exist and parse, and no YAML file is left out.
 The five services run once each, as ``mfscore serve <service>``; no retired consumer or subject
@@ -28,7 +28,7 @@ MinIO server is deployed, and the image installs the committed ``services/`` ove
 Credentials (docs/distributed.md "Credentials"): the pods listen on all addresses (the code's default
 is loopback); every Deployment reads its callers from the tokens Secret, mounted read-only as a
 directory; the aggregator sends its own token from a Secret; every service that uses NATS
-(``local_cluster.NATS_ROLES``) connects as its role's user with a password from a Secret, the
+(its registry entry's ``nats_user``) connects as its role's user with a password from a Secret, the
 validator as nobody; a secret variable never has a literal value. The dev overlay's NATS admits only
 those users, with exactly the permissions of ``services/common/nats_auth.py``, and nothing else in the
 manifests is a NATS client (KEDA reads the monitoring port). ``secret.example.yaml`` shows every
@@ -83,6 +83,9 @@ import jsonschema
 import pytest
 import yaml
 
+from mfscore.services.common import service_specs
+from mfscore.services.common.settings import ENV_VARS, SECRET_FIELDS, Settings
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
@@ -93,18 +96,14 @@ SECRET_EXAMPLE = K8S / "secret.example.yaml"
 DOCS = REPO / "docs" / "deploy.md"
 SERVICES_SRC = REPO / "services"            # installed as mfscore.services (pyproject.toml package-dir)
 
-# `mfscore serve <service>`: the Deployments, one each (checked against services/commands/serve.py)
-SERVICES = ("validator", "mask-scorer", "provenance-scorer", "detection-scorer", "aggregator")
+# `mfscore serve <service>`: the Deployments, one each (the registry, services/common/service_specs.py)
+SERVICES = service_specs.names()
 # the scorer pools: services/<name with _>/service.py defines POOL = ScorerPool(name, resources)
-SCORERS = ("mask-scorer", "provenance-scorer", "detection-scorer")
-# the gRPC service each process registers (and reports on grpc.health.v1.Health), and the module doing so
-GRPC_SERVICES = {
-    "validator": ("mfscore.v1.ValidatorService", SERVICES_SRC / "validator" / "service.py"),
-    "mask-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
-    "provenance-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
-    "detection-scorer": ("mfscore.v1.ScorerService", SERVICES_SRC / "common" / "scorer_pool.py"),
-    "aggregator": ("mfscore.v1.AggregatorService", SERVICES_SRC / "aggregator" / "service.py"),
-}
+SCORERS = tuple(spec.name for spec in service_specs.of_role(service_specs.SCORER))
+# the gRPC service each process registers (and reports on grpc.health.v1.Health), and the module doing so: the
+# generic scorer pool's, or the service's own
+GRPC_SERVICES = {spec.name: (spec.grpc_service, SERVICES_SRC / "common" / "scorer_pool.py" if spec.name in SCORERS
+                             else SERVICES_SRC / spec.package / "service.py") for spec in service_specs.SERVICES}
 # names of an old layout: provenance jobs are class json
 RETIRED_NAMES = ("provenance-scorers", "mfscore.jobs.provenance")
 OTHER_NAMES = frozenset({"mfscore-config", "mfscore-s3-credentials", "mfscore", "nats", "nats-config",  # not services
@@ -125,13 +124,13 @@ NATS_ROUTES_SECRET = "mfscore-nats-routes"                        # the producti
 SECRETS = frozenset({SECRET, TOKENS_SECRET, AGGREGATOR_TOKEN_SECRET, NATS_SECRET, NATS_ROUTES_SECRET})
 NATS_CONFIG = "nats-config"
 LISTEN_ALL = "0.0.0.0"
-DISTRIBUTED_DOCS = REPO / "docs" / "distributed.md"
+SETTINGS_DOCS = REPO / "docs" / "settings-reference.md"   # generated from settings.py (test_settings.py)
 GRPC_PORT, METRICS_PORT, NATS_MONITOR_PORT = 50051, 9100, 8222
 SHUTDOWN_MARGIN = 10  # seconds after the ack wait: gRPC stop (5 s) and NATS drain
 # the health name each readiness probe asks for: the gRPC service the pod serves, but the aggregator's whole
 # server (""), which its standby reports SERVING too (mfscore.v1.AggregatorService is the leader's alone)
 READINESS = {name: service for name, (service, _) in GRPC_SERVICES.items()} | {"aggregator": ""}
-AGGREGATOR_REPLICAS = 2       # a leader and a standby (services/aggregator/lease.py)
+AGGREGATOR_REPLICAS = service_specs.get("aggregator").replicas   # a leader and a standby (aggregator/lease.py)
 CRDS = DEPLOY / "crds"        # the upstream CRDs of the custom resources, vendored (deploy/crds/README.md)
 CLUSTER_RUNTIME = frozenset({"grpcio", "grpcio-health-checking", "protobuf", "nats-py", "minio", "prometheus-client"})
 
@@ -150,22 +149,21 @@ def top_level_value(path: Path, name: str) -> ast.expr:
     raise AssertionError(f"{path.relative_to(REPO)} assigns no module-level {name}")
 
 
-@functools.cache
 def serve_choices() -> tuple[str, ...]:
-    """What ``mfscore serve`` accepts."""
-    return tuple(ast.literal_eval(top_level_value(SERVICES_SRC / "commands" / "serve.py", "SERVICES")))
+    """What ``mfscore serve`` accepts: the registry's services (test_deploy_pools.py checks its parser takes them)."""
+    return service_specs.names()
 
 
 @functools.cache
 def job_classes() -> tuple[str, ...]:
     """The resource classes: jobs go to ``mfscore.jobs.<class>``, pulled by the durable consumer ``<class>-scorers``."""
-    source = SERVICES_SRC / "common" / "jetstream.py"
+    source = SERVICES_SRC / "common" / "subjects.py"
     text = source.read_text()
     assert 'f"mfscore.jobs.{kind}"' in text and 'f"{kind}-scorers"' in text, \
         f"{source.relative_to(REPO)} no longer names subjects mfscore.jobs.<class> and consumers <class>-scorers"
-    from mfscore.services.common.jetstream import JOB_KINDS  # derived from the task registry (mfscore.tasks.resources)
+    from mfscore.services.common.subjects import job_kinds  # derived from the task registry (mfscore.tasks.resources)
 
-    return tuple(JOB_KINDS)
+    return job_kinds()
 
 
 def consumer(job_class: str) -> str:
@@ -196,29 +194,26 @@ def proto_services() -> frozenset[str]:
     return frozenset(f"{package}.{s}" for s in re.findall(r"^service\s+(\w+)", text, re.MULTILINE))
 
 
-SETTINGS_SRC = SERVICES_SRC / "common" / "settings.py"
 AUTH_SRC = SERVICES_SRC / "common" / "auth.py"
 
 
-@functools.cache
 def settings_env_vars() -> dict[str, str]:
-    """Setting to environment variable: every variable a service reads (services/common/settings.py ENV_VARS)."""
-    return ast.literal_eval(top_level_value(SETTINGS_SRC, "ENV_VARS"))
+    """Setting to environment variable: every variable a service reads (services/common/settings.py)."""
+    return ENV_VARS
 
 
-@functools.cache
 def secret_env_vars() -> frozenset[str]:
-    """The variables that hold secrets (settings.py SECRET_FIELDS): never a literal value in a manifest."""
-    return frozenset(settings_env_vars()[f] for f in ast.literal_eval(top_level_value(SETTINGS_SRC, "SECRET_FIELDS")))
+    """The variables that hold secrets (settings declared ``secret``): never a literal value in a manifest."""
+    return frozenset(ENV_VARS[name] for name in SECRET_FIELDS)
 
 
 @functools.cache
 def nats_roles() -> dict[str, str]:
-    """The NATS user (a role of nats_auth.py) each service connects as, as a local cluster gives it
-    (services/commands/local_cluster.py NATS_ROLES); a service not listed uses no NATS."""
-    roles = ast.literal_eval(top_level_value(SERVICES_SRC / "commands" / "local_cluster.py", "NATS_ROLES"))
+    """The NATS user (a role of nats_auth.py) each service connects as (its registry entry's ``nats_user``, which a
+    local cluster gives it too); a service not listed uses no NATS."""
+    roles = {spec.name: spec.nats_user for spec in service_specs.SERVICES if spec.nats_user}
     known = ast.literal_eval(top_level_value(SERVICES_SRC / "common" / "nats_auth.py", "SERVICE_ROLES"))
-    assert set(roles.values()) <= set(known), f"NATS_ROLES names {roles}, not roles of nats_auth.py {known}"
+    assert set(roles.values()) <= set(known), f"the registry's NATS users {roles} are not roles of nats_auth.py {known}"
     return roles
 
 
@@ -237,9 +232,10 @@ def method_roles(prefix: str) -> tuple[str, ...]:
     raise AssertionError(f"auth.py METHOD_ROLES has no entry {prefix!r}")
 
 
-def imports_jetstream(module: Path) -> bool:
-    """Whether ``module`` imports services/common/jetstream.py, i.e. connects to NATS."""
-    return any(isinstance(node, ast.ImportFrom) and (node.module or "").endswith("common.jetstream")
+def connects_to_nats(module: Path) -> bool:
+    """Whether ``module`` imports ``connect`` from services/common/nats_connection.py."""
+    return any(isinstance(node, ast.ImportFrom) and (node.module or "").endswith("common.nats_connection")
+               and any(alias.name == "connect" for alias in node.names)
                for node in ast.walk(ast.parse(module.read_text())))
 
 
@@ -504,7 +500,7 @@ def test_the_deployed_services_are_what_the_code_serves():
     for name in SCORERS:
         assert pool_classes(name), f"{name} pulls no resource class"
         unknown = sorted(set(pool_classes(name)) - set(classes))
-        assert not unknown, f"{name} pulls {unknown}, not classes of services/common/jetstream.py JOB_KINDS {classes}"
+        assert not unknown, f"{name} pulls {unknown}, not classes of services/common/subjects.py job_kinds {classes}"
     assert sorted(pulled) == sorted(classes), \
         f"each resource class {classes} must be pulled by exactly one deployed scorer pool; the pools pull {pulled}"
 
@@ -632,10 +628,7 @@ def test_aggregator_runs_a_leader_and_a_standby_rolled_one_pod_at_a_time():
 
 def lease_seconds() -> int:
     """Settings.lease_seconds' default (services/common/settings.py), unless the ConfigMap sets it."""
-    for node in ast.walk(ast.parse(SETTINGS_SRC.read_text())):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "lease_seconds":
-            return ast.literal_eval(node.value)
-    raise AssertionError("services/common/settings.py has no lease_seconds")
+    return Settings().lease_seconds
 
 
 def test_scorers_leave_replicas_to_the_autoscaler():
@@ -647,7 +640,7 @@ def test_scorers_leave_replicas_to_the_autoscaler():
 # ----------------------------------------------------------------------------- configuration
 
 def test_env_var_names_are_documented():
-    """Every variable an mfscore pod is given is one the services read and docs/distributed.md documents."""
+    """Every variable an mfscore pod is given is one the services read and the settings reference documents."""
     names = set()
     for path, doc in all_yaml_docs():
         spec = doc.get("spec", {}).get("template", {}).get("spec", {})
@@ -658,10 +651,10 @@ def test_env_var_names_are_documented():
             names |= set(doc.get("data", {}))
     secret_keys = set(one(load_docs(SECRET_EXAMPLE), "Secret", SECRET)["stringData"])
     unknown = sorted(n for n in names | secret_keys if n not in settings_env_vars().values())
-    assert not unknown, f"no service reads {unknown} (services/common/settings.py ENV_VARS)"
-    table = DISTRIBUTED_DOCS.read_text()
+    assert not unknown, f"no service reads {unknown} (services/common/settings.py)"
+    table = SETTINGS_DOCS.read_text()
     undocumented = sorted(n for n in names | secret_keys if f"`{n}`" not in table)
-    assert not undocumented, f"docs/distributed.md does not document {undocumented}"
+    assert not undocumented, f"docs/settings-reference.md does not document {undocumented}"
     assert {"MFSCORE_TOKENS_FILE", "MFSCORE_TOKEN", "MFSCORE_NATS_USER", "MFSCORE_NATS_PASSWORD",
             "MFSCORE_GRPC_HOST", "MFSCORE_METRICS_HOST"} <= names, "the credentials and listeners are set somewhere"
     assert all(n.startswith("MFSCORE_") for n in names | secret_keys)
@@ -801,10 +794,10 @@ def test_every_service_authenticates_and_is_reachable(kdir):
 def test_nats_users_are_those_of_the_services_that_use_nats():
     """The services given NATS credentials are exactly those whose code connects to NATS (the validator does not)."""
     for name in SERVICES:
-        uses_nats = imports_jetstream(GRPC_SERVICES[name][1])
+        uses_nats = connects_to_nats(GRPC_SERVICES[name][1])
         assert uses_nats == (name in nats_roles()), \
-            f"{name} {'connects' if uses_nats else 'does not connect'} to NATS, but local_cluster.NATS_ROLES " \
-            f"{'omits' if uses_nats else 'lists'} it"
+            f"{name} {'connects' if uses_nats else 'does not connect'} to NATS, but its registry entry " \
+            f"{'has no' if uses_nats else 'has a'} nats_user"
     assert "validator" not in nats_roles()
 
 
@@ -924,7 +917,7 @@ def check_scaling(objs: list[dict], where: str) -> None:
             assert meta["stream"] == "MFSCORE_JOBS" and meta["account"] == "$G"
             assert meta["consumer"] in consumers, (
                 f"{where}: {target} scales on consumer {meta['consumer']!r}, which no job class has "
-                f"(services/common/jetstream.py JOB_KINDS {job_classes()}: {sorted(consumers)})")
+                f"(services/common/subjects.py job_kinds {job_classes()}: {sorted(consumers)})")
             endpoint = meta["natsServerMonitoringEndpoint"]
             assert endpoint.endswith(f":{NATS_MONITOR_PORT}"), f"{endpoint}: NATS monitoring is on {NATS_MONITOR_PORT}"
             assert nats_host(endpoint) == nats_host(nats_url), \

@@ -1,13 +1,23 @@
-"""Every registered task is deployed, checked from the task registry without naming a task.
+"""Every registered task and every registered service is deployed, checked from the registries without naming one.
 
-For each task of ``mfscore.tasks`` the pool that pulls its ``resource`` class (``services/<pool>/service.py``
-``POOL = ScorerPool(name, resources)``) must be deployed in the base and in every overlay view
+For each task of ``mfscore.tasks`` the pool that pulls its ``resource`` class (a scorer pool of the service registry,
+``services/common/service_specs.py``, whose ``services/<pool>/service.py`` says ``POOL = ScorerPool(name, resources)``)
+must be deployed in the base and in every overlay view
 (``test_deploy_manifests.overlay_view``): a Deployment running ``mfscore serve <pool>`` with gRPC probes, a
 PodDisruptionBudget, scraping by the PodMonitor, and an autoscaler on its consumer ``<resource>-scorers``: a KEDA
 ScaledObject trigger, or in an overlay without KEDA an HPA. The dev overlay keeps no operator resources (no KEDA,
 no Prometheus Operator) and runs each pool at a fixed replica count instead. A ``PLANNER`` task is scored in the
 aggregator itself, so the aggregator's Deployment covers it. A new task is held to all of this by its registry
 line alone.
+
+For each service of the registry: ``mfscore serve`` takes it and ``mfscore local-cluster`` runs it (a scorer pool with
+its ``--<pool>s`` flag); its code is where the registry says (``run_<role>``, or a pool's ``POOL``, and every package
+defining a ``POOL`` is registered); the base runs it as a Deployment of its role's component with a Service, and
+with the replicas it declares (a fixed count, or its autoscalers' bounds: KEDA's in the base, the HPA's without KEDA);
+the dev overlay runs one. Every role is a metrics registry (``services/common/metrics.py``), and the metrics
+reference lists each service under the families of its role. What else each service must have (its NATS user, its
+probes, budget, scraping, network policies) test_deploy_manifests.py checks for every registered service; no
+manifest names a service the registry does not hold.
 """
 
 from __future__ import annotations
@@ -19,24 +29,41 @@ from pathlib import Path
 import pytest
 
 from mfscore import tasks
+from mfscore.services.common import service_specs
 from mfscore.tasks.base import PLANNER
-from test_deploy_manifests import (BASE, DEV, GRPC_PORT, KUSTOMIZATION_DIRS, budget_of, containers, find, one,
-                                   overlay_view, pod_labels)
+from test_deploy_manifests import (BASE, DEV, GRPC_PORT, K8S, KUSTOMIZATION_DIRS, budget_of, containers, find,
+                                   kustomization, objects, one, overlay_view, pod_labels)
 
 NAMES = tasks.names()
 
 
+REGISTERED = service_specs.SERVICES
+NO_KEDA = K8S / "overlays" / "no-keda"
+
+
 def pools() -> dict[str, tuple[str, ...]]:
-    """Every scorer pool the services define (``services/<package>/service.py`` ``POOL``): name -> resource classes."""
-    import mfscore.services
+    """Every scorer pool of the registry: name -> the resource classes its ``POOL`` pulls."""
     from mfscore.services.common.scorer_pool import ScorerPool
 
     found = {}
+    for spec in service_specs.of_role(service_specs.SCORER):
+        pool = importlib.import_module(spec.module).POOL
+        assert isinstance(pool, ScorerPool) and pool.name == spec.name, f"{spec.module}: POOL is {pool!r}"
+        found[spec.name] = tuple(pool.resources)
+    return found
+
+
+def defined_pools() -> set[str]:
+    """The name of every ``POOL`` a package of the services defines (``services/<package>/service.py``)."""
+    import mfscore.services
+    from mfscore.services.common.scorer_pool import ScorerPool
+
+    found = set()
     for info in pkgutil.iter_modules(mfscore.services.__path__):
         if info.ispkg and (Path(info.module_finder.path) / info.name / "service.py").is_file():
             pool = getattr(importlib.import_module(f"mfscore.services.{info.name}.service"), "POOL", None)
             if isinstance(pool, ScorerPool):
-                found[pool.name] = tuple(pool.resources)
+                found.add(pool.name)
     return found
 
 
@@ -97,3 +124,73 @@ def test_every_pool_scores_some_task_and_every_overlay_keeps_keda_but_one():
     kinds = {k.name: {o["kind"] for o in overlay_view(k)} for k in KUSTOMIZATION_DIRS if keeps_operators(k)}
     assert kinds[BASE.name] >= {"ScaledObject", "PodMonitor"}
     assert [n for n, ks in kinds.items() if "ScaledObject" not in ks] == ["no-keda"], kinds
+
+
+# ----------------------------------------------------------------------------- the service registry
+
+def test_the_registry_names_each_service_once_and_every_pool_package():
+    names = service_specs.names()
+    assert len(set(names)) == len(names) and names, names
+    assert all(spec.role in service_specs.ROLES for spec in REGISTERED)
+    assert [len(service_specs.of_role(role)) for role in (service_specs.VALIDATOR, service_specs.AGGREGATOR)] == [1, 1]
+    assert defined_pools() == set(pools()), \
+        f"pools defined {sorted(defined_pools())}, registered {sorted(pools())}: a pool is a registry entry and a POOL"
+
+
+@pytest.mark.parametrize("spec", REGISTERED, ids=lambda s: s.name)
+def test_the_service_s_code_is_where_the_registry_says(spec):
+    code = importlib.import_module(spec.module)
+    entry = "POOL" if spec.role == service_specs.SCORER else f"run_{spec.role}"
+    assert hasattr(code, entry), f"{spec.module} has no {entry}, which `mfscore serve {spec.name}` runs"
+
+
+def test_the_commands_take_every_registered_service():
+    from mfscore.cli.main import build_parser
+
+    parser = build_parser()
+    for spec in REGISTERED:
+        assert parser.parse_args(["serve", spec.name]).service == spec.name
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "no-such-scorer"])
+    flags = ["local-cluster", "up"]
+    for number, spec in enumerate(service_specs.of_role(service_specs.SCORER), start=2):
+        flags += [f"--{spec.name}s", str(number)]
+    args = vars(parser.parse_args(flags))
+    for number, spec in enumerate(service_specs.of_role(service_specs.SCORER), start=2):
+        assert args[f"{spec.package}s"] == number, f"local-cluster --{spec.name}s"
+
+
+def test_every_role_is_a_metrics_registry_and_its_services_are_listed():
+    from mfscore.services.common import metrics, metrics_doc
+
+    assert set(service_specs.ROLES) == set(metrics.ROLES) == set(metrics.REGISTRIES)
+    page = metrics_doc.render()
+    for spec in REGISTERED:
+        exported = [f for f in metrics.FAMILIES if spec.role in f.roles and set(f.roles) != set(metrics.ROLES)]
+        assert exported, f"{spec.name}'s role {spec.role} exports no family of its own"
+        for family in exported:
+            (row,) = [line for line in page.splitlines() if line.startswith(f"| `{family.name}` |")]
+            assert spec.name in row.split(" | ")[3], f"the metrics reference omits {spec.name} from {family.name}"
+
+
+@pytest.mark.parametrize("spec", REGISTERED, ids=lambda s: s.name)
+def test_the_service_is_deployed_with_its_role_and_replicas(spec):
+    base = objects(BASE)
+    d = one(base, "Deployment", spec.name)
+    one(base, "Service", spec.name)
+    (c,) = containers(d)
+    assert c["args"] == ["serve", spec.name]
+    assert pod_labels(d)["app.kubernetes.io/component"] == spec.role, f"{spec.name}: component {spec.role}"
+    dev = {e["name"]: e["count"] for e in kustomization(DEV).get("replicas", [])}
+    assert dev.get(spec.name) == 1, f"dev runs one {spec.name}"
+    if not isinstance(spec.replicas, service_specs.Autoscaled):
+        assert d["spec"].get("replicas", 1) == spec.replicas, f"{spec.name} runs {spec.replicas} replicas"
+        assert not [o for o in base if ((o.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == spec.name]
+        return
+    bounds = (spec.replicas.min_replicas, spec.replicas.max_replicas)
+    assert "replicas" not in d["spec"], f"{spec.name}: its autoscaler owns the replica count"
+    (so,) = [o for o in find(base, "ScaledObject") if o["spec"]["scaleTargetRef"]["name"] == spec.name]
+    assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == bounds, f"{spec.name}'s ScaledObject"
+    (hpa,) = [o for o in find(overlay_view(NO_KEDA), "HorizontalPodAutoscaler")
+              if o["spec"]["scaleTargetRef"]["name"] == spec.name]
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == bounds, f"{spec.name}'s HPA (no-keda)"

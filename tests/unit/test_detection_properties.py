@@ -42,7 +42,7 @@ from mfscore.formats.joins import join, unique_key
 from mfscore.formats.tables import write_table
 from mfscore.errors import InputFileError, MfscoreError
 from mfscore.records import JobKey, Problem, RecordConflictError, complete, decode_outcome, encode_outcome, fold
-from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.detection.options import PlotOptions
 from mfscore.run.local import report_into, write_generated
 from mfscore.tasks import detection
 from mfscore.tasks.base import with_generated
@@ -187,7 +187,7 @@ def test_shards_fold_to_the_unsliced_metrics_and_report(table, slice_work, k, se
         scores = table["ConfidenceScore"].to_numpy(dtype=np.float64)
         labels = (table["IsTarget"] == "Y").to_numpy(dtype=np.int64)
         whole = detection_metrics(scores, labels, far_stop=0.1, ci=True)
-        (subset, trials, (point, replicates)), = zip(plan.state.subsets, plan.state.trials, assembled(plan, folded))
+        (subset, trials, (point, replicates)), = zip(plan.prepared.subsets, plan.prepared.trials, assembled(plan, folded))
         assert_same_metrics(subset_result(subset, len(table), trials, point, replicates, plan.options.scoring).metrics,
                             whole)
     with planned(table, 10**9, ci=True, semafor=semafor) as (unsliced, root, generated):

@@ -15,7 +15,7 @@ from mfscore.detection.roc_band import FAR_GRID, tpr_on_grid
 from mfscore.detection.scorer import DetectionOptions, score_subset
 from mfscore.detection.subsets import Subset
 from mfscore.reports import plots
-from mfscore.reports.detection_outputs import PlotOptions
+from mfscore.detection.options import PlotOptions
 from mfscore.reports.detection_plots import curve_figures
 from mfscore.reports.detection_report import metric_cells
 

@@ -12,7 +12,8 @@ import pytest
 from mfscore.errors import OptionError
 from mfscore.services.aggregator import uploads
 from mfscore.services.aggregator.quotas import InFlight, QuotaExceeded, Quotas, RateLimit
-from mfscore.services.aggregator.state import RunBook, RunEntry, State
+from mfscore.services.aggregator.run import Run
+from mfscore.services.aggregator.state import RunBook, State
 from mfscore.services.common import metrics
 from mfscore.services.common.auth import Caller, Callers, check_name, new_token, tokens_line
 from mfscore.services.common.settings import Settings
@@ -90,9 +91,12 @@ class NoScan(dict):
     items = __iter__ = values
 
 
-def entry(run_id: str, who: Caller, state) -> RunEntry:
-    return RunEntry(runs_pb2.RunSpec(run_id=run_id), runs_pb2.RunStatus(run_id=run_id, state=state, owner=who.name,
-                                                                       owner_role=who.role))
+def status(run_id: str, who: Caller, state) -> runs_pb2.RunStatus:
+    return runs_pb2.RunStatus(run_id=run_id, state=state, owner=who.name, owner_role=who.role)
+
+
+def entry(run_id: str, who: Caller, state) -> Run:
+    return Run(runs_pb2.RunSpec(run_id=run_id), status(run_id, who, state))
 
 
 def gauge(state) -> float:
@@ -108,8 +112,8 @@ def test_counting_a_runs_state_reads_that_run_only_and_counts_by_owner():
         book.count_states(run)
     assert book.held(ALICE) == (750, 0) and book.held(BOB) == (250, 0)
     assert gauge(State.RUN_STATE_CREATED) == 1000
-    runs[1].status.state = State.RUN_STATE_SCORING
-    runs[2].status.state = State.RUN_STATE_DONE
+    runs[1].mirror(runs[1].spec, status("r1", ALICE, State.RUN_STATE_SCORING))  # as a standby's book takes a change
+    runs[2].mirror(runs[2].spec, status("r2", ALICE, State.RUN_STATE_DONE))
     book.count_states(runs[1], runs[2])
     book.count_states(runs[1])  # counted twice, counted once
     assert book.held(ALICE) == (748, 1)
@@ -129,7 +133,7 @@ def test_a_run_recorded_through_the_book_is_counted_without_walking_it():
         book.runs = NoScan()
         new = entry("r1", ALICE, State.RUN_STATE_CREATED)
         await book.record(new, new.spec, new.status)
-        await book.set_state(new, State.RUN_STATE_VALIDATING)
+        await book.record(new, new.spec, new.submitted(new.spec))
         return book.held(ALICE)
 
     assert asyncio.run(scenario()) == (0, 1)

@@ -100,7 +100,7 @@ def _pools() -> dict[str, tuple[str, ...]]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_resource_is_a_pool_s_class_or_planner(name):
-    from mfscore.services.common.jetstream import JOB_KINDS
+    from mfscore.services.common.subjects import job_kinds
 
     pools = _pools()
     assert pools, "no scorer pool found under services/"
@@ -108,7 +108,7 @@ def test_the_resource_is_a_pool_s_class_or_planner(name):
     pulled = {kind for kinds in pools.values() for kind in kinds}
     assert resource == PLANNER or resource in pulled, \
         f"{name}: resource {resource!r} is neither PLANNER nor a class a scorer pool pulls ({pools})"
-    assert resource == PLANNER or resource in JOB_KINDS
+    assert resource == PLANNER or resource in job_kinds()
 
 
 # ----------------------------------------------------------------------------------- options
