@@ -140,6 +140,18 @@ def add_options(container, kind: type, *names: str, defaults: Mapping[str, objec
         container.add_argument(*spellings(field), **arguments)
 
 
+def add_other_options(parser, kind: type) -> None:
+    """The flags of every field of the options type ``kind``, and of the options types nested in it, that the command
+    has not added yet (``add_options``), in declaration order: a command ends with it, so an option declared in the
+    core is a flag of its command with nothing written here."""
+    present = parser._option_string_actions
+    for field, hint in fields_of(kind):
+        if dataclasses.is_dataclass(hint):
+            add_other_options(parser, hint)
+        elif spellings(field) and not any(spelling in present for spelling in spellings(field)):
+            add_options(parser, kind, field.name)
+
+
 def _value(kind: type, field: dataclasses.Field, hint, default, read: Callable | None, *, checks: bool) -> dict:
     """How the flag of ``field`` takes its value (``add_argument``'s keywords), as ``add_options`` says."""
     value_type = _plain(hint)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_options, numbers, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, numbers, options_from
 from mfscore.errors import OptionError
 
 HELP = "score detection confidence scores (DetectionScorer-compatible)"
@@ -42,6 +42,7 @@ def add_arguments(p) -> None:
                        help="score targets with the queried manipulations against all non-targets")
     add_options(p, DetectionOptions, "opt_out", "semafor", "semafor_fars", "llr_base", "mediscore_compat",
                 parse={"semafor_fars": numbers})
+    add_other_options(p, Options)
 
 
 def _query_options(args) -> tuple[str | None, tuple[str, ...]]:

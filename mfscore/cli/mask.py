@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_options, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, options_from
 from mfscore.errors import OptionError
 from mfscore.masks import MANIPULATION, SPLICE
 
@@ -69,6 +69,7 @@ def add_arguments(p) -> None:
         p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--cache_dir", help=argparse.SUPPRESS)
     add_options(p, MaskOptions, "mediscore_compat")
+    add_other_options(p, Options)
 
 
 def _visuals(args) -> int:

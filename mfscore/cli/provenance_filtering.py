@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from mfscore.cli.arguments import TaskRun, add_options, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, options_from
 from mfscore.cli.provenance_arguments import add_input_arguments
 
 HELP = "score provenance filtering (ProvenanceFilteringScorer-compatible)"
@@ -19,6 +19,7 @@ def add_arguments(p) -> None:
     add_input_arguments(p)
     add_options(p, FilteringOptions, "html_report", "nodetype", "plots",
                 helps={"html_report": "accepted; mfscore writes no HTML report"})
+    add_other_options(p, FilteringOptions)
 
 
 def options(args) -> TaskRun:

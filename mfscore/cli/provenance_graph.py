@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from mfscore.cli.arguments import TaskRun, add_options, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, options_from
 from mfscore.cli.provenance_arguments import add_input_arguments
 
 HELP = "score provenance graphs (ProvenanceGraphBuildingScorer-compatible)"
@@ -22,6 +22,7 @@ def add_arguments(p) -> None:
     p.add_argument("-T", "--thumbnail-cache-dir",
                    help="accepted and ignored: mfscore's figures are drawn without thumbnails")
     add_options(p, GraphOptions, "mediscore_compat")
+    add_other_options(p, GraphOptions)
 
 
 def options(args) -> TaskRun:

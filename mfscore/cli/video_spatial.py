@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_options, integer, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, integer, options_from
 from mfscore.errors import OptionError
 from mfscore.masks import MANIPULATION
 
@@ -66,6 +66,7 @@ def add_arguments(p) -> None:
     p.add_argument("-l", "--log", help="accepted; per-video threshold tables go beside the outputs")
     p.add_argument("--scoreDir", help="accepted, unused (as in MediScore)")
     add_options(p, VideoOptions, "mediscore_compat")
+    add_other_options(p, Options)
 
 
 def _scoring(args):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mfscore.cli.arguments import TaskRun, add_options, options_from
+from mfscore.cli.arguments import TaskRun, add_options, add_other_options, options_from
 
 DEFAULT_DUMP_NAME = "df_scores_probes.csv"
 TABLES = ("reference", "index", "journal_mask", "probe_journal_join", "system")
@@ -42,6 +42,7 @@ def add_arguments(p) -> None:
                    help="output directory (default ./scores_output/)")
     add_options(p, Options, "log", "html", "timeline", "plots")
     add_options(p, TemporalOptions, "mediscore_compat")
+    add_other_options(p, Options)
 
 
 def options(args) -> TaskRun:

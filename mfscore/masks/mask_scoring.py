@@ -38,8 +38,8 @@ from mfscore.limits import (
 from mfscore.masks.decoded_masks import DecodedMasks
 from mfscore.masks.mask_record import NOT_SCOREABLE, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.noscore_zones import NoScoreZones, noscore_counts, noscore_zones
-from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
 from mfscore.masks.options import ZoneOptions
+from mfscore.masks.reference_selection import Selection, bitplane_selection, colour_selection
 
 
 @dataclass(frozen=True)

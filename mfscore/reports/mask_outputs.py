@@ -18,9 +18,9 @@ from mfscore.masks.extra_metrics import (
     over,
     semafor_localization,
 )
+from mfscore.masks.options import ReportOptions
 from mfscore.masks.scorer import QueryRun
 from mfscore.masks.trials import SPLICE, TrialTable, mask_roles, trial_keys
-from mfscore.masks.options import ReportOptions
 from mfscore.reports.mask_extra_report import extra_table, mcc_histogram_plot
 from mfscore.reports.mask_report import averaged_columns, averaged_row, format_frame, perimage_frame, round_metrics
 from mfscore.reports.stage import Stage

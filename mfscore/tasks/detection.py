@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice, semafor_names
-from mfscore.detection.roc_band import FAR_GRID
 from mfscore.detection.roc import SortedTrials
+from mfscore.detection.roc_band import FAR_GRID
 from mfscore.detection.scorer import (
     DetectionOptions,
     PointMetrics,

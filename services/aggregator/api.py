@@ -35,13 +35,14 @@ from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.quotas import Quotas
 from mfscore.services.aggregator.retention import Retention
-from mfscore.services.common.retry import one_line
-from mfscore.services.aggregator.runner import ClusterRunner
 from mfscore.services.aggregator.run import Run, State, now
+from mfscore.services.aggregator.runner import ClusterRunner
 from mfscore.services.aggregator.state import NotRecorded, RunBook, created_ns, may_see, report_seal
 from mfscore.services.common import input_manifest, metrics
 from mfscore.services.common.auth import Caller, caller
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError, ObjectStoreUnavailable
+from mfscore.services.common.results_wire import leaderboard_message, results_message
+from mfscore.services.common.retry import one_line
 from mfscore.services.common.run_layout import (
     check_file_name,
     check_output_name,
@@ -50,7 +51,6 @@ from mfscore.services.common.run_layout import (
     object_key,
     work_dir,
 )
-from mfscore.services.common.results_wire import leaderboard_message, results_message
 from mfscore.services.common.settings import Settings
 from mfscore.services.common.status_codes import (
     DataLoss,
@@ -202,31 +202,17 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         for table in request.tables:
             check_file_name(table, "table name")
         entry = self._entry(request.run_id, owned=True)
-        if entry.status.state != State.RUN_STATE_CREATED:
+        if entry.state != State.RUN_STATE_CREATED:
             # submitted already: the same run (a client resubmits after a reconnection)
             return runs_pb2.SubmitRunResponse(run=entry.status)
         run_id = entry.spec.run_id
-        _check_task(request.task)
-        if request.ByteSize() > MAX_RUN_SPEC_BYTES:
-            raise InvalidArgument(f"the run spec is {request.ByteSize()} bytes, more than the limit of "
-                                  f"{MAX_RUN_SPEC_BYTES}; nothing was recorded")
-        try:
-            check_limits(tasks.decode_options(tasks.get(request.task), request.options), self.settings.option_limits)
-            options_schema.check(request.task, request.options)  # the published contract (docs/distributed.md)
-        except OptionError as error:
-            raise InvalidArgument(f"the run's options: {error.sentence()}; nothing was recorded") from error
-        if request.input_prefix != entry.spec.input_prefix:
-            raise InvalidArgument(f"a run's inputs are under {entry.spec.input_prefix!r}, its own prefix, not "
-                                  f"{request.input_prefix[:200]!r}")
+        self._check_spec(request, entry)
         await self._inputs_named_apart(run_id)
         if request.dataset:
             readable_dataset(self.datasets, request.dataset, caller())
-            if request.dataset != entry.spec.dataset:
-                raise InvalidArgument(f"run {run_id} was created "
-                                      + (f"with the dataset {entry.spec.dataset}" if entry.spec.dataset else
-                                         "without a dataset") + f", not {request.dataset}; its inputs were declared so")
+            _check_dataset(request, entry)
         async with self.counting[caller()]:  # the checks after every wait, so none of them is stale
-            if entry.status.state != State.RUN_STATE_CREATED:  # submitted meanwhile by the same caller's retry
+            if entry.state != State.RUN_STATE_CREATED:  # submitted meanwhile by the same caller's retry
                 return runs_pb2.SubmitRunResponse(run=entry.status)
             if entry.uploading:
                 raise FailedPrecondition(f"run {run_id} is still receiving inputs; submit it once they are uploaded")
@@ -239,6 +225,22 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         self.runner.start(entry)
         log.info("run %s: %s submitted", run_id, spec.task)
         return runs_pb2.SubmitRunResponse(run=entry.status)
+
+    def _check_spec(self, request: runs_pb2.RunSpec, entry: Run) -> None:
+        """INVALID_ARGUMENT, nothing recorded, for a spec naming no task, too large, with options the task or the
+        operator's maxima refuse, or another run's input prefix."""
+        _check_task(request.task)
+        if request.ByteSize() > MAX_RUN_SPEC_BYTES:
+            raise InvalidArgument(f"the run spec is {request.ByteSize()} bytes, more than the limit of "
+                                  f"{MAX_RUN_SPEC_BYTES}; nothing was recorded")
+        try:
+            check_limits(tasks.decode_options(tasks.get(request.task), request.options), self.settings.option_limits)
+            options_schema.check(request.task, request.options)  # the published contract (docs/distributed.md)
+        except OptionError as error:
+            raise InvalidArgument(f"the run's options: {error.sentence()}; nothing was recorded") from error
+        if request.input_prefix != entry.spec.input_prefix:
+            raise InvalidArgument(f"a run's inputs are under {entry.spec.input_prefix!r}, its own prefix, not "
+                                  f"{request.input_prefix[:200]!r}")
 
     async def _inputs_named_apart(self, run_id: str) -> None:
         """INVALID_ARGUMENT when a name of the run's inputs is a directory of another (``sys/a``, ``sys/a/b``),
@@ -340,7 +342,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         _check_task(request.task)
         runs = [entry for entry in list(self.book.runs.values())
                 if is_run_of(entry.spec, dataset) and entry.spec.task == request.task
-                and entry.status.state == State.RUN_STATE_DONE]
+                and entry.state == State.RUN_STATE_DONE]
         entries = [lb.Entry(entry.spec.run_id, entry.status.owner, _iso(entry.status.submitted_at),
                             entry.spec.output_name or entry.spec.run_id, await self._results(entry))
                    for entry in runs]
@@ -377,7 +379,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     def _done(self, run_id: str) -> Run:
         """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""
         entry = self._entry(run_id)
-        if entry.status.state != State.RUN_STATE_DONE:
+        if entry.state != State.RUN_STATE_DONE:
             raise FailedPrecondition(f"run {entry.spec.run_id} is {entry.state_name}, not done")
         return entry
 
@@ -385,7 +387,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         """The caller's own run ``run_id`` (``_entry``), whose inputs may still change: FAILED_PRECONDITION once it
         is submitted."""
         entry = self._entry(run_id, owned=True)
-        if entry.status.state != State.RUN_STATE_CREATED:
+        if entry.state != State.RUN_STATE_CREATED:
             raise FailedPrecondition(f"run {entry.spec.run_id} is {entry.state_name}, not created; its inputs cannot "
                                      "change")
         return entry
@@ -441,6 +443,15 @@ def _check_task(name: str) -> None:
     """INVALID_ARGUMENT unless ``name`` is a task's."""
     if name not in tasks.names():
         raise InvalidArgument(f"{name[:64]!r} is not a task; the tasks are {', '.join(sorted(tasks.names()))}")
+
+
+def _check_dataset(request: runs_pb2.RunSpec, entry: Run) -> None:
+    """INVALID_ARGUMENT when the spec names another dataset than the run was created with: its inputs were declared
+    against that one."""
+    if request.dataset != entry.spec.dataset:
+        raise InvalidArgument(f"run {entry.spec.run_id} was created "
+                              + (f"with the dataset {entry.spec.dataset}" if entry.spec.dataset else
+                                 "without a dataset") + f", not {request.dataset}; its inputs were declared so")
 
 
 def _iso(stamp) -> str:

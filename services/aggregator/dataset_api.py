@@ -30,11 +30,11 @@ from mfscore.services.aggregator.datasets import (
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects, dataset_keys
 from mfscore.services.aggregator.quotas import Quotas
-from mfscore.services.common.retry import one_line
 from mfscore.services.aggregator.run import now
 from mfscore.services.aggregator.state import RunBook, may_see
 from mfscore.services.common.auth import caller
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
+from mfscore.services.common.retry import one_line
 from mfscore.services.common.run_layout import check_dataset, object_key
 from mfscore.services.common.settings import Settings
 from mfscore.services.common.status_codes import (

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
-from mfscore.services.common.streams import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import DATASETS, check_dataset, dataset_files_key, dataset_owner, namespace
 from mfscore.services.common.status_codes import DataLoss
+from mfscore.services.common.streams import bucket_keys
 from mfscore.services.wire import datasets_pb2, runs_pb2
 
 KEY_PREFIX = "dataset."

@@ -33,8 +33,8 @@ from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, MSG_ROLLUP_SUBJECT
 
 from mfscore.services.common.retry import one_line, retrying
-from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.common.status_codes import Unavailable
+from mfscore.services.common.transient import nats_unavailable
 
 KEY = "lease.aggregator"
 MARGIN = 0.2        # the share of the lease a leader gives up early, for a renewal's time in flight

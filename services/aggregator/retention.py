@@ -19,15 +19,15 @@ import nats.errors
 from mfscore.errors import MfscoreError
 from mfscore.services.aggregator import state
 from mfscore.services.aggregator.lease import NotLeading
-from mfscore.services.common.retry import one_line
 from mfscore.services.aggregator.run import Run, State
 from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import input_manifest
-from mfscore.services.common.streams import purge_run_jobs
-from mfscore.services.common.subjects import RESULTS_STREAM, result_subject
 from mfscore.services.common.object_store import ObjectStore, ObjectStoreError
+from mfscore.services.common.retry import one_line
 from mfscore.services.common.run_layout import RUNS, input_prefix, run_prefix, work_dir
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.streams import purge_run_jobs
+from mfscore.services.common.subjects import RESULTS_STREAM, result_subject
 
 SWEEP_SECONDS = 60.0              # how often clean-ups that failed are retried and expired runs deleted
 STORAGE_SWEEP_SECONDS = 3600.0    # how often uploads no run claims are looked for

@@ -22,18 +22,18 @@ from mfscore.errors import MfscoreError
 from mfscore.run.local import report_into, score_plan
 from mfscore.run_record import ABSENT, run_record
 from mfscore.services.aggregator import reports, run_gauges, uploads
-from mfscore.services.common.retry import one_line, retrying
-from mfscore.services.common.transient import s3_or_validator_unavailable
 from mfscore.services.aggregator.run import Folded, Run
 from mfscore.services.aggregator.state import RunBook, seal_report
 from mfscore.services.common import input_manifest, metrics
-from mfscore.services.common.streams import publish_job
 from mfscore.services.common.messages import job_message
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.planning import named_by_key, plan_run
+from mfscore.services.common.retry import one_line, retrying
 from mfscore.services.common.run_layout import work_dir
 from mfscore.services.common.scorer_pool import MAX_BLOB_BYTES
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.streams import publish_job
+from mfscore.services.common.transient import s3_or_validator_unavailable
 from mfscore.services.wire import records_pb2, services_pb2
 from mfscore.tasks.base import Job, report_files, scored_where_planned
 

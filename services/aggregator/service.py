@@ -41,8 +41,6 @@ from mfscore.services.aggregator.datasets import DatasetBook
 from mfscore.services.aggregator.lease import Deposed, Fenced, Lease
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.retention import Retention, remove_run_dirs
-from mfscore.services.common.retry import retrying
-from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.aggregator.runner import ClusterRunner
 from mfscore.services.aggregator.state import RunBook
 from mfscore.services.common import metrics
@@ -54,10 +52,12 @@ from mfscore.services.common.grpc_server import (
     stop_grpc_server,
 )
 from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.retry import retrying
+from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import ensure_streams, runs_bucket
 from mfscore.services.common.subjects import RESULTS_STREAM, RUNS_BUCKET
-from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.common.settings import Settings
+from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.wire import datasets_pb2_grpc, services_pb2_grpc
 
 RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
@@ -117,13 +117,7 @@ class Aggregator:
 
 async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
     """Serve until ``stop`` is set."""
-    os.makedirs(settings.work_dir, exist_ok=True)
-    if removed := remove_run_dirs(settings.work_dir):
-        log.info("removed the scratch folders of %d run(s) an earlier process of this aggregator left", len(removed))
-    tasks.load_all()
-    figure_process.import_drawing()
-    collect_less()
-    metrics_port = metrics.start_metrics_server(settings.metrics_port, settings.metrics_host, role="aggregator")
+    metrics_port = _prepare_process(settings)
     store = ObjectStore(settings)
     await asyncio.to_thread(store.ensure_bucket)
     nc, js = await connect(settings)
@@ -136,50 +130,80 @@ async def run_aggregator(settings: Settings, stop: asyncio.Event) -> None:
         lease = Lease(bucket, settings.lease_seconds)
         aggregator = Aggregator(settings, store, js, Fenced(bucket, js, RUNS_BUCKET, lease),
                                 services_pb2_grpc.ValidatorServiceStub(channel), nc=nc, lease=lease)
-        # The API answers only from books that hold the bucket's state (a restarted aggregator must not say a run
-        # does not exist): a leader serves once it has read the bucket, a standby once its watch has.
-        leading = await lease.try_take()
-        following = None
-        if leading:
-            background.append(asyncio.create_task(lease.keep()))
-            await aggregator.restore()
-        else:
-            following = asyncio.create_task(aggregator.mirror_bucket(bucket))
-            if await _first(aggregator.loaded.wait(), stop.wait()) == 1:
-                following.cancel()
-                return
-        server, port = await start_service_server(
-            [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api,
-              "mfscore.v1.AggregatorService"),
-             (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
-              "mfscore.v1.DatasetService")], settings)
-        await set_serving(server, True, services=leading)
-        background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected, lease.leading)))
-        log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
-        if not leading:
-            if not await _stand_by(lease, following, stop):
-                await stop_grpc_server(server, grace=5)
-                return
-            background.append(asyncio.create_task(lease.keep()))
-            await aggregator.restore()
-        # The ordered consumer lives in the server's memory: after NATS restarts, two missed heartbeats make the
-        # client recreate it, so records flow again within seconds.
-        await retrying("replaying the records", lambda: js.subscribe(
-            "mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
-            cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT), transient=nats_unavailable,
-            waiting_for="for NATS", budget=RESTORE_BUDGET)
+        server = await _serve_until_leading(aggregator, bucket, lease, settings, stop, background, nc, metrics_port)
+        if server is None:
+            return
+        await _replay_records(js, aggregator)
         background.append(asyncio.create_task(aggregator.retention.sweep_periodically()))
-        await _first(stop.wait(), lease.deposed.wait())
-        if lease.deposed.is_set():
-            await stop_grpc_server(server, grace=0)
-            raise Deposed("another aggregator took the lease: this one stopped (it comes back as a standby)")
-        await stop_grpc_server(server, grace=5)
-        await lease.release()
+        await _until_stopped(server, lease, stop)
     finally:
         for task in background:
             task.cancel()
         await channel.close()
         await nc.drain()
+
+
+def _prepare_process(settings: Settings) -> int:
+    """Make the scratch space (removing what an earlier process left), import what scoring and drawing need once,
+    and serve the metrics; their port."""
+    os.makedirs(settings.work_dir, exist_ok=True)
+    if removed := remove_run_dirs(settings.work_dir):
+        log.info("removed the scratch folders of %d run(s) an earlier process of this aggregator left", len(removed))
+    tasks.load_all()
+    figure_process.import_drawing()
+    collect_less()
+    return metrics.start_metrics_server(settings.metrics_port, settings.metrics_host, role="aggregator")
+
+
+async def _serve_until_leading(aggregator: Aggregator, bucket, lease: Lease, settings: Settings, stop: asyncio.Event,
+                           background: list[asyncio.Task], nc, metrics_port: int):
+    """Serve the API, leading once this aggregator holds the lease and has read the runs back; its server, or None
+    when ``stop`` came first. The API answers only from books that hold the bucket's state (a restarted aggregator
+    must not say a run does not exist): a leader serves once it has read the bucket, a standby once its watch has."""
+    leading = await lease.try_take()
+    following = None
+    if leading:
+        background.append(asyncio.create_task(lease.keep()))
+        await aggregator.restore()
+    else:
+        following = asyncio.create_task(aggregator.mirror_bucket(bucket))
+        if await _first(aggregator.loaded.wait(), stop.wait()) == 1:
+            following.cancel()
+            return None
+    server, port = await start_service_server(
+        [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api, "mfscore.v1.AggregatorService"),
+         (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
+          "mfscore.v1.DatasetService")], settings)
+    await set_serving(server, True, services=leading)
+    background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected, lease.leading)))
+    log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
+    if not leading:
+        if not await _stand_by(lease, following, stop):
+            await stop_grpc_server(server, grace=5)
+            return None
+        background.append(asyncio.create_task(lease.keep()))
+        await aggregator.restore()
+    return server
+
+
+async def _replay_records(js, aggregator: Aggregator) -> None:
+    """Fold every record of the results stream, from the first, and each one as it comes. The ordered consumer lives
+    in the server's memory: after NATS restarts, two missed heartbeats make the client recreate it, so records flow
+    again within seconds."""
+    await retrying("replaying the records", lambda: js.subscribe(
+        "mfscore.results.>", stream=RESULTS_STREAM, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
+        cb=aggregator.on_result, idle_heartbeat=RESULTS_HEARTBEAT), transient=nats_unavailable,
+        waiting_for="for NATS", budget=RESTORE_BUDGET)
+
+
+async def _until_stopped(server, lease: Lease, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set (then let the lease go) or another aggregator takes the lease (``Deposed``)."""
+    await _first(stop.wait(), lease.deposed.wait())
+    if lease.deposed.is_set():
+        await stop_grpc_server(server, grace=0)
+        raise Deposed("another aggregator took the lease: this one stopped (it comes back as a standby)")
+    await stop_grpc_server(server, grace=5)
+    await lease.release()
 
 
 async def _stand_by(lease: Lease, following: asyncio.Task, stop: asyncio.Event) -> bool:

@@ -24,13 +24,13 @@ import nats.errors
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from mfscore.services.aggregator.lease import Deposed, Lease, NotLeading
-from mfscore.services.common.retry import one_line, retrying
-from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.aggregator.run import RUNNING, Run, State
 from mfscore.services.common import metrics
 from mfscore.services.common.auth import Caller
-from mfscore.services.common.streams import bucket_keys
+from mfscore.services.common.retry import one_line, retrying
 from mfscore.services.common.run_layout import check_run_id
+from mfscore.services.common.streams import bucket_keys
+from mfscore.services.common.transient import nats_unavailable
 from mfscore.services.wire import runs_pb2
 
 RECORD_SECONDS = 10.0  # how long CreateRun and SubmitRun try to record a run before answering UNAVAILABLE

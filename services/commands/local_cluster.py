@@ -105,65 +105,108 @@ def up(path: Path, *, aggregators: int = 1, tls: bool = False, nats_nodes: int =
     cluster file lists both addresses.
     ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say).
     ``log_s3_requests`` has the object store log a line per request (a benchmark counts them)."""
-    from mfscore.services.local.servers import free_ports, start_nats_cluster, start_nats_server
-
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
-    counts = {pool.name: pool_processes.pop(_count(pool), 1) for pool in POOLS}
-    if pool_processes:
-        raise TypeError(f"up() got unexpected keyword arguments: {', '.join(sorted(pool_processes))}")
-    if min(counts.values()) < 1:
-        raise OptionError("a cluster needs at least one scorer of each kind")
+    names = _service_names(aggregators, _pool_counts(pool_processes))
     if nats_nodes > 1:
         environment = {"MFSCORE_STREAM_REPLICAS": str(nats_nodes), **(environment or {})}
-    state_dir = path.parent / (path.stem + "-state")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state_dir.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(state_dir, 0o700)  # made by an older mfscore, or by hand: what is inside is private either way
-    (state_dir / "logs").mkdir(mode=0o700, exist_ok=True)
-    operator_token = new_callers(state_dir)
-    nats_users = new_nats_users(state_dir)
-    ca, cert, key = new_tls(state_dir) if tls else ("", "", "")
+    state_dir = _new_state_dir(path)
+    operator_token, nats_users, (ca, cert, key) = _new_secrets(state_dir, tls=tls)
     processes: list[dict] = []
     try:
-        if nats_nodes > 1:
-            nats = start_nats_cluster(state_dir / "jetstream", nats_nodes, users=nats_users, tls_cert=cert,
-                                      tls_key=key, log_dir=state_dir / "logs", detach=True)
-            nodes = nats.nodes
-        else:
-            nats = start_nats_server(state_dir / "jetstream", users=nats_users, tls_cert=cert, tls_key=key,
-                                     log_dir=state_dir / "logs", detach=True)
-            nodes = [nats]
-        processes += [{"name": "nats-server", "pid": node.popen.pid, "log": str(node.log_path)} for node in nodes]
-        s3 = _start_store(state_dir, tls=tls, log_requests=log_s3_requests)
-        _write_secret(_secrets(state_dir) / "s3-service.json",
-                      json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
+        nats_url, nats_processes = _start_nats(state_dir, nats_nodes, users=nats_users, tls_cert=cert, tls_key=key)
+        processes += nats_processes
+        s3 = _start_services_store(state_dir, tls=tls, log_requests=log_s3_requests)
         processes.append(_store_process(s3))
-        names = [VALIDATOR.name, *[AGGREGATOR.name] * aggregators,
-                 *(pool.name for pool in POOLS for _ in range(counts[pool.name]))]  # labelled <name>-<index>
-        ports = free_ports(2 * len(names))  # a gRPC and a metrics port per service, all distinct
-        grpc_ports, metrics_ports = ports[:len(names)], ports[len(names):]
-        config = ClusterConfig(
-            aggregator_address=",".join(f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports)
-                                        if name == AGGREGATOR.name),
-            validator_address=f"127.0.0.1:{grpc_ports[names.index(VALIDATOR.name)]}",
-            nats_url=nats.url, s3_endpoint=s3.url, bucket=BUCKET,
-            token=operator_token, tls_ca=ca,
-            state_dir=str(state_dir), processes=processes)
-        services = [service_command(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port,
-                                    environment=environment)
-                    for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports))]
-        processes += start_supervised(state_dir, services)
-        for process in processes:
-            if "service" in process:
-                wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
-        if aggregators > 1:
-            wait_leader(processes)
+        grpc_ports, metrics_ports = _service_ports(len(names))
+        config = ClusterConfig(**_addresses(names, grpc_ports), nats_url=nats_url, s3_endpoint=s3.url, bucket=BUCKET,
+                               token=operator_token, tls_ca=ca, state_dir=str(state_dir), processes=processes)
+        processes += start_supervised(state_dir, [
+            service_command(config, state_dir, f"{name}-{i}", name, grpc_port, metrics_port, environment=environment)
+            for i, (name, grpc_port, metrics_port) in enumerate(zip(names, grpc_ports, metrics_ports))])
+        _wait_started(processes, aggregators)
         config.write(path)
         return config
     except BaseException:
         _stop_pids(processes)
         raise
+
+
+def _pool_counts(pool_processes: dict[str, int]) -> dict[str, int]:
+    """Each pool's number of processes, from ``up``'s keywords (1 when not given); refuses an unknown keyword."""
+    counts = {pool.name: pool_processes.pop(_count(pool), 1) for pool in POOLS}
+    if pool_processes:
+        raise TypeError(f"up() got unexpected keyword arguments: {', '.join(sorted(pool_processes))}")
+    if min(counts.values()) < 1:
+        raise OptionError("a cluster needs at least one scorer of each kind")
+    return counts
+
+
+def _service_names(aggregators: int, counts: dict[str, int]) -> list[str]:
+    """The service of each process to start, in order (each labelled ``<name>-<index>``)."""
+    return [VALIDATOR.name, *[AGGREGATOR.name] * aggregators,
+            *(pool.name for pool in POOLS for _ in range(counts[pool.name]))]
+
+
+def _new_state_dir(path: Path) -> Path:
+    """``<cluster file>-state/`` with its ``logs/``, mode 0700."""
+    state_dir = path.parent / (path.stem + "-state")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state_dir.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(state_dir, 0o700)  # made by an older mfscore, or by hand: what is inside is private either way
+    (state_dir / "logs").mkdir(mode=0o700, exist_ok=True)
+    return state_dir
+
+
+def _new_secrets(state_dir: Path, *, tls: bool) -> tuple[str, dict[str, str], tuple[str, str, str]]:
+    """A new cluster's operator token, NATS passwords and (with ``tls``, else empty) CA, certificate and key."""
+    return new_callers(state_dir), new_nats_users(state_dir), new_tls(state_dir) if tls else ("", "", "")
+
+
+def _start_nats(state_dir: Path, nodes: int, **access) -> tuple[str, list[dict]]:
+    """The cluster's NATS (one server, or a JetStream cluster of ``nodes``): its URL and its servers' processes."""
+    from mfscore.services.local.servers import start_nats_cluster, start_nats_server
+
+    options = {"log_dir": state_dir / "logs", "detach": True, **access}
+    if nodes > 1:
+        nats = start_nats_cluster(state_dir / "jetstream", nodes, **options)
+        servers = nats.nodes
+    else:
+        nats = start_nats_server(state_dir / "jetstream", **options)
+        servers = [nats]
+    return nats.url, [{"name": "nats-server", "pid": node.popen.pid, "log": str(node.log_path)} for node in servers]
+
+
+def _start_services_store(state_dir: Path, *, tls: bool, log_requests: bool):
+    """A new cluster's object store, its key written where the services read it (``_service_s3``)."""
+    s3 = _start_store(state_dir, tls=tls, log_requests=log_requests)
+    _write_secret(_secrets(state_dir) / "s3-service.json",
+                  json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
+    return s3
+
+
+def _service_ports(count: int) -> tuple[list[int], list[int]]:
+    """A gRPC and a metrics port for each of ``count`` services, all distinct."""
+    from mfscore.services.local.servers import free_ports
+
+    ports = free_ports(2 * count)
+    return ports[:count], ports[count:]
+
+
+def _addresses(names: list[str], grpc_ports: list[int]) -> dict[str, str]:
+    """The aggregators' and the validator's addresses, given each service's gRPC port (``names`` and ``grpc_ports``)."""
+    return {"aggregator_address": ",".join(f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports)
+                                           if name == AGGREGATOR.name),
+            "validator_address": f"127.0.0.1:{grpc_ports[names.index(VALIDATOR.name)]}"}
+
+
+def _wait_started(processes: list[dict], aggregators: int) -> None:
+    """Wait until every service is healthy (a standby aggregator counts) and, with two aggregators, one leads."""
+    for process in processes:
+        if "service" in process:
+            wait_healthy(process, standby_ok=aggregators > 1 and process["service"] == "aggregator")
+    if aggregators > 1:
+        wait_leader(processes)
 
 
 def _start_store(state_dir: Path, *, tls: bool, port: int | None = None, service=None, log_requests: bool = False):

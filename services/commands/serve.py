@@ -43,12 +43,11 @@ async def _serve(name: str, settings) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     spec = service_specs.get(name)
-    code = importlib.import_module(spec.module)
     if spec.role == service_specs.SCORER:
-        from mfscore.services.common.scorer_pool import run_pool
-        await run_pool(code.POOL, settings, stop)
+        from mfscore.services.common.scorer_pool import ScorerPool, run_pool
+        await run_pool(ScorerPool(name=spec.name, resources=spec.resources), settings, stop)
     else:
-        await getattr(code, f"run_{spec.role}")(settings, stop)
+        await getattr(importlib.import_module(spec.module), f"run_{spec.role}")(settings, stop)
 
 
 def run(args) -> int:

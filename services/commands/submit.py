@@ -92,13 +92,9 @@ def run(args) -> int:
     quiet_grpc_core()
     from mfscore import tasks
     from mfscore.cli.main import build_parser
-    from mfscore.codec import encode
     from mfscore.reports.summary_table import show_results
     from mfscore.services.commands.cluster_config import resolve
-    from mfscore.services.commands.upload import create_run, upload_files
-    from mfscore.services.common.run_layout import input_prefix
-    from mfscore.services.wire import runs_pb2
-    from mfscore.tasks.base import relocated
+    from mfscore.services.commands.upload import create_run
 
     embedded = build_parser([args.task]).parse_args([args.task, *args.arguments])
     task_run = embedded.task_options(embedded)
@@ -111,22 +107,8 @@ def run(args) -> int:
     run_id = create_run(config, args.dataset)
     print(f"mfscore: run {run_id} created", file=sys.stderr)  # in full: what report, cancel and delete take
     reach = Reaching(run_id, task_run.out_root, args.cluster)
-    interactive = not embedded.quiet and sys.stderr.isatty()
-    try:
-        sent = upload_files(config, run_id, files, interactive=interactive, known=known)
-        if interactive:  # on a terminal only: otherwise stderr is the embedded command's, line for line
-            print(f"mfscore: run {run_id[:8]}: {sent.sentence()}", file=sys.stderr)
-    except MfscoreError as error:
-        raise MfscoreError(localize(error.sentence(), inputs.roots)) from None
-    except KeyboardInterrupt:
-        raise Interrupted(f"run {run_id} was created but not submitted, so nothing will be scored; the cluster "
-                          f"deletes it and the inputs sent so far after a day ('{reach.listing}' lists it as "
-                          "created)") from None
-    options = relocated(task_run.options, inputs, {name: name for name in inputs.roots})
-    spec = runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
-                            output_name=os.path.basename(task_run.out_root), run_id=run_id,
-                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
-                            dataset=args.dataset)
+    _upload(config, run_id, files, known, inputs.roots, reach, interactive=not embedded.quiet and sys.stderr.isatty())
+    spec = _run_spec(task, task_run, inputs, tables, run_id, args)
     fetched = follow_run(config, spec, task_run.out_root, inputs.roots, reach,
                          out=sys.stderr if embedded.json else None, progress=not embedded.quiet)
     show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
@@ -135,6 +117,37 @@ def run(args) -> int:
 
         write_after_run(task_run.out_root)
     return fetched.status
+
+
+def _upload(config, run_id: str, files: list[tuple[str, str]], known: list, roots: dict[str, str], reach: Reaching,
+            *, interactive: bool) -> None:
+    """Send the run's files the cluster lacks; interrupted, say the run was created but will not be scored."""
+    from mfscore.services.commands.upload import upload_files
+
+    try:
+        sent = upload_files(config, run_id, files, interactive=interactive, known=known)
+        if interactive:  # on a terminal only: otherwise stderr is the embedded command's, line for line
+            print(f"mfscore: run {run_id[:8]}: {sent.sentence()}", file=sys.stderr)
+    except MfscoreError as error:
+        raise MfscoreError(localize(error.sentence(), roots)) from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"run {run_id} was created but not submitted, so nothing will be scored; the cluster "
+                          f"deletes it and the inputs sent so far after a day ('{reach.listing}' lists it as "
+                          "created)") from None
+
+
+def _run_spec(task, task_run, inputs, tables: list[str], run_id: str, args):
+    """The run as the aggregator takes it (``RunSpec``): the task's options naming files by their key in the upload."""
+    from mfscore.codec import encode
+    from mfscore.services.common.run_layout import input_prefix
+    from mfscore.services.wire import runs_pb2
+    from mfscore.tasks.base import relocated
+
+    options = relocated(task_run.options, inputs, {name: name for name in inputs.roots})
+    return runs_pb2.RunSpec(task=task.name, options=encode(options), tables=tables, input_prefix=input_prefix(run_id),
+                            output_name=os.path.basename(task_run.out_root), run_id=run_id,
+                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
+                            dataset=args.dataset)
 
 
 def dataset_files(config, name: str) -> dict:
@@ -163,17 +176,29 @@ def localize(text: str, roots: dict[str, str]) -> str:
 def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reaching | None = None, *, out=None,
                progress: bool = True):
     """Submit, watch (with a progress bar unless not ``progress``), and write the reports under ``out_root``'s
-    directory (what the command prints for stdout goes to ``out``); the fetched run (``report.Fetched``: exit status as the embedded command, results, provenance).
+    directory (what the command prints for stdout goes to ``out``); the fetched run (``report.Fetched``: exit
+    status as the embedded command, results, provenance).
     An aggregator that goes away meanwhile (a restart) is waited for, and the run submitted again (the same run
     id returns the same run): see ``report.watch``. Interrupted, it raises ``Interrupted`` saying where the run
     is and how to fetch it (``reach``)."""
-    import grpc
-
-    from mfscore.services.commands.report import Reconnecting, calling, fetch_and_write, watch
-    from mfscore.services.wire import runs_pb2
+    from mfscore.services.commands.report import Reconnecting
 
     reach = reach or Reaching(spec.run_id, out_root, None)
     reconnecting = Reconnecting(config.aggregator_address, spec.run_id)
+    final = _submit_and_watch(config, spec, reach, reconnecting, interactive=progress and sys.stderr.isatty())
+    for line in final.notes:
+        print(localize(line, roots), file=sys.stderr)
+    _raise_unless_done(final, spec.run_id, roots)
+    return _fetch_reports(config, spec.run_id, out_root, roots, reach, reconnecting, out=out)
+
+
+def _submit_and_watch(config, spec, reach: Reaching, reconnecting, *, interactive: bool):
+    """Submit the run and watch it to its end (``report.watch``): its final state."""
+    import grpc
+
+    from mfscore.services.commands.report import watch
+    from mfscore.services.wire import runs_pb2
+
     submitted = False
 
     def submit(stub) -> None:
@@ -182,8 +207,7 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
         submitted = True
 
     try:
-        final = watch(config, spec.run_id, interactive=progress and sys.stderr.isatty(), reconnecting=reconnecting,
-                      before=submit)
+        return watch(config, spec.run_id, interactive=interactive, reconnecting=reconnecting, before=submit)
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {config.aggregator_address} did not take the run: "
                            f"{error.details() or error.code().name}") from None
@@ -195,21 +219,33 @@ def follow_run(config, spec, out_root: str, roots: dict[str, str], reach: Reachi
         raise Interrupted(f"run {spec.run_id} goes on on the cluster: '{reach.listing}' shows its state, "
                           f"'{reach.fetching}' writes its files once it is done, and '{reach.cancelling}' stops "
                           "it") from None
-    for line in final.notes:
-        print(localize(line, roots), file=sys.stderr)
-    if final.state != runs_pb2.RUN_STATE_DONE:
-        for finding in final.validation.findings:
-            where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
-            print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
-        state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
-        raise MfscoreError(f"run {spec.run_id} {state}: {localize(final.message, roots)}")
+
+
+def _raise_unless_done(final, run_id: str, roots: dict[str, str]) -> None:
+    """Refuse a run that did not end done: its validation findings on stderr, its message as the error."""
+    from mfscore.services.wire import runs_pb2
+
+    if final.state == runs_pb2.RUN_STATE_DONE:
+        return
+    for finding in final.validation.findings:
+        where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
+        print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
+    state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
+    raise MfscoreError(f"run {run_id} {state}: {localize(final.message, roots)}")
+
+
+def _fetch_reports(config, run_id: str, out_root: str, roots: dict[str, str], reach: Reaching, reconnecting, *, out):
+    """Write the done run's files under ``out_root``'s directory (``report.fetch_and_write``): the fetched run."""
+    import grpc
+
+    from mfscore.services.commands.report import calling, fetch_and_write
+
     try:
-        return calling(config, lambda stub: fetch_and_write(stub, spec.run_id, out_root,
-                                                            lambda line: localize(line, roots), out=out),
-                       reconnecting)
+        return calling(config, lambda stub: fetch_and_write(stub, run_id, out_root, lambda line: localize(line, roots),
+                                                            out=out), reconnecting)
     except KeyboardInterrupt:
-        raise Interrupted(f"run {spec.run_id} is done but its files were not written: '{reach.fetching}' writes "
+        raise Interrupted(f"run {run_id} is done but its files were not written: '{reach.fetching}' writes "
                           "them") from None
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {config.aggregator_address} did not send the files of run "
-                           f"{spec.run_id}: {error.details() or error.code().name}") from None
+                           f"{run_id}: {error.details() or error.code().name}") from None

@@ -2,10 +2,10 @@
 local-cluster`` runs, what the metrics reference lists per role, and what the manifests of ``deploy/k8s/`` must
 deploy (``tests/unit/test_deploy_pools.py`` holds them to it).
 
-A service's code is ``services/<package>/service.py``: ``run_<role>(settings, stop)`` for the validator and the
-aggregator; a scorer pool's is one line, ``POOL = ScorerPool(name, resources)``, naming the resource classes it
-pulls (its consumers ``<class>-scorers``, on whose lag KEDA scales it). Adding a scorer pool is one entry below and
-that line (docs/development.md "Adding a scorer pool").
+The validator's and the aggregator's code is ``services/<package>/service.py``, ``run_<role>(settings, stop)``. A
+scorer pool has no code of its own: its entry names the resource classes it pulls (its consumers ``<class>-scorers``,
+on whose lag KEDA scales it), and ``mfscore serve`` runs the generic pool (``services/common/scorer_pool.py``) with
+them. Adding a scorer pool is one entry below (docs/development.md "Adding a scorer pool").
 
 Nothing here imports more than the standard library: the deploy tests read it without the cluster extra.
 """
@@ -32,22 +32,31 @@ class Autoscaled:
 @dataclass(frozen=True)
 class ServiceSpec:
     """One service: its name (``mfscore serve <name>``, its Deployment, its processes' labels), its role (what runs
-    it and which metric families it exports), the NATS user it connects as ('' for none: it uses no NATS) and its
-    replicas in the base manifests (a number, or ``Autoscaled``)."""
+    it and which metric families it exports), the NATS user it connects as ('' for none: it uses no NATS), its
+    replicas in the base manifests (a number, or ``Autoscaled``) and, a scorer pool's alone, the resource classes it
+    pulls (``Task.resource``)."""
 
     name: str
     role: str
     nats_user: str = ""
     replicas: int | Autoscaled = 1
+    resources: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if bool(self.resources) != (self.role == SCORER):
+            raise ValueError(f"{self.name}: a scorer pool, and it alone, names the resource classes it pulls")
 
     @property
     def package(self) -> str:
-        """Its package under ``services/`` (``mfscore.services.<package>``)."""
+        """Its name as an identifier: the package of its code under ``services/`` (``mfscore.services.<package>``)
+        for the validator and the aggregator, the stem of a pool's ``local-cluster`` keyword (``mask_scorers``)."""
         return self.name.replace("-", "_")
 
     @property
     def module(self) -> str:
-        """The module holding its code: ``run_<role>``, or a scorer pool's ``POOL``."""
+        """The module holding its code: ``run_<role>``, or for a scorer pool the generic pool's ``run_pool``."""
+        if self.role == SCORER:
+            return "mfscore.services.common.scorer_pool"
         return f"mfscore.services.{self.package}.service"
 
     @property
@@ -59,9 +68,13 @@ class ServiceSpec:
 POOL_REPLICAS = Autoscaled(min_replicas=1, max_replicas=10)
 SERVICES = (
     ServiceSpec("validator", VALIDATOR),
-    ServiceSpec("mask-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS),
-    ServiceSpec("provenance-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS),
-    ServiceSpec("detection-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS),
+    # image masks (PNG) and video masks (HDF5): the tasks whose jobs read pixels
+    ServiceSpec("mask-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS, resources=("mask", "video")),
+    # the tasks whose jobs read a system's provenance JSON
+    ServiceSpec("provenance-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS, resources=("json",)),
+    # the jobs of detection runs large enough to leave the aggregator (a subset's metrics and slices of its
+    # bootstrap replicates, each reading the subset's sorted trials the aggregator stored)
+    ServiceSpec("detection-scorer", SCORER, nats_user="scorer", replicas=POOL_REPLICAS, resources=("detection",)),
     ServiceSpec("aggregator", AGGREGATOR, nats_user="aggregator", replicas=2),  # a leader and a standby
 )
 

@@ -68,6 +68,11 @@ class StreamsUnavailable(MfscoreError):
     """NATS did not let the streams be set up within the budget: JetStream without a leader for that long."""
 
 
+class _PeersOffline(MfscoreError):
+    """NATS could not place a stream's replicas because a peer is offline (restarting, or behind under load), not
+    because the cluster has too few: waiting fixes it."""
+
+
 class _NameTaken(Exception):
     """Another process added the stream between this one's look and its add."""
 
@@ -144,8 +149,8 @@ def _differs(current: api.StreamConfig, wanted: api.StreamConfig) -> bool:
 async def _settling(what: str, step: Callable[[], Awaitable], budget: float):
     """``step()``, tried again while NATS is unreachable or JetStream unavailable, for ``budget`` seconds."""
     try:
-        return await retrying(what, step, transient=nats_unavailable, waiting_for="for NATS", budget=budget,
-                              backoff=NATS)
+        return await retrying(what, step, transient=lambda error: nats_unavailable(error)
+                              or isinstance(error, _PeersOffline), waiting_for="for NATS", budget=budget, backoff=NATS)
     except RetryBudgetSpent as spent:
         raise StreamsUnavailable(f"{what} did not succeed within {budget:g} s: NATS kept answering {spent.last}") \
             from None
@@ -169,6 +174,8 @@ async def _configure(request: Awaitable, what: str, settings: Settings):
             raise
         if exc.err_code == STREAM_NAME_IN_USE:
             raise _NameTaken(str(exc)) from None
+        if "peer offline" in (exc.description or ""):
+            raise _PeersOffline(exc.description) from None
         raise StreamRefused(
             f"NATS refused {what} with {settings.stream_replicas} replicas (MFSCORE_STREAM_REPLICAS) in "
             f"{settings.stream_storage} storage: {exc.description or exc}") from None

@@ -201,14 +201,18 @@ def start_nats_server(
     port = port or free_port()
     name = f"mfscore-{uuid.uuid4().hex[:12]}"
     config = _write_nats_config(Path(data_dir), text)
-    argv = [
-        find_executable("nats-server"), "-c", str(config), "-js", "-a", LOOPBACK, "-p", str(port),
-        "-sd", str(data_dir), "-n", name,
-    ]
+    argv = _nats_argv(config, port, Path(data_dir), name)
     tls = bool(tls_cert)
     server = _spawn("nats-server", argv, Path(log_dir or data_dir), "tls" if tls else "nats", port, detach)
     _wait_until(server, lambda: _nats_jetstream_ready(port, name, tls), timeout)
     return server
+
+
+def _nats_argv(config: Path, port: int, data_dir: Path, name: str, monitor_port: int | None = None) -> list[str]:
+    """The command line of nats-server ``name`` with JetStream, configured by ``config``, storing in ``data_dir``."""
+    monitoring = ["-m", str(monitor_port)] if monitor_port else []
+    return [find_executable("nats-server"), "-c", str(config), "-js", "-a", LOOPBACK, "-p", str(port), *monitoring,
+            "-sd", str(data_dir), "-n", name]
 
 
 def _write_nats_config(data_dir: Path, text: str) -> Path:
@@ -278,39 +282,54 @@ def start_nats_cluster(
     The nodes route to each other on ports of their own (``cluster.routes``), admitting only routes that present
     a password made for this cluster (``nats_auth.cluster_config``), each with a monitoring port (``/jsz`` tells
     the meta leader). ``detach`` as for ``start_nats_server``."""
-    from mfscore.services.common.nats_auth import cluster_config, server_config
-
     if nodes < 1:
         raise ProcessError("a NATS cluster needs at least one node")
     ports = free_ports(3 * nodes)
     client, route, monitor = ports[:nodes], ports[nodes:2 * nodes], ports[2 * nodes:]
     cluster_name = f"mfscore-{uuid.uuid4().hex[:8]}"
-    routes = [f"{LOOPBACK}:{port}" for port in route]
-    route_password = secrets.token_urlsafe(24)  # the nodes' alone: no client ever holds it
+    names = [f"{cluster_name}-{i}" for i in range(nodes)]
+    configs = _node_configs(cluster_name, [f"{LOOPBACK}:{port}" for port in route], users, str(tls_cert), str(tls_key))
     started: list[ServerProcess] = []
-    names = []
     try:
-        for i in range(nodes):
+        for i, config in enumerate(configs):
             node_dir = Path(data_dir) / f"node-{i}"
-            config = json.loads(server_config(users, tls_cert=str(tls_cert), tls_key=str(tls_key)))
-            config["cluster"] = cluster_config(cluster_name, routes[i], [r for j, r in enumerate(routes) if j != i],
-                                               route_password)
-            path = _write_nats_config(node_dir, json.dumps(config, indent=2))
-            names.append(f"{cluster_name}-{i}")
-            argv = [find_executable("nats-server"), "-c", str(path), "-js", "-a", LOOPBACK, "-p", str(client[i]),
-                    "-m", str(monitor[i]), "-sd", str(node_dir), "-n", names[-1]]
-            started.append(_spawn("nats-server", argv, Path(log_dir or node_dir), "tls" if tls_cert else "nats",
-                                  client[i], detach))
+            started.append(_start_node(node_dir, config, names[i], client[i], monitor[i], tls=bool(tls_cert),
+                                       log_dir=Path(log_dir or node_dir), detach=detach))
         cluster = NatsCluster(started, monitor, route)
-        for node, name in zip(started, names):
-            _wait_until(node, lambda node=node, name=name: _nats_jetstream_ready(node.port, name, bool(tls_cert)),
-                        timeout)
-        _wait_until(started[0], lambda: _one_leader(cluster, names), timeout)
+        _wait_cluster_ready(cluster, names, tls=bool(tls_cert), timeout=timeout)
         return cluster
     except BaseException:
         for node in started:
             node.stop()
         raise
+
+
+def _node_configs(cluster_name: str, routes: list[str], users: Mapping[str, str], tls_cert: str,
+                  tls_key: str) -> list[str]:
+    """Each node's configuration: ``users`` as ``start_nats_server`` admits them, and routes to the other nodes."""
+    from mfscore.services.common.nats_auth import cluster_config, server_config
+
+    route_password = secrets.token_urlsafe(24)  # the nodes' alone: no client ever holds it
+    configs = []
+    for i, route in enumerate(routes):
+        config = json.loads(server_config(users, tls_cert=tls_cert, tls_key=tls_key))
+        config["cluster"] = cluster_config(cluster_name, route, [r for r in routes if r != route], route_password)
+        configs.append(json.dumps(config, indent=2))
+    return configs
+
+
+def _start_node(node_dir: Path, config: str, name: str, port: int, monitor_port: int, *, tls: bool, log_dir: Path,
+                detach: bool) -> ServerProcess:
+    """The cluster node ``name`` started on ``port``, its ``config`` written into ``node_dir``, where it stores."""
+    argv = _nats_argv(_write_nats_config(node_dir, config), port, node_dir, name, monitor_port)
+    return _spawn("nats-server", argv, log_dir, "tls" if tls else "nats", port, detach)
+
+
+def _wait_cluster_ready(cluster: NatsCluster, names: list[str], *, tls: bool, timeout: float) -> None:
+    """Wait until every node has JetStream up and all agree on a meta leader that sees them all."""
+    for node, name in zip(cluster.nodes, names):
+        _wait_until(node, lambda node=node, name=name: _nats_jetstream_ready(node.port, name, tls), timeout)
+    _wait_until(cluster.nodes[0], lambda: _one_leader(cluster, names), timeout)
 
 
 def _one_leader(cluster: NatsCluster, names: list[str]) -> bool:
@@ -436,6 +455,15 @@ def start_s3_server(
     # absolute: SeaweedFS runs in ``data_dir``, where it reads its configuration
     data_dir = Path(data_dir).absolute() if data_dir else Path(tempfile.mkdtemp(prefix="mfscore-s3-"))
     tls_cert, tls_key = (os.path.abspath(path) if path else "" for path in (tls_cert, tls_key))
+    options = _store_options(_write_store_files(data_dir, service, bucket), data_dir, tls_cert, tls_key)
+    start = _StoreStart(command=[weed, "-logtostderr", *(["-v=2"] if log_requests else [])], options=options,
+                        data_dir=data_dir, log_dir=Path(log_dir or data_dir), scheme="https" if tls_cert else "http",
+                        detach=detach, service=service, tls_ca=str(tls_ca), timeout=timeout, temporary=temporary)
+    return _start_store(start, port)
+
+
+def _write_store_files(data_dir: Path, service: S3Credentials, bucket: str) -> Path:
+    """SeaweedFS's directories and configuration files in ``data_dir``; returns its S3 identities' file."""
     try:
         for directory in (data_dir, data_dir / "master", data_dir / "security"):
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -444,42 +472,72 @@ def start_s3_server(
         _write_private(data_dir / "security.toml", _security_toml(data_dir / "security"))
     except OSError as exc:
         raise ProcessError(f"the S3 server cannot keep its data in {data_dir}: {exc.strerror or exc}") from None
-    options = ["-filer", "-s3", f"-s3.config={config}", f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}",
-               "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
-               "-master.peers=none",  # a master alone: it leads at once instead of looking for peers for a second
-               "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
-               f"-s3.localSocket={_socket_path(data_dir, 's3')}",
-               f"-filer.localSocket={_socket_path(data_dir, 'filer')}",
-               *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
-    global_options = ["-logtostderr", *(["-v=2"] if log_requests else [])]
+    return config
+
+
+def _store_options(config: Path, data_dir: Path, tls_cert: str, tls_key: str) -> list[str]:
+    """The options of ``weed server`` but its address and ports: its parts, files, limits and TLS."""
+    return ["-filer", "-s3", f"-s3.config={config}", f"-dir={data_dir}", f"-master.dir={data_dir / 'master'}",
+            "-s3.port.iceberg=0", "-s3.port.lance=0",  # no Iceberg or Lance catalogue
+            "-master.peers=none",  # a master alone: it leads at once instead of looking for peers for a second
+            "-volume.preStopSeconds=0", "-volume.max=0", "-master.volumeSizeLimitMB=256",
+            f"-s3.localSocket={_socket_path(data_dir, 's3')}",
+            f"-filer.localSocket={_socket_path(data_dir, 'filer')}",
+            *([f"-s3.cert.file={tls_cert}", f"-s3.key.file={tls_key}"] if tls_cert else [])]
+
+
+@dataclass(frozen=True)
+class _StoreStart:
+    """How SeaweedFS starts and is checked, but for its ports: ``command`` is ``weed`` and its global options."""
+
+    command: list[str]
+    options: list[str]
+    data_dir: Path
+    log_dir: Path
+    scheme: str
+    detach: bool
+    service: S3Credentials
+    tls_ca: str
+    timeout: float
+    temporary: bool
+
+    def spawn(self, s3_port: int) -> ServerProcess:
+        """SeaweedFS started with its S3 gateway on ``s3_port`` and its other parts on free ports."""
+        ports = {"s3.port": s3_port, **dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))}
+        argv = [*self.command, "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
+                *(f"-{flag}={number}" for flag, number in ports.items()), *self.options]
+        return _spawn(STORE, argv, self.log_dir, self.scheme, s3_port, self.detach, cwd=self.data_dir)
+
+    def ready(self, server: ServerProcess) -> S3Server:
+        """The store ``server`` runs, once it serves the service's key and refuses a made-up one; stopped if not."""
+        store = S3Server(server, self.service, self.data_dir)
+        try:
+            _wait_until(server, lambda: _s3_serves(store, self.tls_ca), self.timeout)
+            _check_refuses_made_up_keys(store, self.tls_ca)
+        except BaseException:
+            store.stop()
+            raise
+        store.temporary = self.temporary
+        return store
+
+
+def _start_store(start: _StoreStart, port: int | None) -> S3Server:
+    """The store started as ``start`` says, on ``port`` (default a free one); again on others when one was taken."""
     for attempt in range(1, _PORT_ATTEMPTS + 1):
         # the ports are free when picked, but SeaweedFS binds its last ones seconds later: another process may take
         # one meanwhile (a client's connection draws from the same range), and then it is started again on others
-        s3_port = port or free_port()
-        ports = {"s3.port": s3_port, **dict(zip(_STORE_PORTS, free_ports(len(_STORE_PORTS))))}
-        argv = [weed, *global_options, "server", f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}",
-                *(f"-{flag}={number}" for flag, number in ports.items()), *options]
         try:
-            server = _spawn(STORE, argv, Path(log_dir or data_dir), "https" if tls_cert else "http", s3_port,
-                            detach, cwd=data_dir)
+            server = start.spawn(port or free_port())
         except ProcessError:
             if port or attempt == _PORT_ATTEMPTS:
                 raise
             continue
-        store = S3Server(server, service, data_dir)
         try:
-            _wait_until(server, lambda: _s3_serves(store, str(tls_ca)), timeout)
-            _check_refuses_made_up_keys(store, str(tls_ca))
-            store.temporary = temporary
-            return store
-        except ProcessError as exc:
-            store.stop()
-            if "address already in use" not in str(exc) or attempt == _PORT_ATTEMPTS:
-                _remove_temporary(data_dir, temporary)
-                raise
-        except BaseException:
-            store.stop()
-            _remove_temporary(data_dir, temporary)
+            return start.ready(server)
+        except BaseException as exc:
+            if isinstance(exc, ProcessError) and "address already in use" in str(exc) and attempt < _PORT_ATTEMPTS:
+                continue
+            _remove_temporary(start.data_dir, start.temporary)
             raise
     raise AssertionError("unreachable")
 

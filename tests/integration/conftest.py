@@ -11,12 +11,12 @@ import pytest
 
 from integration.clusters import cluster_up
 from integration.nats_reset import delete_streams
+from mfscore.services.common.nats_auth import ROLES
 from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import ensure_streams
 from mfscore.services.common.subjects import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM
-from mfscore.services.common.nats_auth import ROLES
 from mfscore.services.local.servers import start_nats_server, start_s3_server
-from mfscore.services.common.settings import Settings
 
 
 @pytest.fixture(scope="session")

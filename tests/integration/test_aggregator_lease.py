@@ -14,15 +14,15 @@ from nats.js.errors import NoKeysError
 
 from mfscore.services.aggregator.api import FOLLOWING
 from mfscore.services.aggregator.lease import KEY, STANDBY, Deposed, Fenced, Lease
-from mfscore.services.aggregator.service import Aggregator, track_leader_health
 from mfscore.services.aggregator.run import Run, State, now
+from mfscore.services.aggregator.service import Aggregator, track_leader_health
 from mfscore.services.aggregator.state import RunBook, status_key
 from mfscore.services.commands.local_cluster import health
 from mfscore.services.common.auth import Callers, Caller, client_channel
 from mfscore.services.common.grpc_server import start_grpc_server, stop_grpc_server
 from mfscore.services.common.nats_connection import connect
-from mfscore.services.common.streams import bucket_keys
 from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.streams import bucket_keys
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, runs_pb2, services_pb2_grpc
 from mfscore.tasks.base import Plan
 

@@ -20,8 +20,8 @@ from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.submit import run_inputs
 from mfscore.services.commands.upload import upload_run
 from mfscore.services.common.nats_connection import connect
-from mfscore.services.common.subjects import JOBS_STREAM
 from mfscore.services.common.run_layout import input_prefix
+from mfscore.services.common.subjects import JOBS_STREAM
 from mfscore.services.wire import runs_pb2, services_pb2_grpc
 from mfscore.tasks.base import relocated
 

@@ -27,11 +27,11 @@ from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.aggregator import state
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
-from mfscore.services.common.nats_connection import connect
-from mfscore.services.common.subjects import MSG_ID_HEADER, RUNS_BUCKET, job_id, result_subject
 from mfscore.services.common.messages import key_message
+from mfscore.services.common.nats_connection import connect
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import input_prefix, manifest_key, namespace, objects_prefix, reports_prefix
+from mfscore.services.common.subjects import MSG_ID_HEADER, RUNS_BUCKET, job_id, result_subject
 from mfscore.services.wire import datasets_pb2, datasets_pb2_grpc, records_pb2, results_pb2, runs_pb2, services_pb2_grpc
 
 State = runs_pb2.RunState

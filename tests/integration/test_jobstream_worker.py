@@ -17,6 +17,9 @@ from mfscore.masks.mask_record import MaskRecord
 from mfscore.masks.mask_scoring import MaskJob
 from mfscore.records import JobKey, encode_outcome
 from mfscore.services.common.job_worker import JobWorker
+from mfscore.services.common.messages import job, job_key, job_message, outcome
+from mfscore.services.common.metrics import REGISTRIES
+from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.common.streams import publish_job, purge_run_jobs, runs_bucket
 from mfscore.services.common.subjects import (
     DEAD_STREAM,
@@ -31,9 +34,6 @@ from mfscore.services.common.subjects import (
     job_subject,
     result_subject,
 )
-from mfscore.services.common.messages import job, job_key, job_message, outcome
-from mfscore.services.common.metrics import REGISTRIES
-from mfscore.services.common.object_store import ObjectStoreUnavailable
 from mfscore.services.wire import jobs_pb2, records_pb2
 from mfscore.tasks.base import PLANNER, Job
 

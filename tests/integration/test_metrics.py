@@ -26,9 +26,9 @@ from mfscore.cli.main import main
 from mfscore.sample_data.examples import example_arguments
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.common import json_logs, metrics
+from mfscore.services.common.queue_lag import read_lag, watch_lag
 from mfscore.services.common.streams import publish_job
 from mfscore.services.common.subjects import DEAD_STREAM, JOBS_STREAM, dead_subject, job_filter
-from mfscore.services.common.queue_lag import read_lag, watch_lag
 from mfscore.services.wire import runs_pb2, services_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration

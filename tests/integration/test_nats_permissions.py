@@ -30,7 +30,11 @@ from mfscore.records import JobKey
 from mfscore.sample_data.examples import example_arguments
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.common.job_worker import JobWorker
+from mfscore.services.common.messages import job_message
 from mfscore.services.common.nats_connection import NatsRefused, connect
+from mfscore.services.common.object_store import ObjectStore
+from mfscore.services.common.scorer_pool import JobRefused, JobScorer, check_inputs
+from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import STREAMS, ensure_streams, publish_job, runs_bucket, wait_for_streams
 from mfscore.services.common.subjects import (
     DEAD_STREAM,
@@ -43,11 +47,7 @@ from mfscore.services.common.subjects import (
     job_subject,
     result_subject,
 )
-from mfscore.services.common.messages import job_message
-from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.local.servers import start_nats_server
-from mfscore.services.common.scorer_pool import JobRefused, JobScorer, check_inputs
-from mfscore.services.common.settings import Settings
 from mfscore.services.wire import jobs_pb2, records_pb2, services_pb2, services_pb2_grpc
 from mfscore.tasks import get as get_task
 from mfscore.tasks.base import Job

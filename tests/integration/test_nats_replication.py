@@ -27,6 +27,7 @@ from integration.nats_reset import delete_streams
 from mfscore.cli.main import main
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.common.nats_connection import connect, nats_servers, nats_tls, public_url
+from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import STREAMS, StreamRefused, ensure_streams, runs_bucket
 from mfscore.services.common.subjects import (
     JOBS_STREAM,
@@ -37,7 +38,6 @@ from mfscore.services.common.subjects import (
     job_kinds,
     result_subject,
 )
-from mfscore.services.common.settings import Settings
 from mfscore.services.local.servers import find_executable, free_port, free_ports, start_nats_cluster
 from mfscore.services.wire import runs_pb2
 

@@ -32,15 +32,15 @@ from mfscore.services.commands import local_cluster as commands
 from mfscore.services.commands.cluster_config import ClusterConfig
 from mfscore.services.commands.report import Reconnecting, list_runs, watch
 from mfscore.services.commands.upload import upload_run
-from mfscore.services.common.nats_connection import connect
-from mfscore.services.common.streams import runs_bucket
-from mfscore.services.common.subjects import JOBS_STREAM, RESULTS_STREAM, result_subject
-from mfscore.services.common.nats_auth import SERVICE_ROLES
-from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.local.servers import free_port, start_nats_server
 from mfscore.services.common import input_manifest
+from mfscore.services.common.nats_auth import SERVICE_ROLES
+from mfscore.services.common.nats_connection import connect
+from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.run_layout import input_prefix, reports_prefix, uploads_prefix
 from mfscore.services.common.settings import Settings
+from mfscore.services.common.streams import runs_bucket
+from mfscore.services.common.subjects import JOBS_STREAM, RESULTS_STREAM, result_subject
+from mfscore.services.local.servers import free_port, start_nats_server
 from mfscore.services.wire import records_pb2, runs_pb2, services_pb2_grpc
 
 pytestmark = pytest.mark.integration

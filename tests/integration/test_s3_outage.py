@@ -20,15 +20,15 @@ from integration.equivalence import without_created
 from integration.faults import FaultyProxy
 from integration.uploads import stored
 from mfscore.sample_data.masks import generate_mask_dataset
-from mfscore.services.aggregator.service import Aggregator
 from mfscore.services.aggregator.run import Run
+from mfscore.services.aggregator.service import Aggregator
 from mfscore.services.common.job_worker import JobWorker
-from mfscore.services.common.streams import publish_job, runs_bucket
-from mfscore.services.common.subjects import DEAD_STREAM, ERROR_HEADER, JOBS_STREAM, RESULTS_STREAM
 from mfscore.services.common.messages import job_key, outcome
 from mfscore.services.common.metrics import REGISTRIES
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.scorer_pool import JobScorer
+from mfscore.services.common.streams import publish_job, runs_bucket
+from mfscore.services.common.subjects import DEAD_STREAM, ERROR_HEADER, JOBS_STREAM, RESULTS_STREAM
 from mfscore.services.wire import records_pb2, runs_pb2
 
 pytestmark = pytest.mark.integration

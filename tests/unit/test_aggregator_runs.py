@@ -21,10 +21,10 @@ from mfscore.results import HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, 
 from mfscore.sample_data.detection import generate_detection_dataset
 from mfscore.services.aggregator import paging, state
 from mfscore.services.aggregator.retention import Retention
-from mfscore.services.common.retry import one_line
 from mfscore.services.aggregator.run import TERMINAL, Run
 from mfscore.services.aggregator.state import NotRecorded, RunBook, State, created_ns, status_key
 from mfscore.services.common.results_wire import results_from_message, results_message
+from mfscore.services.common.retry import one_line
 from mfscore.services.common.settings import Settings
 from mfscore.services.wire import results_pb2, runs_pb2
 

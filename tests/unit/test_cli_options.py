@@ -10,10 +10,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
+import mfscore.detection.options
+import mfscore.tasks.detection_options
 from mfscore import tasks
 from mfscore.cli.arguments import add_options, dest, numbers, options_from
 from mfscore.cli.main import build_parser
+from mfscore.detection.options import PlotOptions
 from mfscore.options import Check, fields_of, one_of, option, spellings, validate, within
+from mfscore.tasks.detection_options import Options as DetectionTaskOptions
 
 # The fields whose flag the command defaults otherwise than the field (MediScore's command defaults, or a flag the
 # command reads into the field itself), by command and the field's path from the task's options type.
@@ -88,6 +92,34 @@ def test_a_default_changed_in_the_core_changes_the_command_and_its_help(monkeypa
     assert "FAR for AUC@FAR and CDR@FAR (default 0.25)" in " ".join(parser.format_help().split())
     args = build_parser(["detection"]).parse_args(["detection", "-r", "r.csv", "-x", "x.csv", "-s", "s.csv"])
     assert args.task_options(args).options.scoring.far_stop == 0.25
+
+
+@dataclass(frozen=True)
+class NewPlotOptions(PlotOptions):
+    """The detection task's plot options with one more option, declared as a new option is."""
+
+    line_width: float = field(default=1.5, metadata=option(
+        "--lineWidth", within(0.5, 5.0, what="a line width"), help="ROC line width (default {default})"))
+
+
+@dataclass(frozen=True)
+class NewDetectionOptions(DetectionTaskOptions):
+    plot: NewPlotOptions = NewPlotOptions()
+
+
+def test_an_option_declared_in_the_core_is_a_flag_of_its_command_with_nothing_written_in_the_cli(monkeypatch):
+    assert "--lineWidth" not in _parser("detection").format_help()
+    monkeypatch.setattr(mfscore.detection.options, "PlotOptions", NewPlotOptions)
+    monkeypatch.setattr(mfscore.tasks.detection_options, "Options", NewDetectionOptions)
+    assert "ROC line width (default 1.5)" in " ".join(_parser("detection").format_help().split())
+    parser = build_parser(["detection"])
+    required = ["detection", "-r", "r.csv", "-x", "x.csv", "-s", "s.csv"]
+    args = parser.parse_args([*required, "--lineWidth", "2.5"])
+    assert args.task_options(args).options.plot.line_width == 2.5
+    args = parser.parse_args(required)
+    assert args.task_options(args).options.plot.line_width == 1.5
+    with pytest.raises(SystemExit):
+        parser.parse_args([*required, "--lineWidth", "9"])  # its check, as any declared option's: a usage error
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ these tests): the services, their roles, the gRPC service each serves and the NA
 registry, ``services/common/service_specs.py``, which ``mfscore serve`` and ``mfscore local-cluster`` read too), the
 variables the services read (``services/common/settings.py``), the resource classes of the job subjects and their
 durable consumers ``<class>-scorers`` (``services/common/subjects.py`` job_kinds), the classes each scorer pool pulls
-(``services/<pool>/service.py`` POOL, read with ``ast``) and the gRPC services of ``proto/mfscore/v1/services.proto``.
+(their registry entries' ``resources``) and the gRPC services of ``proto/mfscore/v1/services.proto``.
 
 What is checked: kustomizations list files that exist and parse, and no YAML file is left out.
 The five services run once each, as ``mfscore serve <service>``; no retired consumer or subject
@@ -98,7 +98,7 @@ SERVICES_SRC = REPO / "services"            # installed as mfscore.services (pyp
 
 # `mfscore serve <service>`: the Deployments, one each (the registry, services/common/service_specs.py)
 SERVICES = service_specs.names()
-# the scorer pools: services/<name with _>/service.py defines POOL = ScorerPool(name, resources)
+# the scorer pools: registry entries naming the resource classes they pull
 SCORERS = tuple(spec.name for spec in service_specs.of_role(service_specs.SCORER))
 # the gRPC service each process registers (and reports on grpc.health.v1.Health), and the module doing so: the
 # generic scorer pool's, or the service's own
@@ -170,17 +170,9 @@ def consumer(job_class: str) -> str:
     return f"{job_class}-scorers"
 
 
-@functools.cache
 def pool_classes(name: str) -> tuple[str, ...]:
-    """The resource classes the scorer pool ``name`` pulls (its POOL in services/<name>/service.py)."""
-    path = SERVICES_SRC / name.replace("-", "_") / "service.py"
-    call = top_level_value(path, "POOL")
-    assert isinstance(call, ast.Call) and getattr(call.func, "id", None) == "ScorerPool", \
-        f"{path.relative_to(REPO)}: POOL is not a ScorerPool(...)"
-    fields = dict(zip(("name", "resources"), (ast.literal_eval(a) for a in call.args)))
-    fields |= {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    assert fields["name"] == name, f"{path.relative_to(REPO)}: the pool calls itself {fields['name']!r}"
-    return tuple(fields["resources"])
+    """The resource classes the scorer pool ``name`` pulls (its registry entry's ``resources``)."""
+    return service_specs.get(name).resources
 
 
 def pool_consumers(name: str) -> list[str]:

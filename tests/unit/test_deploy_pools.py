@@ -1,7 +1,7 @@
 """Every registered task and every registered service is deployed, checked from the registries without naming one.
 
 For each task of ``mfscore.tasks`` the pool that pulls its ``resource`` class (a scorer pool of the service registry,
-``services/common/service_specs.py``, whose ``services/<pool>/service.py`` says ``POOL = ScorerPool(name, resources)``)
+``services/common/service_specs.py``, whose entry names the ``resources`` it pulls)
 must be deployed in the base and in every overlay view
 (``test_deploy_manifests.overlay_view``): a Deployment running ``mfscore serve <pool>`` with gRPC probes, a
 PodDisruptionBudget, scraping by the PodMonitor, and an autoscaler on its consumer ``<resource>-scorers``: a KEDA
@@ -11,8 +11,8 @@ aggregator itself, so the aggregator's Deployment covers it. A new task is held 
 line alone.
 
 For each service of the registry: ``mfscore serve`` takes it and ``mfscore local-cluster`` runs it (a scorer pool with
-its ``--<pool>s`` flag); its code is where the registry says (``run_<role>``, or a pool's ``POOL``, and every package
-defining a ``POOL`` is registered); the base runs it as a Deployment of its role's component with a Service, and
+its ``--<pool>s`` flag); its code is where the registry says (``run_<role>``, or the generic pool's ``run_pool``, and
+only a pool names resource classes); the base runs it as a Deployment of its role's component with a Service, and
 with the replicas it declares (a fixed count, or its autoscalers' bounds: KEDA's in the base, the HPA's without KEDA);
 the dev overlay runs one. Every role is a metrics registry (``services/common/metrics.py``), and the metrics
 reference lists each service under the families of its role. What else each service must have (its NATS user, its
@@ -23,7 +23,6 @@ manifest names a service the registry does not hold.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from pathlib import Path
 
 import pytest
@@ -42,29 +41,8 @@ NO_KEDA = K8S / "overlays" / "no-keda"
 
 
 def pools() -> dict[str, tuple[str, ...]]:
-    """Every scorer pool of the registry: name -> the resource classes its ``POOL`` pulls."""
-    from mfscore.services.common.scorer_pool import ScorerPool
-
-    found = {}
-    for spec in service_specs.of_role(service_specs.SCORER):
-        pool = importlib.import_module(spec.module).POOL
-        assert isinstance(pool, ScorerPool) and pool.name == spec.name, f"{spec.module}: POOL is {pool!r}"
-        found[spec.name] = tuple(pool.resources)
-    return found
-
-
-def defined_pools() -> set[str]:
-    """The name of every ``POOL`` a package of the services defines (``services/<package>/service.py``)."""
-    import mfscore.services
-    from mfscore.services.common.scorer_pool import ScorerPool
-
-    found = set()
-    for info in pkgutil.iter_modules(mfscore.services.__path__):
-        if info.ispkg and (Path(info.module_finder.path) / info.name / "service.py").is_file():
-            pool = getattr(importlib.import_module(f"mfscore.services.{info.name}.service"), "POOL", None)
-            if isinstance(pool, ScorerPool):
-                found.add(pool.name)
-    return found
+    """Every scorer pool of the registry: name -> the resource classes it pulls."""
+    return {spec.name: spec.resources for spec in service_specs.of_role(service_specs.SCORER)}
 
 
 def deployment_of(task: str) -> tuple[str, str | None]:
@@ -128,19 +106,23 @@ def test_every_pool_scores_some_task_and_every_overlay_keeps_keda_but_one():
 
 # ----------------------------------------------------------------------------- the service registry
 
-def test_the_registry_names_each_service_once_and_every_pool_package():
+def test_the_registry_names_each_service_once_and_only_pools_name_resources():
     names = service_specs.names()
     assert len(set(names)) == len(names) and names, names
     assert all(spec.role in service_specs.ROLES for spec in REGISTERED)
     assert [len(service_specs.of_role(role)) for role in (service_specs.VALIDATOR, service_specs.AGGREGATOR)] == [1, 1]
-    assert defined_pools() == set(pools()), \
-        f"pools defined {sorted(defined_pools())}, registered {sorted(pools())}: a pool is a registry entry and a POOL"
+    assert all(spec.resources for spec in service_specs.of_role(service_specs.SCORER)), pools()
+    for role in (service_specs.VALIDATOR, service_specs.AGGREGATOR):
+        with pytest.raises(ValueError):
+            service_specs.ServiceSpec("x", role, resources=("mask",))
+    with pytest.raises(ValueError):
+        service_specs.ServiceSpec("x-scorer", service_specs.SCORER)
 
 
 @pytest.mark.parametrize("spec", REGISTERED, ids=lambda s: s.name)
 def test_the_service_s_code_is_where_the_registry_says(spec):
     code = importlib.import_module(spec.module)
-    entry = "POOL" if spec.role == service_specs.SCORER else f"run_{spec.role}"
+    entry = "run_pool" if spec.role == service_specs.SCORER else f"run_{spec.role}"
     assert hasattr(code, entry), f"{spec.module} has no {entry}, which `mfscore serve {spec.name}` runs"
 
 

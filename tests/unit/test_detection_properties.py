@@ -35,14 +35,14 @@ from exact import identical
 from mfscore.detection import bootstrap
 from mfscore.detection.bootstrap import N_RESAMPLES
 from mfscore.detection.metrics import detection_metrics
+from mfscore.detection.options import PlotOptions
 from mfscore.detection.roc import SortedTrials
 from mfscore.detection.scorer import DetectionOptions, in_subset_order, subset_result
 from mfscore.detection.trials import _check_keys, trial_response_rate
+from mfscore.errors import InputFileError, MfscoreError
 from mfscore.formats.joins import join, unique_key
 from mfscore.formats.tables import write_table
-from mfscore.errors import InputFileError, MfscoreError
 from mfscore.records import JobKey, Problem, RecordConflictError, complete, decode_outcome, encode_outcome, fold
-from mfscore.detection.options import PlotOptions
 from mfscore.run.local import report_into, write_generated
 from mfscore.tasks import detection
 from mfscore.tasks.base import with_generated

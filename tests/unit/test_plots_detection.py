@@ -10,12 +10,12 @@ import pytest
 from sklearn.metrics import roc_curve as sk_roc_curve
 
 from mfscore.detection.bootstrap import N_RESAMPLES, SEED, joined, quantile_positions, replicate_slice
+from mfscore.detection.options import PlotOptions
 from mfscore.detection.roc import SortedTrials
 from mfscore.detection.roc_band import FAR_GRID, tpr_on_grid
 from mfscore.detection.scorer import DetectionOptions, score_subset
 from mfscore.detection.subsets import Subset
 from mfscore.reports import plots
-from mfscore.detection.options import PlotOptions
 from mfscore.reports.detection_plots import curve_figures
 from mfscore.reports.detection_report import metric_cells
 

@@ -6,8 +6,8 @@ names, so a new task is held to all of them by its registry line alone:
 - the task is declared once: its ``name`` is its registry key, it has a sub-command (``mfscore.cli.<module>``,
   restating neither its name nor whether it draws) and an example (``mfscore.sample_data.examples``), and
   the README shows its command;
-- its ``resource`` is a class a scorer pool pulls (``services/*/service.py`` ``POOL``) or ``PLANNER``:
-  anything else passes the embedded run and fails only on a cluster;
+- its ``resource`` is a class a scorer pool pulls (its ``resources`` in ``services/common/service_specs.py``) or
+  ``PLANNER``: anything else passes the embedded run and fails only on a cluster;
 - its options are checked where they are made: the example's options cross the wire
   (``mfscore.tasks.decode_options``) unchanged; bad JSON is refused; every option of a wrong type, and
   every bad value of each range-checked option, is refused by the options type itself and by
@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import json
-import pkgutil
 import random
 from pathlib import Path
 
@@ -85,17 +83,10 @@ def test_the_readme_shows_the_command(name):
 
 
 def _pools() -> dict[str, tuple[str, ...]]:
-    """Every scorer pool the services deploy (``services/<package>/service.py`` ``POOL``): name -> resource classes."""
-    import mfscore.services
-    from mfscore.services.common.scorer_pool import ScorerPool
+    """Every scorer pool the services deploy (the registry, ``services/common/service_specs.py``): name -> classes."""
+    from mfscore.services.common import service_specs
 
-    pools = {}
-    for info in pkgutil.iter_modules(mfscore.services.__path__):
-        if info.ispkg and (Path(info.module_finder.path) / info.name / "service.py").is_file():
-            pool = getattr(importlib.import_module(f"mfscore.services.{info.name}.service"), "POOL", None)
-            if isinstance(pool, ScorerPool):
-                pools[pool.name] = tuple(pool.resources)
-    return pools
+    return {spec.name: spec.resources for spec in service_specs.of_role(service_specs.SCORER)}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -103,7 +94,7 @@ def test_the_resource_is_a_pool_s_class_or_planner(name):
     from mfscore.services.common.subjects import job_kinds
 
     pools = _pools()
-    assert pools, "no scorer pool found under services/"
+    assert pools, "no scorer pool in the service registry"
     resource = tasks.get(name).resource
     pulled = {kind for kinds in pools.values() for kind in kinds}
     assert resource == PLANNER or resource in pulled, \

@@ -1,1 +1,0 @@
-"""The mask scorer pool (image and video masks)."""

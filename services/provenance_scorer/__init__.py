@@ -1,1 +1,0 @@
-"""The provenance scorer pool (system provenance JSON)."""
