@@ -10,16 +10,19 @@ The cluster's quotas are set low (``QUOTAS``) so a short flood finds them; the l
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import os
 import socket
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from integration.clusters import cluster_up
 from integration.uploads import mask_options
@@ -54,6 +57,16 @@ def new_caller(config: ClusterConfig, name: str) -> str:
     token = commands.add_caller(config, name, "client")
     time.sleep(1.5)
     return token
+
+
+def upload_codes(config: ClusterConfig) -> collections.Counter:
+    """How many UploadInputs calls the aggregator has answered, by status code (its ``grpc_server_handled_total``)."""
+    port = aggregator(config)["metrics_port"]
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return collections.Counter({sample.labels["grpc_code"]: int(sample.value)
+                                for family in text_string_to_metric_families(text) for sample in family.samples
+                                if sample.name == "grpc_server_handled_total"
+                                and sample.labels.get("grpc_method") == "UploadInputs"})
 
 
 def bearer(token: str):
@@ -430,9 +443,16 @@ def test_the_upload_flood_of_one_caller_holds_its_quota_of_streams_and_little_me
                           if code not in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED)}
             return peak, codes, unexpected
 
+    answered = upload_codes(config)
     peak, codes, unexpected = asyncio.run(scenario())
+    answered = upload_codes(config) - answered
     figures("upload flood (100 streams of one caller)", rss_before_mib=before >> 20, rss_peak_mib=peak >> 20)
-    taken = codes.count(grpc.StatusCode.DEADLINE_EXCEEDED)  # taken, then quiet: ended by the idle timeout
-    assert not unexpected, unexpected
+    # The server's answers, as it counts them: a client write racing the server's early status can make grpcio's
+    # asyncio client report INTERNAL instead of the code it received (grpc/grpc#36066), so the client's view is
+    # checked for nothing else.
+    assert {code for code, _ in unexpected} <= {grpc.StatusCode.INTERNAL}, unexpected
+    taken = answered["DEADLINE_EXCEEDED"]  # taken, then quiet: ended by the idle timeout
+    assert set(answered) <= {"RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED"}, answered
     # two at a time: a slot frees only when a taken stream has been quiet for 4 s (more than two on a loaded machine)
-    assert 2 <= taken <= 10 and codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 100 - taken, codes
+    assert 2 <= taken <= 10 and answered["RESOURCE_EXHAUSTED"] == 100 - taken, answered
+    assert codes.count(grpc.StatusCode.DEADLINE_EXCEEDED) <= taken, codes
