@@ -24,6 +24,7 @@ MAX_QUERY_COMPARISONS = 500               # comparisons in one query: each is a 
 DEFAULT_MAX_TABLE_BYTES = 1 << 30         # bytes of a submitted table (validation/submission_table.py)
 DEFAULT_MAX_KERNEL_SIZE = 201             # a no-score zone's kernel size (--eks, --dks, --ntdks)
 DEFAULT_MAX_FINDINGS = 1000               # findings a validation lists; the others are only counted
+MAX_DESCRIPTION_BYTES = 1 << 20           # bytes of a package's system description (validation/system_description.py)
 
 HARD_MAX_PIXELS = 1 << 30                 # OpenCV's own decoding limit (OPENCV_IO_MAX_IMAGE_PIXELS' default)
 HARD_MAX_JOB_BYTES = HARD_MAX_PIXELS * (3 + 4 * JPEG2000_SAMPLE_BYTES)  # what a job on the largest mask can need

@@ -18,7 +18,11 @@ def add_parser(subparsers) -> None:
         description="Check a system output CSV, its masks and intervals against the index before scoring. "
                     "Exit status 0: valid; 1: invalid. Accepts MediScore validator.py's options.")
     p.add_argument("-x", "--inIndex", required=True, help="index CSV")
-    p.add_argument("-s", "--inSys", required=True, help="system output CSV; mask paths are relative to its directory")
+    system = p.add_mutually_exclusive_group(required=True)
+    system.add_argument("-s", "--inSys", help="system output CSV; mask paths are relative to its directory")
+    system.add_argument("--package", metavar="DIR",
+                        help="instead of -s, a whole submission package <SubID>/: its name, <SubID>.csv (checked "
+                             "as with -s), its system description <SubID>.txt (six sections) and mask/")
     p.add_argument("-vt", "--valtype", required=True, choices=VALIDATION_TYPES,
                    help="SSD (manipulation image), SSD-video, SSD-event, SSD-camera or DSD (splice)")
     p.add_argument("-r", "--inRef", help="reference CSV: check masks and statuses of target trials only")
@@ -78,16 +82,21 @@ def _write_revised(validation, path: str) -> None:
 
 def run(args) -> int:
     from mfscore.cli.validation_output import print_report
+    from mfscore.validation.package import package_system_path, validate_package
     from mfscore.validation.submission import validate_submission
 
-    revised_path = _revised_path(args.inSys, args.output_revised_system) if args.output_revised_system else None
+    system_path = args.inSys if args.package is None else package_system_path(args.package)
+    revised_path = _revised_path(system_path, args.output_revised_system) if args.output_revised_system else None
     options = ValidatorOptions(
         kind=args.valtype, name_check=args.nameCheck, ncid=args.ncid, plan=args.plan, reference=args.inRef,
         index_filter=args.indexFilter, neglect_mask=args.neglectMask, neglect_pixel=args.neglectPixel,
         ignore_eof=args.ignore_eof, ignore_overlap=args.ignore_overlap, revised_name=args.output_revised_system,
         mediscore_compat=args.mediscore_compat, max_pixels=args.max_pixels, hdf5_frame_base=args.hdf5_frame_base,
         max_findings=args.max_findings)
-    validation = validate_submission(args.inSys, args.inIndex, options)
+    if args.package is None:
+        validation = validate_submission(args.inSys, args.inIndex, options)
+    else:
+        validation = validate_package(args.package, args.inIndex, options)
     if validation.revised is not None and revised_path is not None:
         _write_revised(validation, revised_path)
         validation.report.notice("revised.written", f"The revised system output is written to {revised_path}.")

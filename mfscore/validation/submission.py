@@ -39,22 +39,29 @@ def _files_exist(report: ValidationReport, system_path: str, index_path: str) ->
     return report.valid
 
 
+def expid_tasks(kind: str) -> tuple[str, ...]:
+    """The EXPID TASK values a submission of validation type ``kind`` may name, lower-case."""
+    return ("splice",) if kind == "DSD" else ("manipulation",)
+
+
 def _check_name(report: ValidationReport, system_path: str, options: ValidatorOptions) -> SubmissionName:
     if options.plan == "nc2017":
-        task = "splice" if options.kind == "DSD" else "manipulation"
-        names, name = check_expid_name(system_path, ncid=options.ncid, tasks=(task,))
+        names, name = check_expid_name(system_path, ncid=options.ncid, tasks=expid_tasks(options.kind))
     else:
         names, name = check_subid_name(system_path)
     report.extend(names)
     return name
 
 
-def validate_submission(system_path: str, index_path: str, options: ValidatorOptions) -> Validation:
+def validate_submission(system_path: str, index_path: str, options: ValidatorOptions, *,
+                        name: SubmissionName | None = None) -> Validation:
+    """The report on ``system_path``; ``name``, when given, is the submission name already checked (a package's)."""
     report = ValidationReport(limit=options.max_findings)
     validation = Validation(report)
     if not _files_exist(report, system_path, index_path):
         return validation
-    name = _check_name(report, system_path, options) if options.name_check else SubmissionName({})
+    if name is None:
+        name = _check_name(report, system_path, options) if options.name_check else SubmissionName({})
     if index_path.rsplit(".", 1)[-1] != "csv":
         report.error("index.extension", f"The index file {os.path.basename(index_path)} must have the extension "
                      ".csv.", file=index_path)
