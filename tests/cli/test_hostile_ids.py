@@ -103,7 +103,8 @@ def hostile(data: st.DataObject, sandbox: Path, original: str) -> str:
     aimed = [*("../" * up + bait for up in range(1, 8)), str(sandbox / bait), f"sub/../../../../{bait}"]
     drawn = st.text(st.sampled_from(list("./\\\0aZ%~é漢- _")), min_size=1, max_size=24)
     return data.draw(st.one_of(st.sampled_from(aimed), st.sampled_from(ESCAPES), drawn,
-                               st.text(st.characters(exclude_characters="|\"\r\n"), min_size=1, max_size=40)))
+                               st.text(st.characters(codec="utf-8", exclude_characters="|\"\r\n"),  # a table is UTF-8
+                                       min_size=1, max_size=40)))
 
 
 def _rewrite(data: Path, column: str, value_of: Callable[[str], str]) -> tuple[str, str]:
