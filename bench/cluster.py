@@ -44,7 +44,6 @@ import platform
 import re
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -56,14 +55,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from cluster_measures import cpu_seconds, embedded_run, last_run, run_files
+
 from mfscore.cli.main import main
-from mfscore.run.local import is_provenance
-from mfscore.run.staged_outputs import files_under
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.commands import local_cluster
-from mfscore.services.commands.report import list_runs
 from mfscore.services.common.object_store import ObjectStore
-from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
 N_PROBES = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 EMBEDDED_ROUNDS = 3  # the embedded command's CPU varies by ±10 % from run to run; every ratio divides by its median
@@ -124,18 +121,6 @@ def quiet(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def embedded_run(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds: user + system of every thread) of ``mfscore <argv>`` as a whole command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mfscore", *argv], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"mfscore {argv[0]} failed: {done.stderr}")
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-
-
 def warm_client() -> None:
     """Import what ``mfscore submit`` imports as it runs, so that no run's client CPU counts imports (the
     first run's would; the services import theirs at start)."""
@@ -145,27 +130,6 @@ def warm_client() -> None:
     from mfscore.services.common import grpc_server, object_store  # noqa: F401
 
     tasks.get("mask")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds so far of a process, its waited-for children and its live descendants (a scorer
-    scores each job in a child process of its own: mfscore.run.limited); 0 once it is gone."""
-    stats: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-    children: dict[int, list[int]] = {}
-    for each, fields in stats.items():
-        children.setdefault(int(fields[1]), []).append(each)
-    total, todo = 0, [pid] if pid in stats else []
-    while todo:
-        each = todo.pop()
-        total += sum(int(field) for field in stats[each][11:15])
-        todo += children.get(each, [])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def working(config) -> dict[str, int]:
@@ -249,17 +213,6 @@ def s3_requests(log: str, bucket: str) -> tuple[Counter, Counter]:
     return kinds, Counter({kind: len(named) for kind, named in keys.items()})
 
 
-def last_run(path: Path) -> runs_pb2.RunStatus:
-    config = local_cluster.ClusterConfig.read(path)
-    with config.channel() as channel:
-        return list(list_runs(services_pb2_grpc.AggregatorServiceStub(channel)))[-1]
-
-
-def reports(directory: Path) -> dict[str, bytes]:
-    """The run's files but its provenance (``<prefix>_run.json``), whose runner and times differ from run to run."""
-    return {name: data for name, data in files_under(directory).items() if not is_provenance(name)}
-
-
 def uploaded_bytes(config) -> int:
     """The aggregator's ``mfscore_uploaded_bytes_total``: every byte a caller has uploaded to the cluster."""
     port = next(p["metrics_port"] for p in config.processes if p.get("service") == "aggregator")
@@ -281,7 +234,7 @@ def with_dataset(root: Path, path: Path, config, reference: Path, arguments: lis
     out = root / "dataset-out"
     with CpuSampler(working(config)) as cpu:
         quiet(["submit", "--cluster", str(caller), "--dataset", DATASET, "mask", *arguments, "-oR", str(out / "x")])
-    if reports(out) != expected:
+    if run_files(out) != expected:
         raise SystemExit("the reports of the submit naming the dataset differ from the embedded CLI's")
     return uploaded_bytes(config) - before, cpu.spent()
 
@@ -318,7 +271,7 @@ def cluster_run(root: Path, arguments: list[str], workers: int, expected: dict[s
         with log.open("rb") as f:
             f.seek(offset)
             requests, objects = s3_requests(f.read().decode(errors="replace"), config.bucket)
-        if reports(out) != expected:
+        if run_files(out) != expected:
             raise SystemExit(f"the {workers}-worker cluster's reports differ from the embedded CLI's")
         run = last_run(path)
         submitted, finished = run.submitted_at.ToNanoseconds() / 1e9, run.finished_at.ToNanoseconds() / 1e9
@@ -467,8 +420,8 @@ def main_bench() -> None:
                                        statistics.median(t[1] for t in timings))
         print(f"embedded mfscore mask, median of {EMBEDDED_ROUNDS} runs: {embedded_wall:.2f} s wall, "
               f"{embedded_cpu:.2f} s CPU (CPU of each: {', '.join(f'{t[1]:.2f}' for t in timings)})")
-        expected = reports(root / "embedded-0")
-        if any(reports(root / f"embedded-{i}") != expected for i in range(1, EMBEDDED_ROUNDS)):
+        expected = run_files(root / "embedded-0")
+        if any(run_files(root / f"embedded-{i}") != expected for i in range(1, EMBEDDED_ROUNDS)):
             raise SystemExit("the embedded runs' reports differ from each other")
         warm_client()
         runs = [cluster_run(root, arguments, workers, expected, (reference, system) if workers == 2 else None)

@@ -31,8 +31,6 @@ import io
 import os
 import platform
 import re
-import resource
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,33 +43,14 @@ from pathlib import Path
 
 import numpy as np
 
+from cluster_measures import cpu_seconds, embedded_run, last_run, run_files
+
 QUERIES = ["-qm", "Purpose==['add']", "Purpose==['remove','clone']", "Operation==['Blur']"]
 WORKLOADS = {"ci": ["--ci"], "qm": ["--ci", *QUERIES]}
 NEVER = str(10**12)  # a threshold no run reaches: the aggregator scores
 
 
 # ------------------------------------------------------------------------------------------- processes
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds so far of a process, its waited-for children and its live descendants (a scorer
-    scores each job in a child process of its own: mfscore.run.limited); 0 once it is gone."""
-    stats: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-    children: dict[int, list[int]] = {}
-    for each, fields in stats.items():
-        children.setdefault(int(fields[1]), []).append(each)
-    total, todo = 0, [pid] if pid in stats else []
-    while todo:
-        each = todo.pop()
-        total += sum(int(field) for field in stats[each][11:15])
-        todo += children.get(each, [])
-    return total / os.sysconf("SC_CLK_TCK")
-
 
 class Sampler:
     """Each process's CPU seconds, sampled every ``interval`` while the block runs, read back at any wall time."""
@@ -108,18 +87,6 @@ class Sampler:
         return {name: last[name] - first[name] for name in first}
 
 
-def embedded(argv: list[str]) -> tuple[float, float]:
-    """(wall, CPU seconds of every thread and child) of ``mfscore <argv>`` as a whole command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mfscore", *argv], capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise SystemExit(f"mfscore {argv[0]} failed: {done.stderr}")
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-
-
 def quiet(argv: list[str]) -> float:
     from mfscore.cli.main import main
 
@@ -140,24 +107,6 @@ def jobs_done(config) -> dict[str, int]:
             done[p["name"]] = sum(int(float(v)) for v in re.findall(
                 r'^mfscore_jobs_total\{[^}]*outcome="done"[^}]*\} (\S+)$', text, re.M))
     return done
-
-
-def last_run(path: Path):
-    from mfscore.services.commands import local_cluster
-    from mfscore.services.commands.report import list_runs
-    from mfscore.services.wire import services_pb2_grpc
-
-    config = local_cluster.ClusterConfig.read(path)
-    with config.channel() as channel:
-        return list(list_runs(services_pb2_grpc.AggregatorServiceStub(channel)))[-1]
-
-
-def outputs(directory: Path) -> dict[str, bytes]:
-    """Every file a run wrote under ``directory`` but its provenance (whose times differ from run to run)."""
-    from mfscore.run.local import is_provenance
-    from mfscore.run.staged_outputs import files_under
-
-    return {name: data for name, data in files_under(directory).items() if not is_provenance(name)}
 
 
 def label(name: str) -> str:
@@ -261,7 +210,7 @@ def submit(path: Path, config, setup: str, arguments: list[str], out: Path, expe
     before = jobs_done(config)
     with Sampler({p["name"]: p["pid"] for p in config.processes}) as sampler:
         wall = quiet(["submit", "--cluster", str(path), "detection", *arguments, "-o", str(out / "x")])
-    if outputs(out) != expected:
+    if run_files(out) != expected:
         raise SystemExit(f"{setup}: the cluster's files differ from the embedded command's")
     run = last_run(path)
     submitted, finished = run.submitted_at.ToNanoseconds() / 1e9, run.finished_at.ToNanoseconds() / 1e9
@@ -327,10 +276,10 @@ def bench_commands(root: Path, data_args: list[str], workloads: list[str]) -> No
         for workload in workloads:
             arguments = data_args + WORKLOADS[workload]
             out = root / f"embedded-{workload}"
-            wall, cpu = embedded(["detection", *arguments, "-o", str(out / "x")])
+            wall, cpu = embedded_run(["detection", *arguments, "-o", str(out / "x")])
             print(f" {' '.join(WORKLOADS[workload])}")
             print(f"   {'embedded command':<27} {wall:6.2f} s wall, {cpu:6.2f} s CPU")
-            expected = outputs(out)
+            expected = run_files(out)
             runs = []
             for name, _, _ in setups:
                 path, config = clusters[name]
@@ -359,7 +308,7 @@ def bench_break_even(root: Path, sizes: list[int]) -> None:
                          "--sysDir", str(data.directory), "-s", data.system, "--ci"]
             out = root / f"embedded-{n}"
             quiet(["detection", *arguments, "-o", str(out / "x")])
-            expected = outputs(out)
+            expected = run_files(out)
             times = []
             for name, (path, config) in (("aggregator", here), ("pool", pool)):
                 best = min(submit(path, config, name, arguments, root / f"{name}-{n}-{i}", expected).server
