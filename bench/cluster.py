@@ -229,7 +229,7 @@ def with_dataset(root: Path, path: Path, config, reference: Path, arguments: lis
     caller = root / "dataset-client.json"
     local_cluster.add_caller(config, "bench-dataset-client", "client", out=caller)
     time.sleep(1.5)  # the services read the tokens file again within a second
-    quiet(["dataset", "register", DATASET, str(reference), "--shared", "--cluster", str(path)])
+    quiet(["dataset", "register", DATASET, str(reference), "--shared", "--release", "open", "--cluster", str(path)])
     before = uploaded_bytes(config)
     out = root / "dataset-out"
     with CpuSampler(working(config)) as cpu:

@@ -113,7 +113,8 @@ def one_round(work: Path, ref: Path, system: Path, number: int) -> dict[str, dic
                                    "-oR", str(work / "before" / "x")], config)
         figures["before"]["upload"] = timed_upload(config, callers["upload-before"], files)
         for step in ("register", "register again"):
-            figures[step] = whole(["dataset", "register", NAME, str(ref), "--shared", "--cluster", str(path)], config)
+            figures[step] = whole(["dataset", "register", NAME, str(ref), "--shared", "--release", "open",
+                                   "--cluster", str(path)], config)
         for step in ("after", "resubmit"):
             figures[step] = whole(["submit", "--cluster", str(callers["after"]), "--dataset", NAME, "mask", *args,
                                    "-oR", str(work / step / "x")], config)

@@ -19,6 +19,11 @@ A resource option (a pixel, byte or kernel-size limit) also names the server max
 ``option("--max-pixels", within(1, HARD_MAX_PIXELS), limit="max_pixels")``: ``check_limits(options,
 maxima)`` refuses a value above the operator's maximum, so a client may lower a limit but never raise it.
 
+An option that chooses trials by the reference's columns (a query, a query partition, a manipulation query, an
+index filter) is declared ``option("-q/--query", valid_queries(), selects=True)``: ``mfscore.release`` names the
+ones a run sets, which a cluster refuses where a submitter receives aggregates only (an aggregate over one chosen
+probe is that probe's score).
+
 The declaration is all the command line needs to make the flag (``mfscore.cli.arguments.add_options``): its
 spellings (``"-r/--inRef"``), its ``help`` (where ``{default}`` stands for the default the command shows), a
 ``metavar``, the documentation ``page`` the help points at, the choices of a ``one_of`` check; the field's type
@@ -45,13 +50,17 @@ MAX_SHOWN = 80  # characters of a refused value quoted in a message
 
 
 def option(flag: str | None = None, check: Check | None = None, *, path: bool = False, limit: str | None = None,
-           help: str | None = None, metavar: str | None = None, page: str | None = None) -> dict:
+           selects: bool = False, help: str | None = None, metavar: str | None = None,
+           page: str | None = None) -> dict:
     """A field's metadata: its command-line flag (its spellings, '/'-separated, as messages name it), its check,
     whether it is an input path (``Task.inputs``), the server maximum it counts against (``limit``, a key of
-    ``check_limits``' maxima), and the flag's ``help``, ``metavar`` and documentation ``page``."""
+    ``check_limits``' maxima), whether it chooses trials by the reference's columns (``selects``), and the flag's
+    ``help``, ``metavar`` and documentation ``page``."""
     metadata: dict = {"flag": flag, "check": check}
     if path:
         metadata["path"] = True
+    if selects:
+        metadata["selects"] = True
     if limit:
         metadata["limit"] = limit
     for key, value in (("help", help), ("metavar", metavar), ("page", page)):

@@ -66,7 +66,9 @@ def schema(task_name: str) -> dict:
 
 def _run(task_name: str) -> dict:
     digest = {"type": "string", "pattern": "^(?:[0-9a-f]{64}|absent)$"}
-    return _object({
+    submission = _object({"name": {"type": "string"}, "roots": {"type": "array", "items": {"type": "string"}},
+                          "description": {"type": "string"}, "description_sha256": digest})
+    properties = {
         "mfscore": {"type": "string"},
         "task": {"const": task_name},
         "runner": {"enum": ["embedded", "cluster"]},
@@ -77,7 +79,9 @@ def _run(task_name: str) -> dict:
         "started": {"type": "string", "format": "date-time"},
         "finished": {"type": "string", "format": "date-time"},
         "cpus": {"type": "integer", "minimum": 1},
-    })
+        "submission": submission,
+    }
+    return _object(properties, required=[name for name in properties if name != "submission"])
 
 
 def text(task_name: str) -> str:

@@ -45,9 +45,13 @@ class RunRecord:
     started: str                # ISO 8601, UTC
     finished: str
     cpus: int                   # the host's CPU count (the aggregator's, on a cluster)
+    submission: dict | None = None  # a package run's: its name, roots and system description (docs/release.md)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if self.submission is None:
+            del data["submission"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> RunRecord:

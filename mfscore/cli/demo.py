@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for plot in sorted(reports.rglob("*.png")):
         pdf = plot.with_suffix(".pdf")
         print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
-    cluster_reports = None if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports)
+    cluster_reports = None if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports, masks)
     if cluster_reports is not None:
         print(f"\nThe cluster's reports are under {cluster_reports}/")
     _headlines(reports)
@@ -143,7 +143,7 @@ def _headlines(reports: Path) -> None:
             print(f"  HTML report: {report_path(path)}")
 
 
-def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path) -> Path:
+def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path, masks) -> Path:
     """The selective mask run and the video temporal run again, through a local cluster: every service a
     process, the same files; the cluster is down when it returns where their reports are."""
     cluster = out / "cluster" / "cluster.json"
@@ -166,6 +166,7 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
             if not same:
                 sys.exit(1)
         _another_caller(cluster)
+        _sealed_package(cluster, masks)
     finally:
         _run(["local-cluster", "down", "--cluster", str(cluster)])
     return distributed
@@ -193,6 +194,61 @@ def _another_caller(cluster: Path) -> None:
     print(f"\nA client names its datasets after itself ({doc_path('datasets.md')}, 'Names'): alice/... is hers, a "
           "name without an owner part is the operator's, refused before anything is uploaded:", end="")
     _run(["dataset", "register", "eval@1", str(files), "--cluster", str(alice)], expect=1)
+
+
+DESCRIPTION = """1. Submission Identifier(s)
+p-alice_1
+
+2. System Description
+A demo system: the generated grey masks.
+
+3. OptOut Criteria
+None.
+
+4. System Hardware Description and Runtime Computation
+A laptop, a second.
+
+5. Training Data and Knowledge Sources
+None.
+
+6. References
+None.
+"""
+
+
+def _sealed_package(cluster: Path, masks) -> None:
+    """An evaluation's way (docs/release.md): the operator registers the reference, sealed; alice holds only the
+    index and her package, submits it, and receives the aggregates; once the operator releases the dataset, her whole
+    report."""
+    alice, root = cluster.with_name("alice.json"), cluster.parent / "evaluation"
+    reference, package = root / "reference-set", root / "alice" / "p-alice_1"
+    for part in ("reference", "indexes"):
+        shutil.copytree(masks.directory / part, reference / part)
+    shutil.copytree((masks.directory / masks.system).parent / "mask", package / "mask")
+    shutil.copy(masks.directory / masks.system, package / "p-alice_1.csv")
+    (package / "p-alice_1.txt").write_text(DESCRIPTION)
+    print(f"\nAn evaluation ({doc_path('release.md')}): the operator registers the reference once, shared and sealed "
+          "(release 'aggregate', the default):", end="")
+    _run(["dataset", "register", "eval-masks@1", str(reference), "--shared", "--cluster", str(cluster)])
+    print(f"\nAlice holds her package {package}/ ({', '.join(sorted(p.name for p in package.iterdir()))}) and no "
+          "reference; she checks it and submits it, naming the reference's tables by their names in the dataset:",
+          end="")
+    _run(["validate", "-vt", "SSD", "--package", str(package), "-x", str(masks.directory / masks.index),
+          "--plan", "mfc2019"])
+    sealed = root / "alice-reports" / "sealed"
+    _run(["submit", "--cluster", str(alice), "--dataset", "eval-masks@1", "--package", str(package), "mask",
+          "--refDir", ".", "-r", masks.reference, "-x", masks.index, "-oR", str(sealed / "p-alice_1")])
+    print(f"\nWhat alice received in {sealed}/: "
+          + ", ".join(sorted(p.name for p in sealed.iterdir())) + " (aggregates; the per-probe rows stay sealed)")
+    with contextlib.redirect_stdout(io.StringIO()) as listed:
+        mfscore_main(["report", "--list", "--cluster", str(alice)])
+    run_id = listed.getvalue().splitlines()[-2].split()[0]
+    print("\nThe evaluation ends: the operator releases the dataset, and alice fetches her whole report with its "
+          "system description:", end="")
+    _run(["dataset", "release", "eval-masks@1", "--cluster", str(cluster)])
+    released = root / "alice-reports" / "released"
+    _run(["report", run_id, "-o", str(released), "--cluster", str(alice)])
+    print(f"\n{len(list(released.iterdir()))} files in {released}/, the per-image table among them")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ class DetectionOptions:
         "--optOut", help="score opted-in trials only (IsOptOut / ProbeStatus)"))
     query_mode: str | None = field(default=None, metadata=option(  # None, "q", "qm" or "qp"
         "-q/-qm/-qp", one_of(QUERY_MODES, what="the query mode")))
-    queries: tuple[str, ...] = field(default=(), metadata=option("-q/-qm/-qp", valid_queries()))
+    queries: tuple[str, ...] = field(default=(), metadata=option("-q/-qm/-qp", valid_queries(), selects=True))
     semafor: bool = field(default=False, metadata=option(
         "--semafor", help="also write <out>_semafor_report.csv (pD@FAR, bACC at the EER threshold, pAUC, Cllr; "
                           "intervals with --ci) and <out>_semafor_ROC.pdf/.png (SemaFor plan)"))

@@ -94,9 +94,10 @@ class ReportOptions:
     display_scored_only: bool = field(default=False, metadata=option(
         "--displayScoredOnly", help="per-image table lists scored trials only"))
     queries: tuple[str, ...] = field(default=(), metadata=option(
-        "-q/--query", valid_queries(), help="average the trials each query selects"))
+        "-q/--query", valid_queries(), selects=True, help="average the trials each query selects"))
     partition: str | None = field(default=None, metadata=option(
-        "-qp/--queryPartition", valid_queries(one=True), help="average each partition of the listed factor values"))
+        "-qp/--queryPartition", valid_queries(one=True), selects=True,
+        help="average each partition of the listed factor values"))
     mediscore_compat: bool = field(default=False, metadata=option("--mediscore-compat"))
     extras_pixels: str = field(default=IMAGE, metadata=option(  # what the paper's metrics sum over
         "--extras-pixels", one_of((IMAGE, SCORED_PIXELS), what="the pixels"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,6 +30,8 @@ OUTPUT_DIRECTORY = "\x00output-directory\x00"  # in a report's lines: the direct
 PLANNER = "planner"                             # a task whose jobs are scored where they are planned (see Task.resource)
 PLANNED = "planned"                             # the first part of a plan-made file's key (Plan.generated)
 PATH = {"path": True}                           # field metadata: an input path (mfscore.options.option(path=True))
+SYSTEM_OUTPUT = "system output"                 # a package field: its <SubID>.csv (Task.package_fields)
+PACKAGE_DIRECTORY = "package directory"         # a package field: the package directory itself
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,10 @@ class Task(ABC):
     so the local runner scores its jobs on threads of one process by default. ``primary_metric`` and
     ``metric_names`` are regular expressions of the names its results (``mfscore.results``) may give its primary
     metric and its metrics: the published schema of its results reads them (``mfscore.results_schema``).
+    ``package_fields`` are the option fields a submission package fills in (field -> ``SYSTEM_OUTPUT`` or
+    ``PACKAGE_DIRECTORY``): every other input path is on the reference side (docs/release.md).
+    ``aggregate_reports`` and ``aggregate_results`` say what a submitter receives at the aggregate tier
+    (``mfscore.release``, docs/release.md).
     """
 
     name: ClassVar[str]
@@ -120,6 +127,14 @@ class Task(ABC):
     threads: ClassVar[bool] = False
     primary_metric: ClassVar[str]
     metric_names: ClassVar[str]
+    aggregate_reports: ClassVar[tuple[str, ...]]
+    """``fnmatch.fnmatchcase`` patterns of the report files that are aggregates (a row per query or partition: no
+    per-trial row, no figure, no provenance), '/'-separated and relative to the output directory; a leading ``*``
+    covers the output prefix and a query's directory (``*_mask_score.csv``: ``index_0/run_mask_score.csv``)."""
+    aggregate_results: ClassVar[tuple[str, ...]] = ("rows",)
+    """The parts of the results (``rows``, ``curves``, ``records``) the aggregate tier keeps; ``task``, ``primary`` and
+    ``metrics`` always are. Not ``curves``: an ROC curve's steps count the targets."""
+    package_fields: ClassVar[dict[str, str]] = {"system": SYSTEM_OUTPUT}
 
     @abstractmethod
     def inputs(self, options) -> Inputs:
@@ -188,6 +203,18 @@ def with_generated(task: Task, work, generated: dict[str, bytes], directory: str
     blobs = task.blobs(work)
     moved = {name: os.path.join(directory, *key.split("/")) for name, key in blobs.items() if key in generated}
     return task.with_blobs(work, {**blobs, **moved}) if moved else work
+
+
+def run_files(task: Task, options, plan: Plan, exists: Callable[[str], bool] = os.path.isfile
+              ) -> tuple[list[tuple[str, str]], list[str]]:
+    """((path, key) of every file the planned run reads, the keys of its tables): the tables planning read, then each
+    job's files that ``exists`` (not the plan's own, ``Plan.generated``), each once."""
+    inputs = task.inputs(options)
+    tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables + plan.tables]
+    blobs = [(path, key_of(path, inputs.roots, what=f"the file {path}"))
+             for job in plan.jobs for path in task.blobs(job.work).values()
+             if path and path not in plan.generated and exists(path)]
+    return list(dict.fromkeys(tables + blobs)), list(dict.fromkeys(key for _, key in tables))
 
 
 def report_files(task: Task, plan: Plan, outcomes: dict[JobKey, Any]) -> list[str]:

@@ -119,6 +119,7 @@ class Detection(Task):
     portable = True
     primary_metric = r"AUC|pD@FAR[0-9.e+-]+"
     metric_names = r"AUC|EER|AUC@FAR|CDR@FAR|TRR|pD@FAR[0-9.e+-]+|bACC@EER|Cllr|minCllr"
+    aggregate_reports = ("*_report.csv",)  # a row per query or partition: _all_, _q_query_<i>_, _qp_query_, _semafor_
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)

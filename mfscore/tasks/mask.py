@@ -78,6 +78,7 @@ class Mask(Task):
     threads = True
     primary_metric = "p?OptimumMCC"
     metric_names = f"[pd]?(?:{'|'.join(name for name, _, _ in MASK_METRICS)})"
+    aggregate_reports = ("*_mask_score.csv", "*_mask_extra_summary.csv", "*_mask_extra_semafor*.csv")
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)

@@ -20,9 +20,10 @@ class Options(ReferenceLayout):
     scoring: MaskOptions = MaskOptions()
     report: ReportOptions = ReportOptions(task=MANIPULATION)
     index_filter: bool = field(default=False, metadata=option(
-        "-xF/--indexFilter", help="score only trials present in the index"))
+        "-xF/--indexFilter", selects=True, help="score only trials present in the index"))
     manipulation_queries: tuple[str, ...] = field(default=(), metadata=option(  # one scored run per query
-        "-qm/--queryManipulation", valid_queries(), help="score only the manipulations each query selects"))
+        "-qm/--queryManipulation", valid_queries(), selects=True,
+        help="score only the manipulations each query selects"))
     strict: bool = field(default=False, metadata=option(  # an unusable mask makes the run exit 1
         "--strict", help=STRICT_HELP))
     visuals: int = field(default=0, metadata=option(  # PNGs of the N best and N worst probe masks of each query

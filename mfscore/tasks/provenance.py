@@ -22,7 +22,7 @@ from mfscore.provenance.trials import (
     load_system_graph,
     read_inputs,
 )
-from mfscore.tasks.base import Inputs, Job, JobKey, Plan, Problem, Task
+from mfscore.tasks.base import PACKAGE_DIRECTORY, SYSTEM_OUTPUT, Inputs, Job, JobKey, Plan, Problem, Task
 from mfscore.tasks.provenance_options import Options
 
 ROLE = "trial"
@@ -95,6 +95,7 @@ class ProvenanceTask(Task):
     """Inputs and blobs, the same for both scorers; the work types have ``system_path`` and ``read_from``."""
 
     resource = "json"
+    package_fields = {"system_output_file": SYSTEM_OUTPUT, "system_dir": PACKAGE_DIRECTORY}
 
     def inputs(self, options: Options) -> Inputs:
         """The seven input directories as roots and the five tables (the journals are the plan's tables)."""

@@ -75,6 +75,7 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
     record_type = FilteringRecord
     primary_metric = PRIMARY
     metric_names = "|".join(f"NodeRecallAt{n}" for n in RANKS)
+    aggregate_reports = ("scores.csv",)  # the mean recalls, a row per node type
 
     def draws(self, options: Options) -> tuple[str, ...]:
         return ("png",) if options.plots else ()

@@ -169,6 +169,7 @@ class ProvenanceGraph(provenance.ProvenanceTask):
     record_type = GraphTrial
     primary_metric = "MeanSimNLO"
     metric_names = "|".join(name for name, _ in GRAPH_METRICS)
+    aggregate_reports = ("scores.csv",)  # the mean similarities and recall
 
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial with its reference graph; no system JSON

@@ -102,6 +102,7 @@ class VideoSpatial(Task):
     threads = True
     primary_metric = f"{ST}OptimumMCC|TemporalMCC"  # TemporalMCC under --temporal_scoring_only
     metric_names = "|".join(name for name, _, _ in VIDEO_METRICS)
+    aggregate_reports = ("*_mask_score.csv",)
 
     def inputs(self, options: Options) -> Inputs:
         return reference_inputs(options, mediscore_compat=options.scoring.mediscore_compat)

@@ -18,11 +18,13 @@ class Options(ReferenceLayout):
 
     scoring: VideoOptions = VideoOptions()
     query: tuple[str, ...] = field(default=(), metadata=option(
-        "-q/--query", valid_queries(), help="average the videos each query selects"))
+        "-q/--query", valid_queries(), selects=True, help="average the videos each query selects"))
     query_partition: str | None = field(default=None, metadata=option(
-        "-qp/--queryPartition", valid_queries(one=True), help="average each partition of the listed factor values"))
+        "-qp/--queryPartition", valid_queries(one=True), selects=True,
+        help="average each partition of the listed factor values"))
     query_manipulation: tuple[str, ...] = field(default=(), metadata=option(
-        "-qm/--queryManipulation", valid_queries(), help="score only the manipulations each query selects"))
+        "-qm/--queryManipulation", valid_queries(), selects=True,
+        help="score only the manipulations each query selects"))
     sbin: int | None = field(default=None, metadata=option(  # the actual threshold; None without --sbin
         "--sbin", Check(lambda value: None if value is None or -1 <= value <= 255
                         else "the actual threshold is in [-1, 255]", bad=(256, -2))))

@@ -76,6 +76,7 @@ class VideoTemporal(Task):
     resource = PLANNER
     primary_metric = "MCC"
     metric_names = "MCC"
+    aggregate_reports = ("scores.csv", "query_table_join.csv")  # the MCC per query, and each query's text
 
     def inputs(self, options: Options) -> Inputs:
         files = {"index-table": options.index, "journalmask-table": options.journal_mask,

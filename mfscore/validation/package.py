@@ -102,8 +102,36 @@ def validate_package(directory: str, index_path: str, options: ValidatorOptions)
     """The report on the package at ``directory``: its name, its layout, its description, then its system output
     as ``validate_submission`` checks it against ``index_path``."""
     report = ValidationReport(limit=options.max_findings)
-    if _directory_refused(report, directory):
+    found = _layout(report, directory, options)
+    if found is None:
         return Validation(report)
+    submission_name, system, masks = found
+    validation = validate_submission(system, index_path, options, name=submission_name)
+    if masks is not None and validation.table is not None and options.kind not in _MASKLESS_KINDS \
+            and not options.neglect_mask:
+        _check_masks(report, masks, validation.table)
+    report.extend(validation.report)
+    validation.report = report
+    return validation
+
+
+def check_package_layout(directory: str, options: ValidatorOptions) -> ValidationReport:
+    """The package's name, layout and description, without its system output's rows: what a submitter checks before
+    sending a package to be scored against a reference it does not hold (the cluster validates the rows)."""
+    report = ValidationReport(limit=options.max_findings)
+    found = _layout(report, directory, options)
+    if found is not None and not os.path.isfile(found[1]):
+        report.error("package.missing_system", f"The package has no system output {os.path.basename(found[1])}.",
+                     file=found[1])
+    return report
+
+
+def _layout(report: ValidationReport, directory: str, options: ValidatorOptions
+            ) -> tuple[SubmissionName, str, str | None] | None:
+    """(its name, the system output's path, the mask directory's path) of a package whose directory can be read, its
+    name, layout and description checked into ``report``; None when there is no system output to check."""
+    if _directory_refused(report, directory):
+        return None
     name = package_name(directory)
     submission_name = _check_name(report, directory, name, options)
     system, description, masks = (_entry(report, directory, entry, what)
@@ -112,12 +140,4 @@ def validate_package(directory: str, index_path: str, options: ValidatorOptions)
                                                       (MASK_DIRECTORY, "mask directory")))
     if description is not None:
         _check_description(report, description)
-    if system is None:
-        return Validation(report)
-    validation = validate_submission(system, index_path, options, name=submission_name)
-    if masks is not None and validation.table is not None and options.kind not in _MASKLESS_KINDS \
-            and not options.neglect_mask:
-        _check_masks(report, masks, validation.table)
-    report.extend(validation.report)
-    validation.report = report
-    return validation
+    return None if system is None else (submission_name, system, masks)

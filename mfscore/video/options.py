@@ -30,7 +30,7 @@ class TemporalOptions:
         "-c/--collars", _positive_collar((0, -1)), metavar="N",
         help="collar half-width in frames around every reference interval endpoint (N > 0)"))
     queries: tuple[str, ...] = field(default=(ALL,), metadata=option(
-        "-q/--query", valid_queries(ignore=(ALL,)), metavar="QUERY",
+        "-q/--query", valid_queries(ignore=(ALL,)), selects=True, metavar="QUERY",
         help="queries on the journal and index columns; '*' selects everything (default)"))
     truncate: bool = field(default=False, metadata=option(
         "--truncate",

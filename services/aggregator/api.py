@@ -9,7 +9,8 @@ Every name a caller sends is checked whole before it is used (``run_layout``). A
 bad field INVALID_ARGUMENT naming it, NATS or S3 away UNAVAILABLE, a stored report that is not what the aggregator
 wrote DATA_LOSS. A standby aggregator (one that does not hold the leader's lease) serves the reads of runs that have
 ended and of datasets, and answers UNAVAILABLE to the calls that change state and to reads of runs in progress
-(ListRuns included), whose progress only the leader knows.
+(ListRuns included), whose progress only the leader knows. A run against a dataset whose reference the caller may
+not read answers as the dataset's release policy says (``releasing``, docs/release.md).
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import uuid
 
 import nats.errors
 
-from mfscore import options_schema, tasks
+from mfscore import options_schema, release, tasks
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.options import check_limits
 from mfscore.results import Results
-from mfscore.services.aggregator import paging, reports, uploads
+from mfscore.services.aggregator import packages, paging, releasing, reports, uploads
 from mfscore.services.aggregator.access import caller_space, dataset_files, readable_dataset
-from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, owner_space
+from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, may_read_reference, owner_space
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.quotas import Quotas
@@ -58,6 +59,7 @@ from mfscore.services.common.status_codes import (
     Internal,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     Refusal,
     ResourceExhausted,
     Unavailable,
@@ -158,8 +160,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         space = caller_space()
         in_dataset: dict[tuple[str, int], str] = {}  # (SHA-256, size) -> its object, of the run's dataset
         dataset = self.datasets.datasets.get(entry.spec.dataset) if entry.spec.dataset else None
-        if dataset is not None and is_run_of(entry.spec, dataset):
-            files = await dataset_files(self.datasets, dataset)
+        if dataset is not None and is_run_of(entry.spec, dataset) and may_read_reference(caller(), dataset):
+            files = await dataset_files(self.datasets, dataset)  # a sealed reference is no digest oracle
             in_dataset = {(file.sha256, file.size): object_key(owner_space(dataset), file.sha256) for file in files}
         entry.uploading += 1  # SubmitRun waits for what is found to be recorded
         try:
@@ -211,6 +213,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if request.dataset:
             readable_dataset(self.datasets, request.dataset, caller())
             _check_dataset(request, entry)
+            self._check_release(request, entry)
+        elif request.package:
+            raise InvalidArgument("a package run is scored against a dataset (RunSpec.dataset): its reference is "
+                                  "there")
         async with self.counting[caller()]:  # the checks after every wait, so none of them is stale
             if entry.state != State.RUN_STATE_CREATED:  # submitted meanwhile by the same caller's retry
                 return runs_pb2.SubmitRunResponse(run=entry.status)
@@ -224,7 +230,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             await self._record(entry, spec, entry.submitted(spec))
         self.runner.start(entry)
         log.info("run %s: %s submitted", run_id, spec.task)
-        return runs_pb2.SubmitRunResponse(run=entry.status)
+        return runs_pb2.SubmitRunResponse(run=self._shown(entry))
 
     def _check_spec(self, request: runs_pb2.RunSpec, entry: Run) -> None:
         """INVALID_ARGUMENT, nothing recorded, for a spec naming no task, too large, with options the task or the
@@ -242,6 +248,23 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             raise InvalidArgument(f"a run's inputs are under {entry.spec.input_prefix!r}, its own prefix, not "
                                   f"{request.input_prefix[:200]!r}")
 
+    def _check_release(self, request: runs_pb2.RunSpec, entry: Run) -> None:
+        """INVALID_ARGUMENT for a package spec that is not one; PERMISSION_DENIED for a run whose caller receives only
+        aggregates (``releasing.tier``) but whose options select trials by the reference: a query matching one probe
+        would read its ground truth out of the aggregates."""
+        if request.package:
+            try:
+                packages.check_package_spec(request)
+            except OptionError as error:
+                raise InvalidArgument(f"run {entry.spec.run_id}: {error.sentence()}; nothing was submitted") from error
+        if releasing.tier(self.datasets, caller(), entry.spec) != release.AGGREGATE:
+            return
+        selecting = release.selecting_options(tasks.decode_options(tasks.get(request.task), request.options))
+        if selecting:
+            raise PermissionDenied(f"the dataset {request.dataset} releases aggregate results only, so a run may not "
+                                   f"select trials by its reference ({', '.join(selecting)}); the evaluation's "
+                                   "queries are its operator's")
+
     async def _inputs_named_apart(self, run_id: str) -> None:
         """INVALID_ARGUMENT when a name of the run's inputs is a directory of another (``sys/a``, ``sys/a/b``),
         uploaded or declared by separate calls."""
@@ -255,7 +278,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
 
     @answers
     async def GetRun(self, request, context):
-        return runs_pb2.GetRunResponse(run=self._ended_or_current(request.run_id).status)
+        return runs_pb2.GetRunResponse(run=self._shown(self._ended_or_current(request.run_id)))
 
     @answers
     async def WatchRun(self, request, context):
@@ -264,7 +287,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         while True:
             async with entry.changed:
                 await entry.changed.wait_for(lambda: entry.version != seen)
-                seen, snapshot, ended = entry.version, entry.status, entry.ended
+                seen, snapshot, ended = entry.version, self._shown(entry), entry.ended
             yield runs_pb2.WatchRunResponse(run=snapshot)
             if ended:
                 return
@@ -277,7 +300,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         who = caller()
         size = paging.page_size(request.page_size)
         after = paging.read_page_token(request.page_token, request.state)
-        visible = (((created_ns(e.status), run_id), e.status) for run_id, e in list(self.book.runs.items())
+        visible = (((created_ns(e.status), run_id), self._shown(e)) for run_id, e in list(self.book.runs.items())
                    if may_see(who, e.status)
                    and (request.state == State.RUN_STATE_UNSPECIFIED or e.status.state == request.state))
         runs, last = paging.page(visible, size, after, budget=paging.PAGE_BYTES, cost=lambda status: status.ByteSize())
@@ -296,7 +319,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                               "try again") from error
         if not cancelled:
             raise FailedPrecondition(f"run {run_id} is {entry.state_name}: it has ended, so there is nothing to cancel")
-        return runs_pb2.CancelRunResponse(run=entry.status)
+        return runs_pb2.CancelRunResponse(run=self._shown(entry))
 
     @answers
     @leader_only
@@ -318,16 +341,21 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     async def FetchReport(self, request, context):
         entry = self._done(request.run_id)
         run_id = entry.spec.run_id
+        level = releasing.tier(self.datasets, caller(), entry.spec)
         with _reading_report(run_id):
             seal = await self._seal(run_id)
-            async for message in reports.stream_report(self.store, run_id, seal):
+            async for message in reports.stream_report(
+                    self.store, run_id, seal,
+                    lambda manifest: releasing.shown_manifest(manifest, tasks.get(entry.spec.task), level)):
                 yield message
 
     @answers
     async def GetResults(self, request, context):
         entry = self._done(request.run_id)
-        results = await self._results(entry)
-        return results_pb2.GetResultsResponse(results=results_message(results, entry.status.provenance_json))
+        level = releasing.tier(self.datasets, caller(), entry.spec)
+        results = release.released_results(tasks.get(entry.spec.task), await self._results(entry), level)
+        return results_pb2.GetResultsResponse(results=results_message(
+            results, releasing.shown_status(entry.status, level).provenance_json), json=results.to_json().decode())
 
     @answers
     async def GetLeaderboard(self, request, context):
@@ -375,6 +403,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         except (ValueError, KeyError, TypeError) as error:
             raise Internal(f"the results of run {run_id} cannot be read: {one_line(error)}") from error
         return results
+
+    def _shown(self, entry: Run) -> runs_pb2.RunStatus:
+        """The run's status as the caller may see it (``releasing``)."""
+        return releasing.shown_status(entry.status, releasing.tier(self.datasets, caller(), entry.spec))
 
     def _done(self, run_id: str) -> Run:
         """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""

@@ -2,8 +2,10 @@
 and the caller's content-addressed objects they are made of (docs/datasets.md).
 
 A caller reads its own datasets and the shared ones (an operator, every dataset); another caller's private dataset
-is NOT_FOUND to every call. Objects are found only in the caller's own namespace, so no caller learns whether another
-holds some bytes. A handler raises a refusal, which ``status_codes`` answers with its code as AIP-193 says.
+is NOT_FOUND to every call. A shared dataset's reference is sealed to a client unless its release is OPEN: GetDataset
+and ListDatasets answer it without digest, count or size, and ListDatasetFiles is PERMISSION_DENIED. Objects are found
+only in the caller's own namespace, so no caller learns whether another holds some bytes. A handler raises a
+refusal, which ``status_codes`` answers with its code as AIP-193 says.
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ from mfscore.services.aggregator.datasets import (
     DatasetBook,
     is_run_of,
     manifest_sha256,
+    may_read_reference,
     naming_refusal,
     owns,
     reference,
+    release_name,
+    release_of,
+    released,
+    sealed_view,
 )
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects, dataset_keys
@@ -101,6 +108,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         if first is None:
             raise InvalidArgument("CreateDataset's first message names the dataset")
         name = self._may_create(who, first)
+        release = _release(name, first)
         files = {}
         message = first
         while message is not None:
@@ -122,19 +130,19 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
             existing = self.datasets.datasets.get(name)
             if existing is not None or name in self.datasets.creating:
                 if existing is not None and owns(who, existing) and existing.manifest_sha256 == digest \
-                        and existing.shared == first.shared:
+                        and existing.shared == first.shared and release_of(existing) == release:
                     return datasets_pb2.CreateDatasetResponse(dataset=existing, created=False)
                 raise AlreadyExists(_taken(name))
             self.datasets.creating.add(name)  # reserved: a concurrent CreateDataset of another caller finds it taken
             try:
-                dataset = await self._create(who, first, ordered, digest, space)
+                dataset = await self._create(who, first, release, ordered, digest, space)
             finally:
                 self.datasets.creating.discard(name)
-        log.info("dataset %s: created by %s %s (%d files, %d bytes)", name, who.role, who.name, dataset.file_count,
-                 dataset.total_bytes)
+        log.info("dataset %s: created by %s %s (%d files, %d bytes, release %s)", name, who.role, who.name,
+                 dataset.file_count, dataset.total_bytes, release_name(release))
         return datasets_pb2.CreateDatasetResponse(dataset=dataset, created=True)
 
-    async def _create(self, who, first, ordered, digest: str, space: str) -> datasets_pb2.Dataset:
+    async def _create(self, who, first, release: int, ordered, digest: str, space: str) -> datasets_pb2.Dataset:
         """Record the dataset once every file of it is an object of the caller's (its namespace's lock held)."""
         name = f"{first.name}@{first.version}"
         held = await asyncio.to_thread(self.objects.held, space, {f.sha256: f.size for f in ordered})
@@ -146,7 +154,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         dataset = datasets_pb2.Dataset(name=first.name, version=first.version, owner=who.name, owner_role=who.role,
                                        shared=first.shared, manifest_sha256=digest, file_count=len(ordered),
                                        total_bytes=sum(f.size for f in ordered), created_at=now(),
-                                       creation_id=uuid.uuid4().hex)
+                                       creation_id=uuid.uuid4().hex, release=release)
         try:
             await self.datasets.add(dataset, ordered)
         except (nats.errors.Error, TimeoutError, ObjectStoreError) as error:
@@ -156,14 +164,14 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
 
     @answers
     async def GetDataset(self, request, context):
-        return datasets_pb2.GetDatasetResponse(dataset=self._readable(request))
+        return datasets_pb2.GetDatasetResponse(dataset=sealed_view(self._readable(request), caller()))
 
     @answers
     async def ListDatasets(self, request, context):
         who = caller()
         size = paging.page_size(request.page_size)
         after = paging.read_page_token(request.page_token, 0, paging.DATASETS)
-        visible = (((dataset.created_at.ToNanoseconds(), name), dataset)
+        visible = (((dataset.created_at.ToNanoseconds(), name), sealed_view(dataset, who))
                    for name, dataset in list(self.datasets.datasets.items()) if self.datasets.readable(who, name))
         found, last = paging.page(visible, size, after, budget=paging.PAGE_BYTES,
                                   cost=lambda dataset: dataset.ByteSize())
@@ -173,6 +181,11 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
     @answers
     async def ListDatasetFiles(self, request, context):
         dataset = self._readable(request)
+        if not may_read_reference(caller(), dataset):
+            name = reference(dataset)
+            raise PermissionDenied(f"the reference of {name} is sealed: its owner releases "
+                                   f"{release_name(release_of(dataset))} results only; submit a package "
+                                   f"(mfscore submit --dataset {name} --package DIR)")
         size = paging.page_size(request.page_size, FILES_PAGE, MAX_FILES_PAGE)
         start = paging.read_files_token(request.page_token, dataset.manifest_sha256)
         files = await dataset_files(self.datasets, dataset)
@@ -183,12 +196,38 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
 
     @answers
     @leader_only
+    async def ReleaseDataset(self, request, context):
+        who = caller()
+        dataset = self._readable(request)
+        name = reference(dataset)
+        if not (owns(who, dataset) or who.operator):
+            raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator "
+                                   "releases it")
+        if released(dataset):
+            return datasets_pb2.ReleaseDatasetResponse(dataset=dataset)
+        if name in self.datasets.creating:
+            raise Unavailable(f"the dataset {name} is being changed now; try again")
+        self.datasets.creating.add(name)  # no DeleteDataset of it while its description is written again
+        try:
+            dataset = await self.datasets.release(dataset, now())
+        except (nats.errors.Error, TimeoutError) as error:
+            raise Unavailable(f"the dataset {name} could not be released now ({one_line(error)}); "
+                              "try again") from error
+        finally:
+            self.datasets.creating.discard(name)
+        log.info("dataset %s: released by %s %s", name, who.role, who.name)
+        return datasets_pb2.ReleaseDatasetResponse(dataset=dataset)
+
+    @answers
+    @leader_only
     async def DeleteDataset(self, request, context):
         who = caller()
         dataset = self._readable(request)
         name = reference(dataset)
         if not (owns(who, dataset) or who.operator):
             raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator deletes it")
+        if name in self.datasets.creating:
+            raise Unavailable(f"the dataset {name} is being changed now; try again")
         naming = [entry for entry in list(self.book.runs.values())
                   if is_run_of(entry.spec, dataset) and not entry.ended]
         if naming:
@@ -233,6 +272,21 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
             uploads.check_declared(declared, self.settings.max_upload_bytes, "dataset file name")
 
 
+def _release(name: str, first) -> int:
+    """The release the first CreateDataset message asks, made effective: UNSPECIFIED is AGGREGATE for a shared
+    dataset and OPEN for a private one; INVALID_ARGUMENT for a private one asked anything but OPEN."""
+    if first.release not in datasets_pb2.DatasetRelease.values():
+        raise InvalidArgument(f"the release {first.release} of the dataset {name} is none of aggregate, per-trial "
+                              "and open")
+    if first.shared:
+        return first.release or datasets_pb2.DATASET_RELEASE_AGGREGATE
+    if first.release not in (datasets_pb2.DATASET_RELEASE_UNSPECIFIED, datasets_pb2.DATASET_RELEASE_OPEN):
+        raise InvalidArgument(f"the dataset {name} is not shared, so its release is open (only its owner and the "
+                              f"operators score against it, and they receive everything), not "
+                              f"{release_name(first.release)}; leave the release out")
+    return datasets_pb2.DATASET_RELEASE_OPEN
+
+
 def _taken(name: str) -> str:
-    return (f"the dataset {name} exists already, with other files, sharing or owner; a dataset never changes: "
-            "register another version")
+    return (f"the dataset {name} exists already, with other files, sharing, release or owner; a dataset never "
+            "changes: register another version")

@@ -11,6 +11,10 @@ book's restore reads only its own ``spec.``, ``status.`` and ``report.`` keys) a
 (``DatasetFiles``, in name order) are in the object store at ``datasets/<name>@<version>/files.pb``, checked against
 the description's manifest digest whenever they are read, so a list changed in the store is refused
 (``DatasetTampered``), never taken for the dataset.
+
+A dataset's release (``DatasetRelease``, docs/release.md) says what a reader that neither owns it nor operates
+receives: short of OPEN, its reference is sealed to that reader (``sealed_view``: no digest, count or size).
+``ReleaseDataset`` sets ``released_at`` once, recording the description again under its key.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Iterable
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from mfscore.errors import MfscoreError
 from mfscore.services.common.auth import Caller
@@ -71,6 +77,44 @@ def may_read(who: Caller, dataset: datasets_pb2.Dataset) -> bool:
     return dataset.shared or who.operator or owns(who, dataset)
 
 
+def release_of(dataset: datasets_pb2.Dataset) -> int:
+    """Its effective ``DatasetRelease``: UNSPECIFIED (a dataset recorded before releases were) is OPEN."""
+    return dataset.release or datasets_pb2.DATASET_RELEASE_OPEN
+
+
+def may_read_reference(who: Caller, dataset: datasets_pb2.Dataset) -> bool:
+    """Whether ``who`` may read the dataset's reference (its files, sizes, digests): a reader that owns it,
+    operates, or finds it OPEN."""
+    return may_read(who, dataset) and (owns(who, dataset) or who.operator
+                                       or release_of(dataset) == datasets_pb2.DATASET_RELEASE_OPEN)
+
+
+def sealed_view(dataset: datasets_pb2.Dataset, who: Caller) -> datasets_pb2.Dataset:
+    """The dataset as ``who`` sees it: itself if ``who`` may read its reference, else a copy without the manifest
+    digest, file count and total size (each would tell something of the reference)."""
+    if may_read_reference(who, dataset):
+        return dataset
+    view = datasets_pb2.Dataset()
+    view.CopyFrom(dataset)
+    view.ClearField("manifest_sha256")
+    view.ClearField("file_count")
+    view.ClearField("total_bytes")
+    return view
+
+
+def released(dataset: datasets_pb2.Dataset) -> bool:
+    """Whether ReleaseDataset opened its runs' full reports to their owners."""
+    return dataset.HasField("released_at")
+
+
+def release_name(release: int) -> str:
+    """How the command line and messages name a release: ``aggregate``, ``per-trial``, ``open``."""
+    release = release or datasets_pb2.DATASET_RELEASE_OPEN
+    if release not in datasets_pb2.DatasetRelease.values():
+        return f"release {release}"
+    return datasets_pb2.DatasetRelease.Name(release)[len("DATASET_RELEASE_"):].lower().replace("_", "-")
+
+
 def naming_refusal(who: Caller, name: str) -> str | None:
     """Why ``who`` may not create a dataset called ``name`` (a name already checked by ``check_dataset``); None if
     it may: an operator's names have no owner part, a client's start with its own name and '/'."""
@@ -95,7 +139,7 @@ class DatasetBook:
     def __init__(self, kv, store: ObjectStore):
         self.kv, self.store = kv, store
         self.datasets: dict[str, datasets_pb2.Dataset] = {}
-        self.creating: set[str] = set()  # names reserved by a CreateDataset or a DeleteDataset under way
+        self.creating: set[str] = set()  # names reserved by a CreateDataset, ReleaseDataset or DeleteDataset under way
         self._files: dict[str, tuple[str, list[runs_pb2.DeclaredFile]]] = {}  # name -> (manifest digest, files)
 
     async def restore(self) -> None:
@@ -153,6 +197,16 @@ class DatasetBook:
         await self.kv.put(kv_key(dataset.name, dataset.version), dataset.SerializeToString())
         self.datasets[reference(dataset)] = dataset
         self._files[reference(dataset)] = (dataset.manifest_sha256, files)
+
+    async def release(self, dataset: datasets_pb2.Dataset, at: Timestamp) -> datasets_pb2.Dataset:
+        """Record the dataset released at ``at``: its description again under its key (a restarted or standby
+        aggregator reads it back), then in memory; the released dataset."""
+        opened = datasets_pb2.Dataset()
+        opened.CopyFrom(dataset)
+        opened.released_at.CopyFrom(at)
+        await self.kv.put(kv_key(opened.name, opened.version), opened.SerializeToString())
+        self.datasets[reference(opened)] = opened
+        return opened
 
     async def remove(self, dataset: datasets_pb2.Dataset) -> None:
         """Forget a dataset: gone from memory at once (no run may name it from now on), then its description and its

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from mfscore.run.local import RESULTS_FILE
@@ -99,9 +99,12 @@ async def read_file(store: ObjectStore, run_id: str, declared: runs_pb2.Declared
     return b"".join([chunk async for chunk in stream_file(store, run_id, declared)])
 
 
-async def stream_report(store: ObjectStore, run_id: str, seal: str) -> AsyncIterator[runs_pb2.FetchReportResponse]:
-    """The manifest, then every file's bytes in the manifest's order, each checked as it is sent."""
-    manifest = await read_manifest(store, run_id, seal)
+async def stream_report(store: ObjectStore, run_id: str, seal: str,
+                        shown: Callable[[runs_pb2.ReportManifest], runs_pb2.ReportManifest] = lambda manifest: manifest
+                        ) -> AsyncIterator[runs_pb2.FetchReportResponse]:
+    """The manifest as the caller is ``shown`` it (``releasing.shown_manifest``), then each of its files' bytes in
+    its order, each checked as it is sent."""
+    manifest = shown(await read_manifest(store, run_id, seal))
     yield runs_pb2.FetchReportResponse(manifest=manifest)
     for declared in manifest.files:
         async for chunk in stream_file(store, run_id, declared):

@@ -89,6 +89,7 @@ class Run:
         self.saving = asyncio.Lock()        # the run's state writes land one at a time, in order
         self.cleaned = False     # a finished run's jobs, records, inputs and work directory are gone
         self.uploading = 0       # UploadInputs streams under way (a created run)
+        self.submission: dict | None = None  # a package run's package, once planned (``package_planned``)
 
     @classmethod
     def created(cls, spec: runs_pb2.RunSpec, owner: str, role: str, at: Timestamp) -> Run:
@@ -184,6 +185,16 @@ class Run:
         self._snapshot = None
         self._forget_work()
         return counts != (status.jobs_received, status.trials_received, status.trials_dead)
+
+    def package_planned(self, spec: runs_pb2.RunSpec, submission: dict) -> bool:
+        """The aggregator planned this package run against its dataset (``packages.complete``): ``spec`` is the run as
+        a client planning it itself would have submitted it, and ``submission`` what its provenance says of the
+        package. Kept in memory only: the recorded spec stays the one submitted, and a resumed run is planned again
+        to the same. False (nothing changed) once the run has ended."""
+        if self.ended:
+            return False
+        self.spec, self.submission = spec, submission
+        return True
 
     def validated(self, report: runs_pb2.ValidationReport) -> bool:
         """Keep the validator's report; one that is not valid ends the run REJECTED, saying why (True)."""

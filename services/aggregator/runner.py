@@ -9,6 +9,7 @@ plans a run again and the replayed records fold back in (``resume``). The runner
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -21,7 +22,8 @@ from google.protobuf.message import DecodeError
 from mfscore.errors import MfscoreError
 from mfscore.run.local import report_into, score_plan
 from mfscore.run_record import ABSENT, run_record
-from mfscore.services.aggregator import reports, run_gauges, uploads
+from mfscore.services.aggregator import packages, reports, run_gauges, uploads
+from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, owner_space
 from mfscore.services.aggregator.run import Folded, Run
 from mfscore.services.aggregator.state import RunBook, seal_report
 from mfscore.services.common import input_manifest, metrics
@@ -48,8 +50,9 @@ class ClusterRunner:
     """A run's I/O, step by step (validate, plan, publish, replay, fold, report); what each step may do next is the
     run's to say (``run.Run``), and what it decides the book records (``RunBook.save``)."""
 
-    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator):
+    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator, datasets: DatasetBook):
         self.settings, self.store, self.js, self.book, self.validator = settings, store, js, book, validator
+        self.datasets = datasets
         run_gauges.watch_book(book)
 
     def start(self, run: Run) -> None:
@@ -79,7 +82,11 @@ class ClusterRunner:
         """A run's steps up to its report: validate, plan, score here or publish, replay; an error ends it FAILED."""
         input_dir = self._dir(run.run_id, "inputs")
         try:
-            if validate and not await self._validate(run):
+            findings = await self._plan_package(run) if run.spec.package else None
+            if run.ended:
+                return
+            at_validation = validate or (findings is not None and publish)  # publish: not yet past validation
+            if at_validation and not await self._validate(run, findings, ask=validate):
                 return
             inputs = await self._plan(run, input_dir)
             if inputs is None:
@@ -97,11 +104,37 @@ class ClusterRunner:
             log.exception("run %s: planning failed", run.run_id)
             await self._end(run, f"internal error while planning: {type(error).__name__}: {error}")
 
-    async def _validate(self, run: Run) -> bool:
-        """Have the validator check the submission; whether the run goes on (not rejected, nor ended meanwhile)."""
-        if run.validated((await self._validated(run)).report):
+    async def _validate(self, run: Run, package: runs_pb2.ValidationReport | None = None, *, ask: bool = True) -> bool:
+        """Have the validator check the submission (unless not ``ask``), with the findings on its ``package``; whether
+        the run goes on (not rejected, nor ended meanwhile)."""
+        report = (await self._validated(run)).report if ask else runs_pb2.ValidationReport(valid=True)
+        if package is not None:
+            report.findings.extend(package.findings)
+            report.valid = report.valid and package.valid
+        if run.validated(report):
             await self.book.save(run)
         return not run.ended
+
+    async def _plan_package(self, run: Run) -> runs_pb2.ValidationReport | None:
+        """Plan a package run against its dataset (``packages.complete``) and record the files it reads in its input
+        manifest; the findings on the package's description (None when the run ended: its dataset is gone)."""
+        run_id = run.run_id
+        dataset = self.datasets.datasets.get(run.spec.dataset)
+        if dataset is None or not is_run_of(run.spec, dataset):
+            await self._end(run, f"the dataset {run.spec.dataset} the package is scored against is gone")
+            return None
+        files = await self._outlasting(f"run {run_id}: reading its dataset's files",
+                                       lambda: self.datasets.files(dataset))
+        work = self._dir(run_id, "package")
+        try:
+            completed = await self._outlasting(f"run {run_id}: planning its package", lambda: asyncio.to_thread(
+                packages.complete, self.store, run.spec, files, owner_space(dataset), work))
+        except MfscoreError as error:  # its files named as in the run: package/..., dataset/...
+            await self._end(run, named_by_key(error.sentence(), work))
+            return None
+        await self._outlasting(f"run {run_id}: recording its inputs", lambda: asyncio.to_thread(
+            input_manifest.write, self.store, run_id, completed.files))
+        return completed.findings if run.package_planned(completed.spec, completed.submission()) else None
 
     async def _validated(self, run: Run) -> services_pb2.ValidateResponse:
         """The validator's answer. While it is unreachable (restarting) it is waited for, for the retry budget; a
@@ -275,9 +308,9 @@ class ClusterRunner:
         shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
         plan, task = run.plan, run.task
-        record = lambda: run_record(task, plan, task.inputs(plan.options), runner="cluster",  # noqa: E731
-                                    started=started, finished=time.time(),
-                                    file_digest=lambda key, path: digests.get(key, ABSENT))
+        record = lambda: dataclasses.replace(run_record(  # noqa: E731
+            task, plan, task.inputs(plan.options), runner="cluster", started=started, finished=time.time(),
+            file_digest=lambda key, path: digests.get(key, ABSENT)), submission=run.submission)
         lines = report_into(task, plan, run.outcomes, os.path.join(out_dir, run.spec.output_name), record=record)
         notes = [named_by_key(line, input_dir) for line in plan.stderr + lines.stderr]
         if lines.error is not None:

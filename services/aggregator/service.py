@@ -74,7 +74,7 @@ class Aggregator:
         self.book = RunBook(kv, nc=nc, lease=lease)
         self.datasets = DatasetBook(kv, store)
         self.objects = Objects(store, self.book, self.datasets)
-        self.runner = ClusterRunner(settings, store, js, self.book, validator)
+        self.runner = ClusterRunner(settings, store, js, self.book, validator, self.datasets)
         self.retention = Retention(settings, store, js, self.book, self.objects)
         self.book.on_end = self.retention.clean_up
         self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention, self.datasets, self.objects)

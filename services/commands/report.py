@@ -178,8 +178,39 @@ def fetch_and_write(stub, run_id: str, out_root: str, localize=lambda line: line
     for line in placed(list(manifest.stdout), out_root):
         print(localize(line), file=out or sys.stdout)
     names = [declared.name for declared in manifest.files]
-    return Fetched(manifest.exit_status, _read(directory, names, RESULTS_FILE, Results.from_json),
-                   _read(directory, names, RUN_FILE, json.loads))
+    results = _read(directory, names, RESULTS_FILE, Results.from_json)
+    run = _read(directory, names, RUN_FILE, json.loads)
+    if results is None:  # withheld until the dataset is released (docs/release.md): the results as released
+        results, run = _released_results(stub, run_id)
+    return Fetched(manifest.exit_status, results, run)
+
+
+def _released_results(stub, run_id: str) -> tuple[Results | None, dict | None]:
+    """The run's results and provenance as the cluster releases them to the caller; (None, None) for a run that has
+    none."""
+    import grpc
+
+    from mfscore.services.wire import results_pb2
+
+    try:
+        reply = stub.GetResults(results_pb2.GetResultsRequest(run_id=run_id), timeout=60)
+    except grpc.RpcError as error:
+        if error.code() == grpc.StatusCode.NOT_FOUND:
+            return None, None
+        raise
+    provenance = reply.results.provenance_json
+    return Results.from_json(reply.json.encode()), json.loads(provenance) if provenance else None
+
+
+def show_submission(run: dict | None) -> None:
+    """A package run's submission on stderr: its name and its system description (docs/release.md)."""
+    submission = (run or {}).get("submission")
+    if not submission:
+        return
+    print(f"mfscore: submission {submission['name']}, system description (SHA-256 "
+          f"{submission['description_sha256'][:16]}...):", file=sys.stderr)
+    for line in submission["description"].splitlines():
+        print(f"  {line}", file=sys.stderr)
 
 
 def _read(directory: str, names: list[str], file: str, parse):
@@ -264,6 +295,8 @@ def run(args) -> int:
         print(f"mfscore: error: {error.details() or error.code().name}", file=sys.stderr)
         return 1
     show_results(fetched.results, fetched.run, json_output=args.json, quiet=args.quiet)
+    if not (args.json or args.quiet):
+        show_submission(fetched.run)
     if args.html_page and fetched.results is not None:
         from mfscore.cli.leaderboard import results_file
         from mfscore.reports.html_report import write_run_report

@@ -11,6 +11,11 @@ here is taken from it), the run is submitted, a progress bar follows ``WatchRun`
 checked against the digests the aggregator recorded, land where the embedded command would have written
 them.
 
+With ``--package DIR`` (``run_package``) the client holds no reference: the package's name, layout and description
+are checked here, every file of it is sent (``package/<path in it>``) with the task's options, whose other input paths
+name files of the dataset, and the aggregator plans the run against the dataset (docs/release.md "Submitting a
+package"); the reports are what the dataset's release policy gives this caller.
+
 Interrupted (Ctrl-C), it says in one line what became of the run and how to reach it: created but not
 submitted (the aggregator deletes it after a day), going on on the cluster, or done but not fetched; with
 the ``mfscore report`` commands that show it and fetch its files.
@@ -19,6 +24,7 @@ the ``mfscore report`` commands that show it and fetch its files.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shlex
@@ -29,6 +35,7 @@ from mfscore.errors import Interrupted, MfscoreError
 
 def add_parser(subparsers) -> None:
     from mfscore import tasks
+    from mfscore.cli.documentation import see
 
     p = subparsers.add_parser(
         "submit", help="score on a cluster: the embedded command's options, the same report files",
@@ -41,6 +48,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--dataset", metavar="NAME@VERSION", default="",
                    help="score against this dataset registered on the cluster ('mfscore dataset register'): its "
                         "files are not uploaded, and the reference files it holds need not be here")
+    p.add_argument("--package", metavar="DIR", default="",
+                   help="a submission package <SubID>/ (<SubID>.csv, <SubID>.txt, mask/) scored against --dataset, "
+                        "planned by the cluster: the reference need not be here, and the task's reference paths "
+                        f"name files of the dataset ({see(p, 'release.md')})")
     p.add_argument("task", choices=tasks.names(), help="the embedded command to run on the cluster")
     p.add_argument("arguments", nargs=argparse.REMAINDER, help="its options, exactly as for 'mfscore <task>'")
     p.set_defaults(run=run)
@@ -49,15 +60,9 @@ def add_parser(subparsers) -> None:
 def run_inputs(task, options, plan=None) -> tuple[list[tuple[str, str]], list[str]]:
     """((local path, key) of every file here the run reads, the keys of the tables), planning the run as the
     embedded command does (bad input fails here, before any upload), unless given its ``plan``."""
-    from mfscore.tasks.base import key_of
+    from mfscore.tasks.base import run_files
 
-    plan = plan or task.plan(options)
-    inputs = task.inputs(options)
-    tables = [(path, key_of(path, inputs.roots, what=f"the table {path}")) for path in inputs.tables + plan.tables]
-    blobs = [(path, key_of(path, inputs.roots, what=f"the file {path}"))
-             for job in plan.jobs for path in task.blobs(job.work).values()
-             if path and path not in plan.generated and os.path.isfile(path)]  # planned/...: the aggregator's
-    return list(dict.fromkeys(tables + blobs)), list(dict.fromkeys(key for _, key in tables))
+    return run_files(task, options, plan or task.plan(options))
 
 
 def absent_reference(task, options, plan, dataset_files: dict) -> list:
@@ -90,6 +95,8 @@ def quiet_grpc_core() -> None:
 
 def run(args) -> int:
     quiet_grpc_core()
+    if args.package:
+        return run_package(args)
     from mfscore import tasks
     from mfscore.cli.main import build_parser
     from mfscore.reports.summary_table import show_results
@@ -117,6 +124,93 @@ def run(args) -> int:
 
         write_after_run(task_run.out_root)
     return fetched.status
+
+
+def run_package(args) -> int:
+    from mfscore import tasks
+    from mfscore.cli.main import build_parser
+    from mfscore.codec import encode
+    from mfscore.reports.summary_table import show_results
+    from mfscore.services.commands.cluster_config import resolve
+    from mfscore.services.commands.upload import create_run
+    from mfscore.services.common.run_layout import PACKAGE, input_prefix
+    from mfscore.services.wire import runs_pb2
+    from mfscore.validation.package import package_name
+
+    if not args.dataset:
+        raise MfscoreError("a package is scored against a dataset on the cluster: name it with --dataset NAME@VERSION")
+    task = tasks.get(args.task)
+    name = package_name(args.package)
+    check_layout(args.package)
+    embedded = build_parser([args.task]).parse_args([args.task, *args.arguments,
+                                                     *package_flags(task, name, args.arguments)])
+    task_run = embedded.task_options(embedded)
+    files = package_files(args.package)
+    config = resolve(args.cluster)
+    run_id = create_run(config, args.dataset)
+    print(f"mfscore: run {run_id} created", file=sys.stderr)
+    roots = {PACKAGE: args.package}
+    reach = Reaching(run_id, task_run.out_root, args.cluster)
+    _upload(config, run_id, files, [], roots, reach, interactive=not embedded.quiet and sys.stderr.isatty())
+    spec = runs_pb2.RunSpec(task=task.name, options=encode(task_run.options), input_prefix=input_prefix(run_id),
+                            output_name=os.path.basename(task_run.out_root), run_id=run_id,
+                            submitted_by=os.environ.get("USER", ""), skip_validation=args.skip_validation,
+                            dataset=args.dataset, package=name)
+    fetched = follow_run(config, spec, task_run.out_root, roots, reach, out=sys.stderr if embedded.json else None,
+                         progress=not embedded.quiet)
+    show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
+    return fetched.status
+
+
+def check_layout(directory: str) -> None:
+    """The package's name (an MFC2019 SubID), layout and description: its errors on stderr and ``MfscoreError``,
+    before anything is sent."""
+    from mfscore.validation.options import ValidatorOptions
+    from mfscore.validation.package import check_package_layout
+
+    report = check_package_layout(directory, ValidatorOptions(plan="mfc2019"))
+    for finding in report.findings:
+        where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
+        print(f"{str(finding.severity).upper()}: {finding.message}{where}", file=sys.stderr)
+    if not report.valid:
+        raise MfscoreError(f"the package {directory} is not valid ('mfscore validate --package' says more); nothing "
+                           "was sent")
+
+
+def package_flags(task, name: str, arguments: list[str]) -> list[str]:
+    """The flags filling the task's package fields (``Task.package_fields``) from the package ``name``; a flag the
+    command line gives itself is refused."""
+    from mfscore.options import spellings
+    from mfscore.services.common.run_layout import PACKAGE
+    from mfscore.tasks.base import SYSTEM_OUTPUT
+
+    fields = {field.name: field for field in dataclasses.fields(task.options_type)}
+    flags = []
+    for field, kind in task.package_fields.items():
+        spelled = spellings(fields[field])
+        given = next((arg for arg in arguments for flag in spelled if arg == flag or arg.startswith(flag + "=")), None)
+        if given is not None:
+            raise MfscoreError(f"with --package, {'/'.join(spelled)} is the package's {kind}: leave {given} out")
+        flags += [spelled[-1], f"{PACKAGE}/{name}.csv" if kind == SYSTEM_OUTPUT else PACKAGE]
+    return flags
+
+
+def package_files(directory: str) -> list[tuple[str, str]]:
+    """(path, name in the run) of every file in the package, ``package/<path in it>``; a symbolic link leading out of
+    the package is refused."""
+    from mfscore.services.common.run_layout import PACKAGE
+
+    root = os.path.realpath(directory)
+    files = []
+    for parent, directories, names in os.walk(directory):
+        directories.sort()
+        for name in sorted(names):
+            path = os.path.join(parent, name)
+            if os.path.commonpath([root, os.path.realpath(path)]) != root:
+                raise MfscoreError(f"{path} leads out of the package; nothing was sent")
+            if os.path.isfile(path):
+                files.append((path, f"{PACKAGE}/{os.path.relpath(path, directory).replace(os.sep, '/')}"))
+    return files
 
 
 def _upload(config, run_id: str, files: list[tuple[str, str]], known: list, roots: dict[str, str], reach: Reaching,

@@ -28,6 +28,7 @@ MAX_OUTPUT_NAME = 200
 RUNS = "runs/"  # every run's objects are under it; the aggregator owns the prefix
 OBJECTS = "objects/"    # every caller's content-addressed objects, a namespace each; the aggregator owns it too
 DATASETS = "datasets/"  # every dataset's list of files; and this
+PACKAGE = "package"     # a package run's uploaded package: its files' names in the run are package/<path in it>
 
 
 class BadName(InvalidArgument):

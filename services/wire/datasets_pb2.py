@@ -26,45 +26,51 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from mfscore.services.wire import runs_pb2 as mfscore_dot_v1_dot_runs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/datasets.proto\x12\nmfscore.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15mfscore/v1/runs.proto\"\xe2\x01\n\x07\x44\x61taset\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12\x12\n\nowner_role\x18\x04 \x01(\t\x12\x0e\n\x06shared\x18\x05 \x01(\x08\x12\x17\n\x0fmanifest_sha256\x18\x06 \x01(\t\x12\x12\n\nfile_count\x18\x07 \x01(\x03\x12\x13\n\x0btotal_bytes\x18\x08 \x01(\x03\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x63reation_id\x18\n \x01(\t\"7\n\x0c\x44\x61tasetFiles\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"t\n\x1a\x44\x65\x63lareDatasetFilesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06shared\x18\x03 \x01(\x08\x12\'\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\".\n\x1b\x44\x65\x63lareDatasetFilesResponse\x12\x0f\n\x07missing\x18\x01 \x03(\t\"Y\n\x14UploadObjectsRequest\x12(\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x18.mfscore.v1.DeclaredFileH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"@\n\x15UploadObjectsResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"n\n\x14\x43reateDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06shared\x18\x03 \x01(\x08\x12\'\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"N\n\x15\x43reateDatasetResponse\x12$\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Dataset\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"2\n\x11GetDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\":\n\x12GetDatasetResponse\x12$\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Dataset\"<\n\x13ListDatasetsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"V\n\x14ListDatasetsResponse\x12%\n\x08\x64\x61tasets\x18\x01 \x03(\x0b\x32\x13.mfscore.v1.Dataset\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"_\n\x17ListDatasetFilesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\\\n\x18ListDatasetFilesResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"5\n\x14\x44\x65leteDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteDatasetResponse2\xfd\x04\n\x0e\x44\x61tasetService\x12\x66\n\x13\x44\x65\x63lareDatasetFiles\x12&.mfscore.v1.DeclareDatasetFilesRequest\x1a\'.mfscore.v1.DeclareDatasetFilesResponse\x12V\n\rUploadObjects\x12 .mfscore.v1.UploadObjectsRequest\x1a!.mfscore.v1.UploadObjectsResponse(\x01\x12V\n\rCreateDataset\x12 .mfscore.v1.CreateDatasetRequest\x1a!.mfscore.v1.CreateDatasetResponse(\x01\x12K\n\nGetDataset\x12\x1d.mfscore.v1.GetDatasetRequest\x1a\x1e.mfscore.v1.GetDatasetResponse\x12Q\n\x0cListDatasets\x12\x1f.mfscore.v1.ListDatasetsRequest\x1a .mfscore.v1.ListDatasetsResponse\x12]\n\x10ListDatasetFiles\x12#.mfscore.v1.ListDatasetFilesRequest\x1a$.mfscore.v1.ListDatasetFilesResponse\x12T\n\rDeleteDataset\x12 .mfscore.v1.DeleteDatasetRequest\x1a!.mfscore.v1.DeleteDatasetResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/datasets.proto\x12\nmfscore.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15mfscore/v1/runs.proto\"\xc0\x02\n\x07\x44\x61taset\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\r\n\x05owner\x18\x03 \x01(\t\x12\x12\n\nowner_role\x18\x04 \x01(\t\x12\x0e\n\x06shared\x18\x05 \x01(\x08\x12\x17\n\x0fmanifest_sha256\x18\x06 \x01(\t\x12\x12\n\nfile_count\x18\x07 \x01(\x03\x12\x13\n\x0btotal_bytes\x18\x08 \x01(\x03\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x63reation_id\x18\n \x01(\t\x12+\n\x07release\x18\x0b \x01(\x0e\x32\x1a.mfscore.v1.DatasetRelease\x12/\n\x0breleased_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"7\n\x0c\x44\x61tasetFiles\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"t\n\x1a\x44\x65\x63lareDatasetFilesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06shared\x18\x03 \x01(\x08\x12\'\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\".\n\x1b\x44\x65\x63lareDatasetFilesResponse\x12\x0f\n\x07missing\x18\x01 \x03(\t\"Y\n\x14UploadObjectsRequest\x12(\n\x04\x66ile\x18\x01 \x01(\x0b\x32\x18.mfscore.v1.DeclaredFileH\x00\x12\x0f\n\x05\x63hunk\x18\x02 \x01(\x0cH\x00\x42\x06\n\x04part\"@\n\x15UploadObjectsResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\"\x9b\x01\n\x14\x43reateDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0e\n\x06shared\x18\x03 \x01(\x08\x12\'\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\x12+\n\x07release\x18\x05 \x01(\x0e\x32\x1a.mfscore.v1.DatasetRelease\"N\n\x15\x43reateDatasetResponse\x12$\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Dataset\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"2\n\x11GetDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\":\n\x12GetDatasetResponse\x12$\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Dataset\"<\n\x13ListDatasetsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"V\n\x14ListDatasetsResponse\x12%\n\x08\x64\x61tasets\x18\x01 \x03(\x0b\x32\x13.mfscore.v1.Dataset\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"_\n\x17ListDatasetFilesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"\\\n\x18ListDatasetFilesResponse\x12\'\n\x05\x66iles\x18\x01 \x03(\x0b\x32\x18.mfscore.v1.DeclaredFile\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"6\n\x15ReleaseDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\">\n\x16ReleaseDatasetResponse\x12$\n\x07\x64\x61taset\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.Dataset\"5\n\x14\x44\x65leteDatasetRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"\x17\n\x15\x44\x65leteDatasetResponse*\x89\x01\n\x0e\x44\x61tasetRelease\x12\x1f\n\x1b\x44\x41TASET_RELEASE_UNSPECIFIED\x10\x00\x12\x1d\n\x19\x44\x41TASET_RELEASE_AGGREGATE\x10\x01\x12\x1d\n\x19\x44\x41TASET_RELEASE_PER_TRIAL\x10\x02\x12\x18\n\x14\x44\x41TASET_RELEASE_OPEN\x10\x03\x32\xd6\x05\n\x0e\x44\x61tasetService\x12\x66\n\x13\x44\x65\x63lareDatasetFiles\x12&.mfscore.v1.DeclareDatasetFilesRequest\x1a\'.mfscore.v1.DeclareDatasetFilesResponse\x12V\n\rUploadObjects\x12 .mfscore.v1.UploadObjectsRequest\x1a!.mfscore.v1.UploadObjectsResponse(\x01\x12V\n\rCreateDataset\x12 .mfscore.v1.CreateDatasetRequest\x1a!.mfscore.v1.CreateDatasetResponse(\x01\x12K\n\nGetDataset\x12\x1d.mfscore.v1.GetDatasetRequest\x1a\x1e.mfscore.v1.GetDatasetResponse\x12Q\n\x0cListDatasets\x12\x1f.mfscore.v1.ListDatasetsRequest\x1a .mfscore.v1.ListDatasetsResponse\x12]\n\x10ListDatasetFiles\x12#.mfscore.v1.ListDatasetFilesRequest\x1a$.mfscore.v1.ListDatasetFilesResponse\x12W\n\x0eReleaseDataset\x12!.mfscore.v1.ReleaseDatasetRequest\x1a\".mfscore.v1.ReleaseDatasetResponse\x12T\n\rDeleteDataset\x12 .mfscore.v1.DeleteDatasetRequest\x1a!.mfscore.v1.DeleteDatasetResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'mfscore.v1.datasets_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_DATASETRELEASE']._serialized_start=1692
+  _globals['_DATASETRELEASE']._serialized_end=1829
   _globals['_DATASET']._serialized_start=98
-  _globals['_DATASET']._serialized_end=324
-  _globals['_DATASETFILES']._serialized_start=326
-  _globals['_DATASETFILES']._serialized_end=381
-  _globals['_DECLAREDATASETFILESREQUEST']._serialized_start=383
-  _globals['_DECLAREDATASETFILESREQUEST']._serialized_end=499
-  _globals['_DECLAREDATASETFILESRESPONSE']._serialized_start=501
-  _globals['_DECLAREDATASETFILESRESPONSE']._serialized_end=547
-  _globals['_UPLOADOBJECTSREQUEST']._serialized_start=549
-  _globals['_UPLOADOBJECTSREQUEST']._serialized_end=638
-  _globals['_UPLOADOBJECTSRESPONSE']._serialized_start=640
-  _globals['_UPLOADOBJECTSRESPONSE']._serialized_end=704
-  _globals['_CREATEDATASETREQUEST']._serialized_start=706
-  _globals['_CREATEDATASETREQUEST']._serialized_end=816
-  _globals['_CREATEDATASETRESPONSE']._serialized_start=818
-  _globals['_CREATEDATASETRESPONSE']._serialized_end=896
-  _globals['_GETDATASETREQUEST']._serialized_start=898
-  _globals['_GETDATASETREQUEST']._serialized_end=948
-  _globals['_GETDATASETRESPONSE']._serialized_start=950
-  _globals['_GETDATASETRESPONSE']._serialized_end=1008
-  _globals['_LISTDATASETSREQUEST']._serialized_start=1010
-  _globals['_LISTDATASETSREQUEST']._serialized_end=1070
-  _globals['_LISTDATASETSRESPONSE']._serialized_start=1072
-  _globals['_LISTDATASETSRESPONSE']._serialized_end=1158
-  _globals['_LISTDATASETFILESREQUEST']._serialized_start=1160
-  _globals['_LISTDATASETFILESREQUEST']._serialized_end=1255
-  _globals['_LISTDATASETFILESRESPONSE']._serialized_start=1257
-  _globals['_LISTDATASETFILESRESPONSE']._serialized_end=1349
-  _globals['_DELETEDATASETREQUEST']._serialized_start=1351
-  _globals['_DELETEDATASETREQUEST']._serialized_end=1404
-  _globals['_DELETEDATASETRESPONSE']._serialized_start=1406
-  _globals['_DELETEDATASETRESPONSE']._serialized_end=1429
-  _globals['_DATASETSERVICE']._serialized_start=1432
-  _globals['_DATASETSERVICE']._serialized_end=2069
+  _globals['_DATASET']._serialized_end=418
+  _globals['_DATASETFILES']._serialized_start=420
+  _globals['_DATASETFILES']._serialized_end=475
+  _globals['_DECLAREDATASETFILESREQUEST']._serialized_start=477
+  _globals['_DECLAREDATASETFILESREQUEST']._serialized_end=593
+  _globals['_DECLAREDATASETFILESRESPONSE']._serialized_start=595
+  _globals['_DECLAREDATASETFILESRESPONSE']._serialized_end=641
+  _globals['_UPLOADOBJECTSREQUEST']._serialized_start=643
+  _globals['_UPLOADOBJECTSREQUEST']._serialized_end=732
+  _globals['_UPLOADOBJECTSRESPONSE']._serialized_start=734
+  _globals['_UPLOADOBJECTSRESPONSE']._serialized_end=798
+  _globals['_CREATEDATASETREQUEST']._serialized_start=801
+  _globals['_CREATEDATASETREQUEST']._serialized_end=956
+  _globals['_CREATEDATASETRESPONSE']._serialized_start=958
+  _globals['_CREATEDATASETRESPONSE']._serialized_end=1036
+  _globals['_GETDATASETREQUEST']._serialized_start=1038
+  _globals['_GETDATASETREQUEST']._serialized_end=1088
+  _globals['_GETDATASETRESPONSE']._serialized_start=1090
+  _globals['_GETDATASETRESPONSE']._serialized_end=1148
+  _globals['_LISTDATASETSREQUEST']._serialized_start=1150
+  _globals['_LISTDATASETSREQUEST']._serialized_end=1210
+  _globals['_LISTDATASETSRESPONSE']._serialized_start=1212
+  _globals['_LISTDATASETSRESPONSE']._serialized_end=1298
+  _globals['_LISTDATASETFILESREQUEST']._serialized_start=1300
+  _globals['_LISTDATASETFILESREQUEST']._serialized_end=1395
+  _globals['_LISTDATASETFILESRESPONSE']._serialized_start=1397
+  _globals['_LISTDATASETFILESRESPONSE']._serialized_end=1489
+  _globals['_RELEASEDATASETREQUEST']._serialized_start=1491
+  _globals['_RELEASEDATASETREQUEST']._serialized_end=1545
+  _globals['_RELEASEDATASETRESPONSE']._serialized_start=1547
+  _globals['_RELEASEDATASETRESPONSE']._serialized_end=1609
+  _globals['_DELETEDATASETREQUEST']._serialized_start=1611
+  _globals['_DELETEDATASETREQUEST']._serialized_end=1664
+  _globals['_DELETEDATASETRESPONSE']._serialized_start=1666
+  _globals['_DELETEDATASETRESPONSE']._serialized_end=1689
+  _globals['_DATASETSERVICE']._serialized_start=1832
+  _globals['_DATASETSERVICE']._serialized_end=2558
 # @@protoc_insertion_point(module_scope)

@@ -68,6 +68,11 @@ class DatasetServiceStub:
                 request_serializer=mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesResponse.FromString,
                 _registered_method=True)
+        self.ReleaseDataset = channel.unary_unary(
+                '/mfscore.v1.DatasetService/ReleaseDataset',
+                request_serializer=mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetResponse.FromString,
+                _registered_method=True)
         self.DeleteDataset = channel.unary_unary(
                 '/mfscore.v1.DatasetService/DeleteDataset',
                 request_serializer=mfscore_dot_v1_dot_datasets__pb2.DeleteDatasetRequest.SerializeToString,
@@ -122,7 +127,16 @@ class DatasetServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListDatasetFiles(self, request, context):
-        """A page of a readable dataset's files, in name order.
+        """A page of a readable dataset's files, in name order; PERMISSION_DENIED when its reference is sealed to the
+        caller (DatasetRelease).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseDataset(self, request, context):
+        """Open the sealed full reports of every run against the dataset to each run's owner (its owner, or an operator
+        for a shared one; PERMISSION_DENIED for another reader).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -168,6 +182,11 @@ def add_DatasetServiceServicer_to_server(servicer, server):
                     servicer.ListDatasetFiles,
                     request_deserializer=mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesRequest.FromString,
                     response_serializer=mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesResponse.SerializeToString,
+            ),
+            'ReleaseDataset': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseDataset,
+                    request_deserializer=mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetResponse.SerializeToString,
             ),
             'DeleteDataset': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteDataset,
@@ -341,6 +360,33 @@ class DatasetService:
             '/mfscore.v1.DatasetService/ListDatasetFiles',
             mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesRequest.SerializeToString,
             mfscore_dot_v1_dot_datasets__pb2.ListDatasetFilesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseDataset(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.DatasetService/ReleaseDataset',
+            mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetRequest.SerializeToString,
+            mfscore_dot_v1_dot_datasets__pb2.ReleaseDatasetResponse.FromString,
             options,
             channel_credentials,
             insecure,

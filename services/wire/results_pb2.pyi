@@ -114,10 +114,12 @@ class GetResultsRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ...) -> None: ...
 
 class GetResultsResponse(_message.Message):
-    __slots__ = ("results",)
+    __slots__ = ("results", "json")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
     results: Results
-    def __init__(self, results: _Optional[_Union[Results, _Mapping]] = ...) -> None: ...
+    json: str
+    def __init__(self, results: _Optional[_Union[Results, _Mapping]] = ..., json: _Optional[str] = ...) -> None: ...
 
 class GetLeaderboardRequest(_message.Message):
     __slots__ = ("dataset", "task", "metric")

@@ -32,7 +32,7 @@ RUN_STATE_CREATED: RunState
 RUN_STATE_CANCELLED: RunState
 
 class RunSpec(_message.Message):
-    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation", "dataset", "dataset_creation_id")
+    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation", "dataset", "dataset_creation_id", "package")
     TASK_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class RunSpec(_message.Message):
     SKIP_VALIDATION_FIELD_NUMBER: _ClassVar[int]
     DATASET_FIELD_NUMBER: _ClassVar[int]
     DATASET_CREATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
     task: str
     options: bytes
     tables: _containers.RepeatedScalarFieldContainer[str]
@@ -53,7 +54,8 @@ class RunSpec(_message.Message):
     skip_validation: bool
     dataset: str
     dataset_creation_id: str
-    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ..., dataset: _Optional[str] = ..., dataset_creation_id: _Optional[str] = ...) -> None: ...
+    package: str
+    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ..., dataset: _Optional[str] = ..., dataset_creation_id: _Optional[str] = ..., package: _Optional[str] = ...) -> None: ...
 
 class RunStatus(_message.Message):
     __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json", "jobs_planned", "jobs_received", "created_at")

@@ -82,15 +82,15 @@ def runs(teams, data, tmp_path_factory) -> dict[str, str]:
     REUSED: alice's run as LABEL, then REUSED deleted and registered again by the operator. Their run ids."""
     _, _, files = teams
     out = tmp_path_factory.mktemp("abuse-names-out")
-    assert register(files, "operator", EVAL, data["ref"], "--shared") == 0
-    assert register(files, "operator", REUSED, data["ref"], "--shared") == 0
+    assert register(files, "operator", EVAL, data["ref"], "--shared", "--release", "open") == 0
+    assert register(files, "operator", REUSED, data["ref"], "--shared", "--release", "open") == 0
     made = {"alice": submit(data, files, "alice", EVAL, out, LABEL),
             "bob": submit(data, files, "bob", EVAL, out, LABEL),
             "semafor": submit(data, files, "bob", EVAL, out, "bob_semafor", "--semafor"),
             "reused": submit(data, files, "alice", REUSED, out / "reused", LABEL)}
     assert [line.run_id for line in board(files, "bob", REUSED).leaderboard.rankings[0].lines] == [made["reused"]]
     assert main(["dataset", "delete", REUSED, "--cluster", str(files["operator"])]) == 0
-    assert register(files, "operator", REUSED, data["ref"], "--shared") == 0
+    assert register(files, "operator", REUSED, data["ref"], "--shared", "--release", "open") == 0
     return made
 
 

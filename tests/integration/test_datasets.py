@@ -138,9 +138,9 @@ def registered(teams, data, tmp_path_factory):
     what the second command printed)."""
     _, config, files = teams
     first, sent_first = counted(config, ["dataset", "register", DATASET, str(data["ref"]), "--shared",
-                                         "--cluster", str(files["operator"])])
+                                         "--release", "open", "--cluster", str(files["operator"])])
     second, sent_second = counted(config, ["dataset", "register", DATASET, str(data["ref"]), "--shared",
-                                           "--cluster", str(files["operator"])])
+                                           "--release", "open", "--cluster", str(files["operator"])])
     assert first == second == 0
     return sent_first, sent_second
 
@@ -150,7 +150,8 @@ def test_an_operator_registers_a_shared_dataset_once(teams, data, registered, ca
     sent_first, sent_second = registered
     assert sent_first == bytes_under(data["ref"]) > 0 and sent_second == 0
     capsys.readouterr()
-    assert main(["dataset", "register", DATASET, str(data["ref"]), "--shared", "--cluster", str(files["operator"])]) == 0
+    assert main(["dataset", "register", DATASET, str(data["ref"]), "--shared", "--release", "open",
+                 "--cluster", str(files["operator"])]) == 0
     out = capsys.readouterr().out
     assert f"{DATASET} was registered already with these files; nothing changed" in out
     assert "uploaded 0 file(s), 0 bytes" in out

@@ -62,7 +62,8 @@ def submitted(teams, data, tmp_path_factory):
     """The shared dataset registered; alice's and bob's runs submitted with it and run embedded: their results."""
     path, config, files = teams
     out = tmp_path_factory.mktemp("leaderboard-out")
-    assert main(["dataset", "register", DATASET, str(data["ref"]), "--shared", "--cluster", str(files["operator"])]) == 0
+    assert main(["dataset", "register", DATASET, str(data["ref"]), "--shared", "--release", "open",
+                 "--cluster", str(files["operator"])]) == 0
     results = {}
     for who in ("alice", "bob"):
         label = f"{who}-system"

@@ -1,6 +1,7 @@
 """Datasets and content-addressed objects without a cluster (docs/datasets.md): the keys of objects and datasets,
 the manifest digest, ListDatasets' and ListDatasetFiles' tokens, a run's input manifest, which objects a deletion
-collects, and the run book's restore passing over the datasets' keys in the bucket.
+collects, the run book's restore passing over the datasets' keys in the bucket, and a dataset's release (who reads
+its reference, what a sealed reader is shown, ReleaseDataset recorded and read back).
 
 The object store and NATS' key-value bucket are small in-memory doubles here; tests/integration/test_datasets.py has
 the real ones.
@@ -12,14 +13,27 @@ import asyncio
 import hashlib
 import subprocess
 
+import grpc
 import pytest
 
 from mfscore.services.aggregator import paging
-from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, kv_key, manifest_sha256, naming_refusal
+from mfscore.services.aggregator.dataset_api import DatasetApi
+from mfscore.services.aggregator.datasets import (
+    DatasetBook,
+    is_run_of,
+    kv_key,
+    manifest_sha256,
+    may_read_reference,
+    naming_refusal,
+    release_of,
+    released,
+    sealed_view,
+)
 from mfscore.services.aggregator.objects import Objects, space_of_key
+from mfscore.services.aggregator.quotas import Quotas
 from mfscore.services.aggregator.run import Run
 from mfscore.services.aggregator.state import RunBook, State, spec_key, status_key
-from mfscore.services.common import input_manifest
+from mfscore.services.common import auth, input_manifest
 from mfscore.services.common.auth import Caller
 from mfscore.services.common.object_store import ObjectMissing
 from mfscore.services.common.run_layout import (
@@ -32,6 +46,7 @@ from mfscore.services.common.run_layout import (
     parse_dataset,
     uploads_prefix,
 )
+from mfscore.services.common.settings import Settings
 from mfscore.services.wire import datasets_pb2, runs_pb2
 
 SHA = hashlib.sha256(b"x").hexdigest()
@@ -386,3 +401,185 @@ def test_the_run_book_and_the_datasets_read_back_their_own_keys_from_one_bucket(
 
     assert asyncio.run(restore()) == []
     assert list(book.runs) == ["r1"] and not book.abandoned and list(datasets.datasets) == ["d@1"]
+
+
+# ----------------------------------------------------------------------------------------- release
+
+AGGREGATE, PER_TRIAL, OPEN = (datasets_pb2.DATASET_RELEASE_AGGREGATE, datasets_pb2.DATASET_RELEASE_PER_TRIAL,
+                              datasets_pb2.DATASET_RELEASE_OPEN)
+UNSPECIFIED = datasets_pb2.DATASET_RELEASE_UNSPECIFIED
+BOB = Caller("bob", "client")
+REF = [declared("reference/r.csv", b"ref"), declared("mask/m.png", b"mask")]
+
+
+def shared_dataset(release: int = AGGREGATE) -> datasets_pb2.Dataset:
+    return datasets_pb2.Dataset(name="eval", version="1", owner="operator", owner_role="operator", shared=True,
+                                manifest_sha256=manifest_sha256(REF), file_count=len(REF),
+                                total_bytes=sum(f.size for f in REF), release=release)
+
+
+def alices(release: int = OPEN) -> datasets_pb2.Dataset:
+    return datasets_pb2.Dataset(name="alice/masks", version="1", owner="alice", owner_role="client",
+                                manifest_sha256=manifest_sha256(REF), file_count=len(REF), total_bytes=7,
+                                release=release)
+
+
+@pytest.mark.parametrize("release, effective", [(UNSPECIFIED, OPEN), (AGGREGATE, AGGREGATE), (PER_TRIAL, PER_TRIAL),
+                                                (OPEN, OPEN)])
+def test_a_dataset_recorded_before_releases_were_is_open(release, effective):
+    assert release_of(shared_dataset(release)) == effective
+
+
+@pytest.mark.parametrize("who, dataset, reads", [
+    (OPERATOR, shared_dataset(AGGREGATE), True),      # the owner
+    (OPERATOR, alices(), True),               # an operator reads every reference
+    (ALICE, alices(), True),                  # the owner
+    (ALICE, alices(AGGREGATE), True),         # its owner whatever the release
+    (BOB, alices(), False),                   # another's private dataset: not even readable
+    (BOB, shared_dataset(AGGREGATE), False),
+    (BOB, shared_dataset(PER_TRIAL), False),
+    (BOB, shared_dataset(OPEN), True),
+    (BOB, shared_dataset(UNSPECIFIED), True),         # recorded before: open
+    (Caller("operator", "client"), shared_dataset(AGGREGATE), False),  # its owner's name, another role
+])
+def test_the_reference_is_read_by_its_owner_an_operator_or_anyone_who_reads_an_open_dataset(who, dataset, reads):
+    assert may_read_reference(who, dataset) is reads
+
+
+def test_a_sealed_reader_sees_no_digest_count_or_size_and_the_dataset_is_left_as_it_was():
+    dataset = shared_dataset(AGGREGATE)
+    dataset.created_at.FromSeconds(1_700_000_000)
+    view = sealed_view(dataset, BOB)
+    assert (view.manifest_sha256, view.file_count, view.total_bytes) == ("", 0, 0)
+    assert dataset.manifest_sha256 not in view.SerializeToString().decode("latin-1")
+    assert (view.name, view.owner, view.shared, view.release, view.created_at) == (
+        dataset.name, dataset.owner, True, AGGREGATE, dataset.created_at)
+    assert dataset.manifest_sha256 == manifest_sha256(REF) and dataset.file_count == 2  # not changed in place
+    assert sealed_view(dataset, OPERATOR) is dataset and sealed_view(shared_dataset(OPEN), BOB).file_count == 2
+
+
+def test_released_is_whether_released_at_is_set():
+    dataset = shared_dataset()
+    assert not released(dataset)
+    dataset.released_at.FromSeconds(1_700_000_000)
+    assert released(dataset)
+
+
+def api() -> tuple[DatasetApi, FakeKv, FakeStore]:
+    """A DatasetApi over the in-memory doubles, the operator's objects of REF stored."""
+    store, kv = FakeStore(), FakeKv()
+    book, datasets = RunBook(kv), DatasetBook(kv, store)
+    for file, content in zip(REF, (b"ref", b"mask")):
+        store.put_bytes(object_key("operator/operator", file.sha256), content)
+        store.put_bytes(object_key("client/alice", file.sha256), content)
+    settings = Settings()
+    return DatasetApi(settings, store, book, datasets, Objects(store, book, datasets), Quotas(settings)), kv, store
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    """What a handler is given; ``abort`` raises as gRPC's does, keeping the code and sentence."""
+
+    async def abort(self, code, details):
+        self.code, self.details = code, details
+        raise Aborted
+
+
+def call(who: Caller, method, request):
+    """``method(request)`` as ``who``: its answer, or the Context it aborted with."""
+    async def as_caller():
+        auth._caller.set(who)
+        context = Context()
+        try:
+            return await method(request, context)
+        except Aborted:
+            return context
+
+    return asyncio.run(as_caller())
+
+
+def create(service: DatasetApi, who: Caller, name: str, *, shared: bool = False, release: int = UNSPECIFIED):
+    async def requests():
+        yield datasets_pb2.CreateDatasetRequest(name=name, version="1", shared=shared, files=REF, release=release)
+
+    return call(who, lambda request, context: service.CreateDataset(requests(), context), None)
+
+
+@pytest.mark.parametrize("shared, release, stored", [(True, UNSPECIFIED, AGGREGATE), (True, PER_TRIAL, PER_TRIAL),
+                                                     (True, OPEN, OPEN), (False, UNSPECIFIED, OPEN),
+                                                     (False, OPEN, OPEN)])
+def test_create_dataset_stores_the_effective_release(shared, release, stored):
+    service, kv, _ = api()
+    created = create(service, OPERATOR, "eval", shared=shared, release=release)
+    assert created.created and created.dataset.release == stored
+    assert datasets_pb2.Dataset.FromString(kv.data[kv_key("eval", "1")]).release == stored
+
+
+@pytest.mark.parametrize("release", [AGGREGATE, PER_TRIAL, 7])
+def test_a_private_dataset_asked_a_sealed_release_is_invalid(release):
+    service, kv, _ = api()
+    refused = create(service, ALICE, "alice/masks", release=release)
+    assert refused.code == grpc.StatusCode.INVALID_ARGUMENT and "alice/masks@1" in refused.details
+    assert kv.data == {}
+
+
+def test_the_same_dataset_again_with_another_effective_release_already_exists():
+    service, _, _ = api()
+    assert create(service, OPERATOR, "eval", shared=True).created
+    again = create(service, OPERATOR, "eval", shared=True, release=AGGREGATE)  # the default, said
+    assert not again.created and again.dataset.release == AGGREGATE
+    refused = create(service, OPERATOR, "eval", shared=True, release=OPEN)
+    assert refused.code == grpc.StatusCode.ALREADY_EXISTS and "release" in refused.details
+
+
+def test_a_client_reads_a_sealed_dataset_but_not_its_reference():
+    service, _, _ = api()
+    create(service, OPERATOR, "eval", shared=True)
+    get = datasets_pb2.GetDatasetRequest(name="eval", version="1")
+    seen = call(BOB, service.GetDataset, get).dataset
+    assert seen.release == AGGREGATE and not seen.manifest_sha256 and not seen.file_count and not seen.total_bytes
+    listed = call(BOB, service.ListDatasets, datasets_pb2.ListDatasetsRequest()).datasets
+    assert [d.name for d in listed] == ["eval"] and not listed[0].manifest_sha256
+    refused = call(BOB, service.ListDatasetFiles, datasets_pb2.ListDatasetFilesRequest(name="eval", version="1"))
+    assert refused.code == grpc.StatusCode.PERMISSION_DENIED
+    assert refused.details == ("the reference of eval@1 is sealed: its owner releases aggregate results only; submit "
+                               "a package (mfscore submit --dataset eval@1 --package DIR)")
+    assert call(OPERATOR, service.GetDataset, get).dataset.manifest_sha256 == manifest_sha256(REF)
+    files = call(OPERATOR, service.ListDatasetFiles, datasets_pb2.ListDatasetFilesRequest(name="eval", version="1"))
+    assert [f.name for f in files.files] == sorted(f.name for f in REF)
+
+
+def test_release_dataset_is_its_owners_or_an_operators_once_and_survives_a_restore():
+    service, kv, store = api()
+    create(service, OPERATOR, "eval", shared=True)
+    create(service, ALICE, "alice/masks")
+    request = datasets_pb2.ReleaseDatasetRequest(name="eval", version="1")
+    denied = call(BOB, service.ReleaseDataset, request)
+    assert denied.code == grpc.StatusCode.PERMISSION_DENIED and "only its owner or an operator" in denied.details
+    unknown = call(BOB, service.ReleaseDataset, datasets_pb2.ReleaseDatasetRequest(name="alice/masks", version="1"))
+    assert unknown.code == grpc.StatusCode.NOT_FOUND  # as a dataset that never was
+    first = call(OPERATOR, service.ReleaseDataset, request).dataset
+    assert released(first) and first.manifest_sha256 == manifest_sha256(REF)
+    again = call(OPERATOR, service.ReleaseDataset, request).dataset
+    assert again.released_at == first.released_at
+    assert released(call(ALICE, service.ReleaseDataset, datasets_pb2.ReleaseDatasetRequest(
+        name="alice/masks", version="1")).dataset)
+
+    restarted = DatasetBook(kv, store)
+    asyncio.run(restarted.restore())
+    assert restarted.datasets["eval@1"] == first and released(restarted.datasets["alice/masks@1"])
+    standby = DatasetBook(FakeKv(), store)
+    standby.take_change(kv_key("eval", "1"), kv.data[kv_key("eval", "1")])
+    assert standby.datasets["eval@1"].released_at == first.released_at
+    assert asyncio.run(restarted.files(restarted.datasets["eval@1"])) == sorted(REF, key=lambda f: f.name)
+
+
+def test_a_dataset_being_released_is_not_deleted_meanwhile():
+    service, _, _ = api()
+    create(service, OPERATOR, "eval", shared=True)
+    service.datasets.creating.add("eval@1")  # a ReleaseDataset writing its description
+    refused = call(OPERATOR, service.DeleteDataset, datasets_pb2.DeleteDatasetRequest(name="eval", version="1"))
+    assert refused.code == grpc.StatusCode.UNAVAILABLE and "eval@1" in service.datasets.datasets
