@@ -15,6 +15,7 @@ import fnmatch
 import hashlib
 import json
 import shutil
+import signal
 from pathlib import Path
 
 import grpc
@@ -202,6 +203,8 @@ def try_everything(files, who: str, run_id: str, data, tmp_path, capsys) -> tupl
             outcome[tried] = error.code().name
 
     name, version = DATASET.split("@")
+    as_dataset = [runs_pb2.DeclaredFile(name=p.relative_to(data["ref"]).as_posix(), size=p.stat().st_size,
+                                        sha256=hashlib.sha256(p.read_bytes()).hexdigest()) for p in ref_files]
     with config.channel() as channel:
         runs = services_pb2_grpc.AggregatorServiceStub(channel)
         sets = datasets_pb2_grpc.DatasetServiceStub(channel)
@@ -213,6 +216,11 @@ def try_everything(files, who: str, run_id: str, data, tmp_path, capsys) -> tupl
             datasets_pb2.ReleaseDatasetRequest(name=name, version=version)))
         call("GetLeaderboard", lambda: runs.GetLeaderboard(results_pb2.GetLeaderboardRequest(
             dataset=DATASET, task="mask")))
+        found = sets.DeclareDatasetFiles(datasets_pb2.DeclareDatasetFilesRequest(files=as_dataset)).missing
+        outcome["DeclareDatasetFiles with the reference's digests"] = (
+            "all missing" if sorted(found) == sorted(f.name for f in as_dataset) else "some found")
+        call("CreateDataset naming the reference's digests", lambda: sets.CreateDataset(iter([
+            datasets_pb2.CreateDatasetRequest(name=f"{who}/copy", version="1", files=as_dataset)])))
         if run_id:
             call("GetRun", lambda: runs.GetRun(runs_pb2.GetRunRequest(run_id=run_id)))
             call("WatchRun", lambda: runs.WatchRun(runs_pb2.WatchRunRequest(run_id=run_id)))
@@ -226,6 +234,7 @@ def try_everything(files, who: str, run_id: str, data, tmp_path, capsys) -> tupl
     outcome["DeclareInputs with the reference's digests"] = (
         "all missing" if sorted(missing) == sorted(d.name for d in declared) else "some found")
     for command in (["dataset", "show", DATASET], ["dataset", "list"], ["report", "--list"],
+                    ["leaderboard", DATASET, "--task", "mask"],
                     *([["report", run_id, "-o", str(tmp_path / who / "report")]] if run_id else [])):
         capsys.readouterr()
         status = main([*command, "--cluster", str(files[who])])
@@ -257,7 +266,10 @@ def test_no_team_receives_the_reference_a_digest_or_a_per_trial_row_before_relea
         assert probe.leaks(secrets, ids)
     assert table["alice"]["ListDatasetFiles"] == table["bob"]["ListDatasetFiles"] == "PERMISSION_DENIED"
     assert table["alice"]["ReleaseDataset"] == "PERMISSION_DENIED"
-    assert table["alice"]["DeclareInputs with the reference's digests"] == "all missing"
+    for who in table:
+        assert table[who]["DeclareInputs with the reference's digests"] == "all missing"
+        assert table[who]["DeclareDatasetFiles with the reference's digests"] == "all missing"
+        assert table[who]["CreateDataset naming the reference's digests"] == "FAILED_PRECONDITION"
     assert {table["bob"][call] for call in ("GetRun", "WatchRun", "FetchReport", "GetResults")} == {"NOT_FOUND"}
     table["bob"] |= hostile_options(files, data, secrets, ids, tmp_path, capsys)
     print(json.dumps(table, indent=1))
@@ -311,3 +323,62 @@ def test_once_released_the_owner_of_a_run_receives_its_whole_report_and_its_desc
     assert provenance["submission"]["description"] == DESCRIPTION
     assert provenance["submission"]["description_sha256"] == hashlib.sha256(DESCRIPTION.encode()).hexdigest()
     assert "submission p-alice_1, system description" in shown.err and "Noise residuals and a U-Net." in shown.err
+
+
+@pytest.mark.slow  # a cluster of its own, killed and restarted; make test runs the rest of this module
+def test_a_restarted_aggregator_plans_a_package_run_again_to_the_same_report(data, tmp_path, capsys):
+    from integration.test_aggregator_restart import queue_drained, stop, wait_for
+    from mfscore.codec import encode
+    from mfscore.services.commands import local_cluster as commands
+    from mfscore.services.commands.submit import package_files
+    from mfscore.services.commands.upload import upload_files
+    from mfscore.services.common.run_layout import input_prefix
+
+    assert embedded(data, tmp_path / "embedded", capsys)[0] == 0
+    path = tmp_path / "cluster" / "cluster.json"
+    config = commands.up(path)
+    try:
+        by_service = {p.get("service"): p for p in config.processes}
+        scorer, aggregator = by_service["mask-scorer"], by_service["aggregator"]
+        assert main(["dataset", "register", DATASET, str(data["ref"]), "--shared", "--cluster", str(path)]) == 0
+        stop(scorer)  # jobs wait in the queue
+        run_id = create_run(config, DATASET)
+        upload_files(config, run_id, package_files(str(data["package"])), interactive=False)
+        options = tasks.get("mask").options_type(ref_dir=".", reference=REFERENCE, index=INDEX,
+                                                  system="package/p-alice_1.csv")
+        spec = runs_pb2.RunSpec(task="mask", options=encode(options), input_prefix=input_prefix(run_id),
+                                output_name="x", run_id=run_id, dataset=DATASET, package="p-alice_1")
+        with config.channel() as channel:
+            stub = services_pb2_grpc.AggregatorServiceStub(channel)
+            stub.SubmitRun(runs_pb2.SubmitRunRequest(spec=spec), timeout=30)
+            planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run).state
+                               == runs_pb2.RUN_STATE_SCORING and s, "the run to be planned")
+        stop(aggregator, signal.SIGKILL)
+        restarted = [commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
+                                             scorer["grpc_port"])]
+        commands.wait_healthy(restarted[0])
+        wait_for(lambda: queue_drained(config), "the scorer to empty the queue")
+        restarted.append(commands.start_service(config, path.parent / "cluster-state", "aggregator-again",
+                                                 "aggregator", aggregator["grpc_port"]))
+        config.processes += restarted
+        config.write(path)
+        commands.wait_healthy(restarted[1])
+
+        def ended():
+            try:
+                run = stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
+            except grpc.RpcError as error:  # standing by until the killed one's lease lapses
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return None
+            return run.state in (runs_pb2.RUN_STATE_DONE, runs_pb2.RUN_STATE_FAILED) and run
+
+        with config.channel() as channel:
+            stub = services_pb2_grpc.AggregatorServiceStub(channel)
+            done = wait_for(ended, "the run to finish")
+        assert done.state == runs_pb2.RUN_STATE_DONE, done.message
+        assert done.trials_received == planned.trials_planned > 0
+        assert main(["report", "--cluster", str(path), run_id, "-o", str(tmp_path / "fetched")]) == 0
+        assert tree(tmp_path / "fetched") == tree(tmp_path / "embedded")  # the operator reads it whole
+    finally:
+        commands.down(path)
