@@ -100,8 +100,8 @@ def submitted(files, who: str, arguments: list[str], out: Path, capsys) -> tuple
     return status, said.out, without_created(said.err) if run_id else said.err, run_id
 
 
-def aggregate_names(names) -> list[str]:
-    return [name for name in names if any(fnmatch.fnmatchcase(name, p) for p in tasks.get("mask").aggregate_reports)]
+def aggregate_names(names, task: str = "mask") -> list[str]:
+    return [name for name in names if any(fnmatch.fnmatchcase(name, p) for p in tasks.get(task).aggregate_reports)]
 
 
 def test_a_package_scores_against_a_sealed_dataset_and_returns_its_aggregates_only(teams, data, registered,
@@ -117,6 +117,21 @@ def test_a_package_scores_against_a_sealed_dataset_and_returns_its_aggregates_on
     assert sorted(p.name for p in (tmp_path / "cluster").iterdir()) == sorted(received)  # no provenance file either
     assert mine[1].startswith("reports in ") and out == mine[1].split("\n", 1)[1]  # the summary table; the
     assert "withheld until the dataset is released" in err or not mine[2]          # command's own lines withheld
+
+
+def test_a_detection_package_too(teams, data, registered, tmp_path, capsys):
+    _, _, files = teams
+    capsys.readouterr()
+    common = ["-r", REFERENCE, "-x", INDEX, "--ci"]
+    assert main(["detection", "--refDir", str(data["ref"]), *common, "-s", str(data["package"] / "p-alice_1.csv"),
+                 "-o", str(tmp_path / "embedded" / "x")]) == 0
+    arguments = ["--dataset", DATASET, "--package", str(data["package"]), "detection", "--refDir", ".", *common]
+    capsys.readouterr()
+    status = main(["submit", "--cluster", str(files["alice"]), *arguments, "-o", str(tmp_path / "cluster" / "x")])
+    assert status == 0, capsys.readouterr().err
+    everything, received = tree(tmp_path / "embedded"), tree(tmp_path / "cluster")
+    assert sorted(received) == sorted(aggregate_names(everything, "detection")) == ["x_all_report.csv"]
+    assert received["x_all_report.csv"] == everything["x_all_report.csv"]
 
 
 def test_a_package_with_a_bad_name_or_description_is_refused_before_anything_is_sent(teams, data, registered,
