@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from mfscore import codec, tasks
 from mfscore.errors import InputFileError, MfscoreError, OptionError
 from mfscore.formats.file_names import confined_path
 from mfscore.limits import MAX_DESCRIPTION_BYTES
+from mfscore.options import spellings
 from mfscore.services.common import input_manifest
 from mfscore.services.common.object_store import ObjectStore
 from mfscore.services.common.planning import MAX_TABLE_BYTES
@@ -64,7 +65,7 @@ def package_options(task: Task, options, package_dir: str, name: str):
 def dataset_options(task: Task, options, dataset_dir: str):
     """``options`` with every reference-side path (not a package field) under ``dataset_dir``; ``PackageRefused`` for
     one that is absolute or leaves the dataset."""
-    changes = {}
+    changes, flags = {}, {field.name: "/".join(spellings(field)) or field.name for field in fields(options)}
     for field in path_fields(options):
         value = getattr(options, field)
         if field in task.package_fields or value is None:
@@ -73,8 +74,8 @@ def dataset_options(task: Task, options, dataset_dir: str):
             changes[field] = confined_path(dataset_dir, os.path.normpath(str(value)), what="dataset",
                                            error=InputFileError)
         except InputFileError:
-            raise PackageRefused(f"the option {field} {str(value)[:200]!r} names no place in the dataset: a package "
-                                 "run names reference files by their names in the dataset") from None
+            raise PackageRefused(f"the option {flags[field]} {str(value)[:200]!r} names no place in the dataset: a "
+                                 "package run names reference files by their names in the dataset") from None
     return replace(options, **changes)
 
 

@@ -287,6 +287,8 @@ def test_no_team_receives_the_reference_a_digest_or_a_per_trial_row_before_relea
         assert table[who]["CreateDataset naming the reference's digests"] == "FAILED_PRECONDITION"
     assert {table["bob"][call] for call in ("GetRun", "WatchRun", "FetchReport", "GetResults")} == {"NOT_FOUND"}
     table["bob"] |= hostile_options(files, data, secrets, ids, tmp_path, capsys)
+    assert "the option --refDir '/' names no place" in table["bob"]["submit --refDir /"]
+    assert "did not take the run: the dataset eval-masks@1 releases aggr" in table["bob"]["submit -qm a query"]
     print(json.dumps(table, indent=1))
 
 
