@@ -30,12 +30,20 @@ def add_parser(subparsers) -> None:
                      "primary metric, for the whole run and per query, with each run's confidence interval where it "
                      "has one, else a bootstrap interval over its per-trial records; '~' marks a run not separable "
                      f"from the next ({see(p, 'results.md')}, 'Leaderboards').")
-    p.add_argument("outdirs", nargs="+", metavar="OUTDIR", help="a run's output directory, or its *results.json; or, "
+    p.add_argument("outdirs", nargs="*", metavar="OUTDIR", help="a run's output directory, or its *results.json; or, "
                    "with --cluster (or $MFSCORE_CLUSTER), one NAME@VERSION: the cluster's shared board of that dataset")
     p.add_argument("--dataset", default="local", help="the dataset's name on the board (default: local)")
     p.add_argument("--task", help="with NAME@VERSION on a cluster: the task whose runs are ranked")
     p.add_argument("--cluster", metavar="FILE", help="with NAME@VERSION: the cluster file ('mfscore local-cluster up' "
                    "writes one) whose shared leaderboard to print (needs the cluster extra)")
+    p.add_argument("--campaign", metavar="C", help="a campaign's board on the cluster, with --competition "
+                   f"({see(p, 'campaigns.md')})")
+    p.add_argument("--competition", metavar="X", help="with --campaign: the competition whose board to print")
+    p.add_argument("--phase", metavar="P", help="with --campaign: the phase (default: the open one, else the last)")
+    p.add_argument("--split", choices=("public", "private"),
+                   help="with --campaign: the split ranked (default public; private once the phase has ended)")
+    p.add_argument("--export", metavar="FILE", help="with --campaign, an operator's: the board with every entry's "
+                   "system description, as CSV (FILE.csv) or JSON (FILE.json)")
     p.add_argument("--metric", help="rank by this metric instead of the primary (every run must report it)")
     p.add_argument("--json", action="store_true", help="print the leaderboard as JSON instead of the table")
     p.add_argument("--csv", metavar="FILE", help="also write the leaderboard as a |-separated table to FILE")
@@ -55,8 +63,9 @@ def on_cluster(args) -> bool:
     """Whether the command asks for a cluster's board: one NAME@VERSION (not a path here) and a cluster named."""
     import os
 
-    return (len(args.outdirs) == 1 and bool(DATASET.match(args.outdirs[0])) and not Path(args.outdirs[0]).exists()
-            and bool(args.cluster or os.environ.get("MFSCORE_CLUSTER")))
+    return bool(args.campaign) or (
+        len(args.outdirs) == 1 and bool(DATASET.match(args.outdirs[0])) and not Path(args.outdirs[0]).exists()
+        and bool(args.cluster or os.environ.get("MFSCORE_CLUSTER")))
 
 
 def cluster_run(args) -> int:
@@ -81,6 +90,8 @@ def run(args) -> int:
 
     if on_cluster(args):
         return cluster_run(args)
+    if not args.outdirs:
+        raise MfscoreError("name the runs to rank (OUTDIR...), or a campaign's board (--campaign C --competition X)")
     entries = [local_entry(path) for path in args.outdirs]
     entries = _distinct_labels(entries)
     tasks = list(dict.fromkeys(entry.results.task for entry in entries))

@@ -40,7 +40,7 @@ VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
 OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands: reading runs' results
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
-                    "delete": "cluster", "dataset": "cluster", "local-cluster": "cluster,local"}
+                    "delete": "cluster", "dataset": "cluster", "campaign": "cluster", "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
 # numpy's OpenBLAS starts a thread per core as it is imported (about 0.05 CPU s a process, measured); no command
 # does floating-point linear algebra that threads would speed up. A value the user set is kept.

@@ -26,15 +26,25 @@ import uuid
 import nats.errors
 
 from mfscore import options_schema, release, tasks
+from mfscore.campaigns import competition_options, with_split
+from mfscore.codec import encode
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.options import check_limits
 from mfscore.results import Results
 from mfscore.services.aggregator import packages, paging, releasing, reports, uploads
 from mfscore.services.aggregator.access import caller_space, dataset_files, readable_dataset
+from mfscore.services.aggregator.campaigns import (
+    CampaignBook,
+    Entering,
+    clock,
+    submissions,
+    takes_part,
+    team_of,
+)
 from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, may_read_reference, owner_space
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
-from mfscore.services.aggregator.quotas import Quotas
+from mfscore.services.aggregator.quotas import QuotaExceeded, Quotas
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.run import Run, State, now
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -77,9 +87,9 @@ log = logging.getLogger("mfscore.aggregator")
 
 class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner,
-                 retention: Retention, datasets: DatasetBook, objects: Objects):
+                 retention: Retention, datasets: DatasetBook, objects: Objects, campaigns: CampaignBook):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
-        self.datasets, self.objects = datasets, objects
+        self.datasets, self.objects, self.campaigns = datasets, objects, campaigns
         self.quotas = Quotas(settings)
         # one caller's CreateRun and SubmitRun, each from its quota check to its record: parallel calls cannot all
         # pass the check before any is counted
@@ -89,18 +99,70 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     @leader_only
     async def CreateRun(self, request, context):
         who = caller()
-        dataset = readable_dataset(self.datasets, request.dataset, who) if request.dataset else None
-        async with self.counting[who]:
+        entering = self._entering(request) if request.campaign else None
+        name = entering.competition.dataset if entering is not None else request.dataset
+        dataset = readable_dataset(self.datasets, name, who) if name else None
+        team = self.counting[entering.team_key] if entering is not None else contextlib.nullcontext()
+        async with self.counting[who], team:  # a team's racing submissions are counted one at a time
             self.quotas.check_runs(who, *self.book.held(who), submitting=False)
+            if entering is not None:
+                self._check_campaign_quota(entering)
             self.quotas.create_run.take(who, f"{who.name} called CreateRun")
             run_id = uuid.uuid4().hex
             spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
-                                    dataset=request.dataset,
-                                    dataset_creation_id=dataset.creation_id if dataset is not None else "")
+                                    dataset=name, dataset_creation_id=dataset.creation_id if dataset is not None else "")
+            if entering is not None:
+                spec.campaign, spec.competition = request.campaign, request.competition
+                spec.phase, spec.late = entering.phase.name, entering.late
             run = Run.created(spec, who.name, who.role, now())
             await self._record(run, spec, run.status)
         log.info("run %s: created", run_id)
         return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
+
+    def _entering(self, request: runs_pb2.CreateRunRequest) -> Entering:
+        """The campaign entry a CreateRun asks for: NOT_FOUND for a campaign the caller takes no part in or a
+        competition it lacks; FAILED_PRECONDITION when it is closed, not open yet, or its last phase ended and takes
+        no late submission."""
+        who = caller()
+        held = self.campaigns.campaigns.get(request.campaign)
+        if held is None or not takes_part(held, who):
+            raise NotFound(f"there is no campaign {request.campaign[:64]!r}")
+        if request.dataset:
+            raise InvalidArgument("a campaign's run scores against its competition's dataset: name no dataset")
+        competition = held.model.competition(request.competition)
+        if competition is None:
+            raise NotFound(f"the campaign {request.campaign} has no competition {request.competition[:64]!r}")
+        if held.closed:
+            raise FailedPrecondition(f"the campaign {request.campaign} is closed: it takes no more submissions")
+        at = clock(self.settings.clock_offset_seconds)
+        phase, late = held.model.phase_at(at), False
+        if phase is None:
+            phase, late = held.model.last_ended(at), True
+            if phase is None:
+                raise FailedPrecondition(f"the campaign {request.campaign} opens at "
+                                         f"{held.model.phases[0].start.isoformat()}")
+            if phase.late == "refuse":
+                raise FailedPrecondition(f"phase {phase.name} of {request.campaign} ended at {phase.end.isoformat()} "
+                                         "and takes no late submission")
+        return Entering(held, competition, phase, late, team_of(held, who), at)
+
+    def _check_campaign_quota(self, entering: Entering) -> None:
+        """RESOURCE_EXHAUSTED once the caller's team has made its phase's or its day's submissions to the
+        competition (an operator's baselines count against nothing)."""
+        if entering.team is None:
+            return
+        phase, name = entering.phase, entering.competition.name
+        members = entering.held.model.team_of(caller().name).members
+        in_phase, in_day = submissions(self.book.runs.values(), entering.held.message.name, name, members, phase,
+                                       entering.at, self.settings.clock_offset_seconds)
+        if phase.quota_per_phase is not None and in_phase >= phase.quota_per_phase:
+            raise QuotaExceeded(f"team {entering.team} has made the {phase.quota_per_phase} submission(s) phase "
+                                f"{phase.name} allows to {name}")
+        if phase.quota_per_day is not None and in_day >= phase.quota_per_day:
+            tomorrow = datetime.datetime.combine(entering.at.date() + datetime.timedelta(days=1), datetime.time(),
+                                                 datetime.timezone.utc)
+            raise QuotaExceeded(f"team {entering.team} has made the {phase.quota_per_day} submission(s) a day phase "
+                                f"{phase.name} allows to {name}; the next day starts at {tomorrow.isoformat()}")
 
     @answers
     @leader_only
@@ -206,8 +268,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         entry = self._entry(request.run_id, owned=True)
         if entry.state != State.RUN_STATE_CREATED:
             # submitted already: the same run (a client resubmits after a reconnection)
-            return runs_pb2.SubmitRunResponse(run=entry.status)
+            return runs_pb2.SubmitRunResponse(run=self._shown(entry))
         run_id = entry.spec.run_id
+        if entry.spec.campaign:
+            request = self._campaign_spec(request, entry)
         self._check_spec(request, entry)
         await self._inputs_named_apart(run_id)
         if request.dataset:
@@ -227,6 +291,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             spec.CopyFrom(request)
             spec.submitted_by, spec.dataset = entry.spec.submitted_by, entry.spec.dataset
             spec.dataset_creation_id = entry.spec.dataset_creation_id
+            spec.campaign, spec.competition = entry.spec.campaign, entry.spec.competition
+            spec.phase, spec.late = entry.spec.phase, entry.spec.late
             await self._record(entry, spec, entry.submitted(spec))
         self.runner.start(entry)
         log.info("run %s: %s submitted", run_id, spec.task)
@@ -248,6 +314,27 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             raise InvalidArgument(f"a run's inputs are under {entry.spec.input_prefix!r}, its own prefix, not "
                                   f"{request.input_prefix[:200]!r}")
 
+    def _campaign_spec(self, request: runs_pb2.RunSpec, entry: Run) -> runs_pb2.RunSpec:
+        """A campaign run's spec: the client's (its task, package and output name) with the competition's dataset and
+        options, and the split's partition where the phase has one (the team chooses none of them)."""
+        held = self.campaigns.campaigns.get(entry.spec.campaign)
+        competition = held.model.competition(entry.spec.competition) if held is not None else None
+        if competition is None:
+            raise FailedPrecondition(f"the campaign {entry.spec.campaign} of run {entry.spec.run_id} is gone")
+        if request.task != competition.task:
+            raise InvalidArgument(f"the competition {competition.name} scores {competition.task}, not "
+                                  f"{request.task[:64]!r}")
+        if not request.package:
+            raise InvalidArgument("a campaign takes submission packages: name the package (RunSpec.package)")
+        options = competition_options(competition)
+        phase = held.model.phase(entry.spec.phase)
+        if phase is not None and phase.split is not None:
+            options = with_split(competition.task, options)
+        spec = runs_pb2.RunSpec()
+        spec.CopyFrom(request)
+        spec.options, spec.dataset = encode(options), entry.spec.dataset
+        return spec
+
     def _check_release(self, request: runs_pb2.RunSpec, entry: Run) -> None:
         """INVALID_ARGUMENT for a package spec that is not one; PERMISSION_DENIED for a run whose caller receives only
         aggregates (``releasing.tier``) but whose options select trials by the reference: a query matching one probe
@@ -257,7 +344,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                 packages.check_package_spec(request)
             except OptionError as error:
                 raise InvalidArgument(f"run {entry.spec.run_id}: {error.sentence()}; nothing was submitted") from error
-        if releasing.tier(self.datasets, caller(), entry.spec) != release.AGGREGATE:
+        if entry.spec.campaign or self._tier(entry.spec) != release.AGGREGATE:  # a campaign's options are its own
             return
         selecting = release.selecting_options(tasks.decode_options(tasks.get(request.task), request.options))
         if selecting:
@@ -329,6 +416,9 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if not entry.ended:
             raise FailedPrecondition(f"run {run_id} is {entry.state_name}: it has not ended; cancel it first "
                                      "(CancelRun)")
+        if entry.spec.campaign and not caller().operator:
+            raise FailedPrecondition(f"run {run_id} is a submission to the campaign {entry.spec.campaign}, kept as "
+                                     "its record (and its quotas' count); its operator may delete it")
         if not self.book.connected():
             raise Unavailable(f"the aggregator cannot reach NATS, so run {run_id} was not deleted; try again")
         try:
@@ -341,7 +431,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     async def FetchReport(self, request, context):
         entry = self._done(request.run_id)
         run_id = entry.spec.run_id
-        level = releasing.tier(self.datasets, caller(), entry.spec)
+        level = self._tier(entry.spec)
         with _reading_report(run_id):
             seal = await self._seal(run_id)
             async for message in reports.stream_report(
@@ -352,8 +442,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     @answers
     async def GetResults(self, request, context):
         entry = self._done(request.run_id)
-        level = releasing.tier(self.datasets, caller(), entry.spec)
-        results = release.released_results(tasks.get(entry.spec.task), await self._results(entry), level)
+        level = self._tier(entry.spec)
+        results = releasing.shown_results(tasks.get(entry.spec.task), await self.results(entry), level)
         return results_pb2.GetResultsResponse(results=results_message(
             results, releasing.shown_status(entry.status, level).provenance_json), json=results.to_json().decode())
 
@@ -369,10 +459,10 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         dataset = readable_dataset(self.datasets, request.dataset, caller())
         _check_task(request.task)
         runs = [entry for entry in list(self.book.runs.values())
-                if is_run_of(entry.spec, dataset) and entry.spec.task == request.task
+                if is_run_of(entry.spec, dataset) and entry.spec.task == request.task and not entry.spec.campaign
                 and entry.state == State.RUN_STATE_DONE]
         entries = [lb.Entry(entry.spec.run_id, entry.status.owner, _iso(entry.status.submitted_at),
-                            entry.spec.output_name or entry.spec.run_id, await self._results(entry))
+                            entry.spec.output_name or entry.spec.run_id, await self.results(entry))
                    for entry in runs]
         entries = [entry for entry in entries if entry.results.task == request.task]
         boards = lb.primaries(entries)
@@ -386,7 +476,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         return results_pb2.GetLeaderboardResponse(leaderboard=leaderboard_message(board),
                                                   json=lb.to_json(board).decode(), metrics=boards)
 
-    async def _results(self, entry: Run) -> Results:
+    async def results(self, entry: Run) -> Results:
         """A DONE run's results, read from its sealed results file."""
         run_id = entry.spec.run_id
         with _reading_report(run_id):
@@ -406,7 +496,13 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
 
     def _shown(self, entry: Run) -> runs_pb2.RunStatus:
         """The run's status as the caller may see it (``releasing``)."""
-        return releasing.shown_status(entry.status, releasing.tier(self.datasets, caller(), entry.spec))
+        return releasing.shown_status(entry.status, self._tier(entry.spec))
+
+    def _tier(self, spec: runs_pb2.RunSpec) -> str:
+        """What the caller receives of the run ``spec`` (``releasing.tier``), a campaign run's on the campaign clock."""
+        held = self.campaigns.campaigns.get(spec.campaign) if spec.campaign else None
+        phase = held.model.phase(spec.phase) if held is not None else None
+        return releasing.tier(self.datasets, caller(), spec, phase, clock(self.settings.clock_offset_seconds))
 
     def _done(self, run_id: str) -> Run:
         """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""

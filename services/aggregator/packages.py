@@ -46,6 +46,7 @@ class Completed:
     spec: runs_pb2.RunSpec
     files: list[runs_pb2.InputFile]  # every file the run reads, by its name in the run, with its object
     roots: list[str]                 # the run's roots the package fills (its own files)
+    made: dict[str, str]             # name in the run -> path: tables made here (a campaign's split), stored with the run
     description: str                 # its first DESCRIPTION_KEPT characters
     description_sha256: str          # of the whole file, as uploaded
     findings: runs_pb2.ValidationReport
@@ -80,9 +81,10 @@ def dataset_options(task: Task, options, dataset_dir: str):
 
 
 def complete(store: ObjectStore, spec: runs_pb2.RunSpec, dataset_files: list[runs_pb2.DeclaredFile], dataset_space: str,
-             work_dir: str, inputs: input_manifest.Inputs | None = None) -> Completed:
+             work_dir: str, inputs: input_manifest.Inputs | None = None, *, split=None) -> Completed:
     """The package run ``spec`` planned against the dataset whose files (``dataset_files``) are objects of
-    ``dataset_space``, in ``work_dir`` (emptied first; blocking)."""
+    ``dataset_space``, in ``work_dir`` (emptied first; blocking). A campaign's ``split`` (``mfscore.campaigns.Split``)
+    adds its column to the reference table, which the run then reads from its own inputs."""
     task = tasks.get(spec.task)
     shutil.rmtree(work_dir, ignore_errors=True)
     package_dir, dataset_dir = os.path.join(work_dir, PACKAGE_ROOT), os.path.join(work_dir, "dataset")
@@ -94,11 +96,14 @@ def complete(store: ObjectStore, spec: runs_pb2.RunSpec, dataset_files: list[run
     options = dataset_options(task, package_options(task, options, package_dir, spec.package), dataset_dir)
     by_name = {file.name: file for file in dataset_files}
     _fetch_dataset_tables(store, task, options, by_name, dataset_space, dataset_dir)
+    made_paths = [_split_reference(options, split)] if split is not None else []
     roots = task.inputs(options).roots
     plan = task.plan(options)
     listed, tables = run_files(task, options, plan, exists=lambda path: _held(path, dataset_dir, by_name, package_dir,
                                                                               inputs))
-    files = [_input_file(path, key, dataset_dir, by_name, dataset_space, package_dir, inputs) for path, key in listed]
+    made = {key: path for path, key in listed if path in made_paths}
+    files = [_input_file(path, key, dataset_dir, by_name, dataset_space, package_dir, inputs) for path, key in listed
+             if key not in made]
     completed = runs_pb2.RunSpec()
     completed.CopyFrom(spec)
     completed.options = codec.encode(relocated(options, task.inputs(options), {name: name for name in roots}))
@@ -107,8 +112,19 @@ def complete(store: ObjectStore, spec: runs_pb2.RunSpec, dataset_files: list[run
     own = sorted(name for name, directory in roots.items() if _under(directory, package_dir))
     text, findings = described
     description = inputs.get(f"{PACKAGE_ROOT}/{spec.package}.txt")
-    return Completed(completed, [file for file in files if file is not None], own, text,
+    return Completed(completed, [file for file in files if file is not None], own, made, text,
                      description.sha256 if description is not None else "", findings)
+
+
+def _split_reference(options, split) -> str:
+    """Add the campaign's split column to the run's reference table (a ``ReferenceLayout`` task's); its path."""
+    from mfscore.campaigns import add_split_column
+
+    path = os.path.join(options.ref_dir, options.reference)
+    if not os.path.isfile(path):
+        raise PackageRefused(f"the reference table {options.reference} is not in the dataset")
+    add_split_column(path, split)
+    return path
 
 
 def _fetch_package(store: ObjectStore, inputs: input_manifest.Inputs, name: str, work_dir: str

@@ -23,6 +23,7 @@ from mfscore.errors import MfscoreError
 from mfscore.run.local import report_into, score_plan
 from mfscore.run_record import ABSENT, run_record
 from mfscore.services.aggregator import packages, reports, run_gauges, uploads
+from mfscore.services.aggregator.campaigns import CampaignBook
 from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, owner_space
 from mfscore.services.aggregator.run import Folded, Run
 from mfscore.services.aggregator.state import RunBook, seal_report
@@ -50,9 +51,10 @@ class ClusterRunner:
     """A run's I/O, step by step (validate, plan, publish, replay, fold, report); what each step may do next is the
     run's to say (``run.Run``), and what it decides the book records (``RunBook.save``)."""
 
-    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator, datasets: DatasetBook):
+    def __init__(self, settings: Settings, store: ObjectStore, js, book: RunBook, validator, datasets: DatasetBook,
+                 campaigns: CampaignBook):
         self.settings, self.store, self.js, self.book, self.validator = settings, store, js, book, validator
-        self.datasets = datasets
+        self.datasets, self.campaigns = datasets, campaigns
         run_gauges.watch_book(book)
 
     def start(self, run: Run) -> None:
@@ -125,16 +127,29 @@ class ClusterRunner:
             return None
         files = await self._outlasting(f"run {run_id}: reading its dataset's files",
                                        lambda: self.datasets.files(dataset))
-        work = self._dir(run_id, "package")
+        work, split = self._dir(run_id, "package"), self._split(run)
         try:
             completed = await self._outlasting(f"run {run_id}: planning its package", lambda: asyncio.to_thread(
-                packages.complete, self.store, run.spec, files, owner_space(dataset), work))
+                packages.complete, self.store, run.spec, files, owner_space(dataset), work, split=split))
         except MfscoreError as error:  # its files named as in the run: package/..., dataset/...
             await self._end(run, named_by_key(error.sentence(), work))
             return None
         await self._outlasting(f"run {run_id}: recording its inputs", lambda: asyncio.to_thread(
-            input_manifest.write, self.store, run_id, completed.files))
+            self._record_package, run.spec.input_prefix, run_id, completed))
         return completed.findings if run.package_planned(completed.spec, completed.submission()) else None
+
+    def _record_package(self, input_prefix: str, run_id: str, completed: packages.Completed) -> None:
+        """Store the tables planning made (read by their names under the run's inputs) and record the files the run
+        reads in its input manifest (blocking)."""
+        for key, path in completed.made.items():
+            self.store.put_file(input_prefix + key, path)
+        input_manifest.write(self.store, run_id, completed.files)
+
+    def _split(self, run: Run):
+        """The public/private split of a campaign run's phase (``mfscore.campaigns.Split``), or None."""
+        held = self.campaigns.campaigns.get(run.spec.campaign) if run.spec.campaign else None
+        phase = held.model.phase(run.spec.phase) if held is not None else None
+        return phase.split if phase is not None else None
 
     async def _validated(self, run: Run) -> services_pb2.ValidateResponse:
         """The validator's answer. While it is unreachable (restarting) it is waited for, for the retry budget; a

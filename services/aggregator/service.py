@@ -5,6 +5,9 @@
   ``access``: what a caller reaches (its namespace of objects, the datasets it may read);
 - ``dataset_api`` and ``datasets``: DatasetService, datasets registered once; ``objects``: every caller's
   content-addressed objects, deleted once nothing names them (docs/datasets.md);
+- ``campaign_api`` and ``campaigns``: CampaignService, evaluation campaigns and their boards (docs/campaigns.md);
+  ``packages``: a package run planned against its dataset; ``releasing``: what a caller receives of a run
+  (docs/release.md);
 - ``runner``: the cluster runner (validate, plan, publish, fold, report), the local runner's steps;
 - ``run``: a run's states and the moves between them, its plan and its records folded (the decisions);
 - ``state``: the runs in memory and in the JetStream key-value bucket (spec, status, report seal), and their watchers;
@@ -36,6 +39,8 @@ from mfscore import tasks
 from mfscore.run import figure_process
 from mfscore.run.collector import collect_less
 from mfscore.services.aggregator.api import AggregatorApi
+from mfscore.services.aggregator.campaign_api import CampaignApi
+from mfscore.services.aggregator.campaigns import CampaignBook
 from mfscore.services.aggregator.dataset_api import DatasetApi
 from mfscore.services.aggregator.datasets import DatasetBook
 from mfscore.services.aggregator.lease import Deposed, Fenced, Lease
@@ -58,7 +63,7 @@ from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import ensure_streams, runs_bucket
 from mfscore.services.common.subjects import RESULTS_STREAM, RUNS_BUCKET
 from mfscore.services.common.transient import nats_unavailable
-from mfscore.services.wire import datasets_pb2_grpc, services_pb2_grpc
+from mfscore.services.wire import campaigns_pb2_grpc, datasets_pb2_grpc, services_pb2_grpc
 
 RESULTS_HEARTBEAT = 1.0  # seconds between the server's heartbeats on the replay of records
 HEALTH_POLL = 0.2        # seconds between looks at NATS and the lease, for the health service
@@ -73,11 +78,14 @@ class Aggregator:
                  lease: Lease | None = None):
         self.book = RunBook(kv, nc=nc, lease=lease)
         self.datasets = DatasetBook(kv, store)
+        self.campaigns = CampaignBook(kv)
         self.objects = Objects(store, self.book, self.datasets)
-        self.runner = ClusterRunner(settings, store, js, self.book, validator, self.datasets)
+        self.runner = ClusterRunner(settings, store, js, self.book, validator, self.datasets, self.campaigns)
         self.retention = Retention(settings, store, js, self.book, self.objects)
         self.book.on_end = self.retention.clean_up
-        self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention, self.datasets, self.objects)
+        self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention, self.datasets, self.objects,
+                                 self.campaigns)
+        self.campaign_api = CampaignApi(settings, self.book, self.datasets, self.campaigns, self.api.results)
         self.dataset_api = DatasetApi(settings, store, self.book, self.datasets, self.objects, self.api.quotas)
         self.runs, self.kv = self.book.runs, kv
         self.on_result, self.sweep = self.runner.on_result, self.retention.sweep
@@ -89,6 +97,7 @@ class Aggregator:
         NATS away or JetStream unavailable (a quorum forming again) for RESTORE_BUDGET seconds."""
         async def read_back():
             await self.datasets.restore()
+            await self.campaigns.restore()
             return await self.book.restore()
 
         unfinished = await retrying("reading the runs and datasets back", read_back, transient=nats_unavailable,
@@ -110,6 +119,7 @@ class Aggregator:
                     continue
                 value = None if update.operation in (KV_DEL, KV_PURGE) else update.value
                 self.datasets.take_change(update.key, value)
+                self.campaigns.take_change(update.key, value)
                 await self.book.take_change(update.key, value)
         finally:
             await watcher.stop()
@@ -173,7 +183,9 @@ async def _serve_until_leading(aggregator: Aggregator, bucket, lease: Lease, set
     server, port = await start_service_server(
         [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, aggregator.api, "mfscore.v1.AggregatorService"),
          (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, aggregator.dataset_api,
-          "mfscore.v1.DatasetService")], settings)
+          "mfscore.v1.DatasetService"),
+         (campaigns_pb2_grpc.add_CampaignServiceServicer_to_server, aggregator.campaign_api,
+          "mfscore.v1.CampaignService")], settings)
     await set_serving(server, True, services=leading)
     background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected, lease.leading)))
     log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)

@@ -22,6 +22,10 @@ def run(args) -> int:
     from mfscore.services.commands.cluster_config import resolve
     from mfscore.services.wire import results_pb2, services_pb2_grpc
 
+    if args.campaign:
+        from mfscore.services.commands.campaign import board
+
+        return board(args)
     if not args.task:
         raise MfscoreError("a cluster's leaderboard needs --task TASK: the task whose runs are ranked")
     config = resolve(args.cluster)

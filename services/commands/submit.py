@@ -52,7 +52,13 @@ def add_parser(subparsers) -> None:
                    help="a submission package <SubID>/ (<SubID>.csv, <SubID>.txt, mask/) scored against --dataset, "
                         "planned by the cluster: the reference need not be here, and the task's reference paths "
                         f"name files of the dataset ({see(p, 'release.md')})")
-    p.add_argument("task", choices=tasks.names(), help="the embedded command to run on the cluster")
+    p.add_argument("--campaign", metavar="C", default="",
+                   help=f"submit the package to a campaign's competition ({see(p, 'campaigns.md')}): it names the "
+                        "task, dataset and options, so give none")
+    p.add_argument("--competition", metavar="X", default="", help="with --campaign: the competition")
+    p.add_argument("--out", metavar="PREFIX", default="",
+                   help="with --campaign: where the reports go (default <SubID>/<SubID>)")
+    p.add_argument("task", nargs="?", choices=tasks.names(), help="the embedded command to run on the cluster")
     p.add_argument("arguments", nargs=argparse.REMAINDER, help="its options, exactly as for 'mfscore <task>'")
     p.set_defaults(run=run)
 
@@ -95,6 +101,10 @@ def quiet_grpc_core() -> None:
 
 def run(args) -> int:
     quiet_grpc_core()
+    if args.campaign:
+        return run_campaign(args)
+    if not args.task:
+        raise MfscoreError("name the task to run on the cluster ('mfscore submit --help' lists them)")
     if args.package:
         return run_package(args)
     from mfscore import tasks
@@ -160,6 +170,59 @@ def run_package(args) -> int:
                          progress=not embedded.quiet)
     show_results(fetched.results, fetched.run, json_output=embedded.json, quiet=embedded.quiet)
     return fetched.status
+
+
+def run_campaign(args) -> int:
+    """``submit --campaign C --competition X --package DIR``: the package scored as the competition says."""
+    from mfscore.reports.summary_table import show_results
+    from mfscore.services.commands.cluster_config import resolve
+    from mfscore.services.commands.upload import create_run
+    from mfscore.services.common.run_layout import PACKAGE, input_prefix
+    from mfscore.services.wire import runs_pb2
+    from mfscore.validation.package import package_name
+
+    if not (args.competition and args.package):
+        raise MfscoreError("a campaign takes a package: --campaign C --competition X --package DIR")
+    if args.dataset or args.task or args.arguments:
+        raise MfscoreError("a campaign's competition names the task, the dataset and the options: give none of them")
+    name = package_name(args.package)
+    check_layout(args.package)
+    config = resolve(args.cluster)
+    task = competition_task(config, args.campaign, args.competition)
+    out_root = args.out or os.path.join(name, name)
+    files = package_files(args.package)
+    run_id = create_run(config, campaign=args.campaign, competition=args.competition)
+    print(f"mfscore: run {run_id} created", file=sys.stderr)
+    roots = {PACKAGE: args.package}
+    reach = Reaching(run_id, out_root, args.cluster)
+    _upload(config, run_id, files, [], roots, reach, interactive=sys.stderr.isatty())
+    spec = runs_pb2.RunSpec(task=task, input_prefix=input_prefix(run_id), output_name=os.path.basename(out_root),
+                            run_id=run_id, submitted_by=os.environ.get("USER", ""),
+                            skip_validation=args.skip_validation, package=name)
+    fetched = follow_run(config, spec, out_root, roots, reach)
+    show_results(fetched.results, fetched.run, json_output=False, quiet=False)
+    return fetched.status
+
+
+def competition_task(config, campaign: str, competition: str) -> str:
+    """The task a campaign's competition scores (GetCampaign)."""
+    import json
+
+    import grpc
+
+    from mfscore.services.wire import campaigns_pb2, campaigns_pb2_grpc
+
+    try:
+        with config.channel() as channel:
+            found = campaigns_pb2_grpc.CampaignServiceStub(channel).GetCampaign(
+                campaigns_pb2.GetCampaignRequest(name=campaign), timeout=60).campaign
+    except grpc.RpcError as error:
+        raise MfscoreError(f"the campaign {campaign}: {error.details() or error.code().name}") from None
+    tasks = {c["name"]: c["task"] for c in json.loads(found.json).get("competitions", [])}
+    if competition not in tasks:
+        raise MfscoreError(f"the campaign {campaign} has no competition {competition!r}; it has "
+                           f"{', '.join(sorted(tasks)) or 'none'}")
+    return tasks[competition]
 
 
 def check_layout(directory: str) -> None:

@@ -105,9 +105,9 @@ def upload_run(config, files: list[tuple[str, str]], *, threads: int = UPLOAD_TH
     return run_id
 
 
-def create_run(config, dataset: str = "") -> str:
+def create_run(config, dataset: str = "", *, campaign: str = "", competition: str = "") -> str:
     """A new run on the cluster ``config`` names (``CreateRun``), owned by this caller, scoring against ``dataset``
-    (``name@version``) if given; its id."""
+    (``name@version``) if given, or submitted to a ``campaign``'s ``competition``; its id."""
     import grpc
 
     from mfscore.services.commands.report import Reconnecting, calling
@@ -115,8 +115,8 @@ def create_run(config, dataset: str = "") -> str:
 
     address = config.aggregator_address
     try:
-        return calling(config, lambda stub: stub.CreateRun(runs_pb2.CreateRunRequest(dataset=dataset),
-                                                           timeout=60).run_id,
+        request = runs_pb2.CreateRunRequest(dataset=dataset, campaign=campaign, competition=competition)
+        return calling(config, lambda stub: stub.CreateRun(request, timeout=60).run_id,
                        Reconnecting(address, "(a new run)"))
     except grpc.RpcError as error:
         raise MfscoreError(f"the aggregator at {address} did not create a run: "

@@ -44,6 +44,7 @@ HEALTH_PREFIX = "/grpc.health.v1.Health/"
 METHOD_ROLES = {
     "/mfscore.v1.AggregatorService/": ("client", "operator"),
     "/mfscore.v1.DatasetService/": ("client", "operator"),
+    "/mfscore.v1.CampaignService/": ("client", "operator"),
     "/mfscore.v1.ValidatorService/": ("service", "operator"),
     "/mfscore.v1.ScorerService/": ("service", "operator"),
     "/grpc.reflection.": ROLES,

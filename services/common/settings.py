@@ -118,6 +118,10 @@ class Settings:
     retry_budget_seconds: int = field(default=900, metadata=setting(
         "MFSCORE_RETRY_BUDGET", check=at_least(1), unit="s",
         help="how long a job waits out S3 or NATS being unavailable before it is dead-lettered"))
+    clock_offset_seconds: int = field(default=0, metadata=setting(
+        "MFSCORE_CLOCK_OFFSET", unit="s",
+        help="seconds added to the aggregator's clock where campaigns read it (phases, daily quotas, lateness): an "
+             "operator's rehearsal crosses a phase's end or a day without waiting (docs/campaigns.md)"))
     retention_days: int = field(default=30, metadata=setting(
         "MFSCORE_RETENTION_DAYS", check=at_least(1),
         help="days a run's status and reports are kept after it ends (docs/distributed.md \"Retention\")"))

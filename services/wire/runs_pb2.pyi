@@ -32,7 +32,7 @@ RUN_STATE_CREATED: RunState
 RUN_STATE_CANCELLED: RunState
 
 class RunSpec(_message.Message):
-    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation", "dataset", "dataset_creation_id", "package")
+    __slots__ = ("task", "options", "tables", "input_prefix", "output_name", "submitted_by", "run_id", "skip_validation", "dataset", "dataset_creation_id", "package", "campaign", "competition", "phase", "late")
     TASK_FIELD_NUMBER: _ClassVar[int]
     OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
@@ -44,6 +44,10 @@ class RunSpec(_message.Message):
     DATASET_FIELD_NUMBER: _ClassVar[int]
     DATASET_CREATION_ID_FIELD_NUMBER: _ClassVar[int]
     PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_FIELD_NUMBER: _ClassVar[int]
+    COMPETITION_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    LATE_FIELD_NUMBER: _ClassVar[int]
     task: str
     options: bytes
     tables: _containers.RepeatedScalarFieldContainer[str]
@@ -55,7 +59,11 @@ class RunSpec(_message.Message):
     dataset: str
     dataset_creation_id: str
     package: str
-    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ..., dataset: _Optional[str] = ..., dataset_creation_id: _Optional[str] = ..., package: _Optional[str] = ...) -> None: ...
+    campaign: str
+    competition: str
+    phase: str
+    late: bool
+    def __init__(self, task: _Optional[str] = ..., options: _Optional[bytes] = ..., tables: _Optional[_Iterable[str]] = ..., input_prefix: _Optional[str] = ..., output_name: _Optional[str] = ..., submitted_by: _Optional[str] = ..., run_id: _Optional[str] = ..., skip_validation: _Optional[bool] = ..., dataset: _Optional[str] = ..., dataset_creation_id: _Optional[str] = ..., package: _Optional[str] = ..., campaign: _Optional[str] = ..., competition: _Optional[str] = ..., phase: _Optional[str] = ..., late: _Optional[bool] = ...) -> None: ...
 
 class RunStatus(_message.Message):
     __slots__ = ("run_id", "task", "state", "trials_planned", "trials_received", "message", "notes", "submitted_at", "finished_at", "validation", "trials_dead", "owner", "owner_role", "provenance_json", "jobs_planned", "jobs_received", "created_at")
@@ -118,10 +126,14 @@ class ValidationReport(_message.Message):
     def __init__(self, valid: _Optional[bool] = ..., findings: _Optional[_Iterable[_Union[Finding, _Mapping]]] = ...) -> None: ...
 
 class CreateRunRequest(_message.Message):
-    __slots__ = ("dataset",)
+    __slots__ = ("dataset", "campaign", "competition")
     DATASET_FIELD_NUMBER: _ClassVar[int]
+    CAMPAIGN_FIELD_NUMBER: _ClassVar[int]
+    COMPETITION_FIELD_NUMBER: _ClassVar[int]
     dataset: str
-    def __init__(self, dataset: _Optional[str] = ...) -> None: ...
+    campaign: str
+    competition: str
+    def __init__(self, dataset: _Optional[str] = ..., campaign: _Optional[str] = ..., competition: _Optional[str] = ...) -> None: ...
 
 class CreateRunResponse(_message.Message):
     __slots__ = ("run_id", "input_prefix")
