@@ -119,12 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     for plot in sorted(reports.rglob("*.png")):
         pdf = plot.with_suffix(".pdf")
         print(f"  {plot}" + (f"  (and {pdf.name})" if pdf.exists() else ""))
-    cluster_reports = None if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports, masks)
+    cluster_reports, board = (None, None) if args.no_cluster else _cluster_demo(out, mask_io, temporal_io, reports,
+                                                                                 masks)
     if cluster_reports is not None:
         print(f"\nThe cluster's reports are under {cluster_reports}/")
     _headlines(reports)
     print(f"\nAll reports are under {reports}/; each run's results are in its *results.json, its provenance in "
           "its *run.json")
+    if board is not None:
+        print(f"\nAnd the campaign's public board ({board.with_suffix('.html')}):\n{board.read_text()}", end="")
     return 0
 
 
@@ -143,9 +146,10 @@ def _headlines(reports: Path) -> None:
             print(f"  HTML report: {report_path(path)}")
 
 
-def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path, masks) -> Path:
+def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports: Path, masks) -> tuple[Path, Path]:
     """The selective mask run and the video temporal run again, through a local cluster: every service a
-    process, the same files; the cluster is down when it returns where their reports are."""
+    process, the same files; an evaluation and a campaign; the cluster is down when it returns where the reports
+    are and the campaign's board, as text."""
     cluster = out / "cluster" / "cluster.json"
     print("\nThe distributed mode: the same runs on a local cluster (NATS JetStream, an S3 server, every service "
           "a process)")
@@ -167,9 +171,10 @@ def _cluster_demo(out: Path, mask_io: list[str], temporal_io: list[str], reports
                 sys.exit(1)
         _another_caller(cluster)
         _sealed_package(cluster, masks)
+        board = _campaign(cluster, masks)
     finally:
         _run(["local-cluster", "down", "--cluster", str(cluster)])
-    return distributed
+    return distributed, board
 
 
 def _another_caller(cluster: Path) -> None:
@@ -249,6 +254,57 @@ def _sealed_package(cluster: Path, masks) -> None:
     released = root / "alice-reports" / "released"
     _run(["report", run_id, "-o", str(released), "--cluster", str(alice)])
     print(f"\n{len(list(released.iterdir()))} files in {released}/, the per-image table among them")
+
+
+def _campaign(cluster: Path, masks) -> Path:
+    """A two-team campaign (docs/campaigns.md): a phase open now, its probes split into public and private; alice
+    (team red) and bob (team blue) submit packages; the public board (where its text is written)."""
+    import datetime
+    import json
+
+    root = cluster.parent / "evaluation"
+    bob = cluster.with_name("bob.json")
+    _run(["local-cluster", "token", "--name", "bob", "--out", str(bob), "--cluster", str(cluster)])
+    time.sleep(1.2)  # the services read the tokens file again within a second
+    package = root / "bob" / "p-bob_1"
+    shutil.copytree(root / "alice" / "p-alice_1", package)
+    (package / "p-alice_1.csv").unlink()
+    (package / "p-alice_1.txt").rename(package / "p-bob_1.txt")
+    lines = (masks.directory / masks.system).read_text().splitlines()
+    score = lines[0].split("|").index("ConfidenceScore")
+    rows = [line.split("|") for line in lines[1:]]
+    for row in rows:  # bob's system is sure where alice's hesitates
+        row[score] = f"{round(float(row[score])) * 0.9 + 0.05:.4f}"
+    (package / "p-bob_1.csv").write_text("\n".join([lines[0], *("|".join(row) for row in rows)]) + "\n")
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    when = lambda hours: (now + datetime.timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    file = root / "campaign.json"
+    file.write_text(json.dumps({
+        "name": "demo", "teams": [{"name": "red", "members": ["alice"]}, {"name": "blue", "members": ["bob"]}],
+        "competitions": [{"name": "det", "task": "detection", "dataset": "eval-campaign@1",
+                          "options": {"ref_dir": ".", "reference": masks.reference, "index": masks.index,
+                                      "kind": "manipulation"},
+                          "goal": {"metric": "AUC", "threshold": 0.8, "better": "higher"}}],
+        "phases": [{"name": "dev", "start": when(-1), "end": when(1), "quota_per_day": 3, "late": "mark",
+                    "board": "public", "split": {"by": "hash", "fraction": 0.5, "salt": "demo"},
+                    "release": "aggregate"}]}, indent=1))
+    print(f"\nA campaign ({doc_path('campaigns.md')}): the operator registers the reference once more, sealed, and "
+          f"creates a two-team campaign from {file}; its probes are split, public and private:", end="")
+    _run(["dataset", "register", "eval-campaign@1", str(root / "reference-set"), "--shared", "--cluster",
+          str(cluster)])
+    _run(["campaign", "create", str(file), "--cluster", str(cluster)])
+    for who, name in (("alice", "p-alice_1"), ("bob", "p-bob_1")):
+        _run(["submit", "--cluster", str(cluster.with_name(f"{who}.json")), "--campaign", "demo", "--competition",
+              "det", "--package", str(root / who / name), "--out", str(root / "campaign" / who / name)])
+    board = root / "campaign" / "board.txt"
+    print("\nThe phase's public board, as bob sees it (the private split's stays sealed until the phase ends):",
+          end="")
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        _run(["leaderboard", "--campaign", "demo", "--competition", "det", "--html", str(board.with_suffix(".html")),
+              "--cluster", str(bob)])
+    board.write_text(shown.getvalue())
+    print(shown.getvalue(), end="")
+    return board
 
 
 if __name__ == "__main__":
