@@ -278,6 +278,33 @@ def test_during_the_phase_a_team_sees_the_public_split_only(world, tmp_path, cap
     world["runs"], world["public"], world["private"] = runs, public, private
 
 
+def test_what_a_team_may_not_do(world):
+    """An outsider, a run naming a dataset, a task the competition does not score, a team deleting its run (which
+    would give it its quota back): each refused."""
+    tried = {}
+    channel, _, runs = campaign_stub(world, "eve")
+    with channel:
+        tried["an outsider submits"] = refused(lambda: runs.CreateRun(runs_pb2.CreateRunRequest(
+            campaign="rehearsal", competition="det"), timeout=60))
+    channel, _, runs = campaign_stub(world, "alice")
+    with channel:
+        tried["a campaign run naming a dataset"] = refused(lambda: runs.CreateRun(runs_pb2.CreateRunRequest(
+            campaign="rehearsal", competition="det", dataset=DATASET), timeout=60))
+        tried["an unknown competition"] = refused(lambda: runs.CreateRun(runs_pb2.CreateRunRequest(
+            campaign="rehearsal", competition="nope"), timeout=60))
+        run_id = runs.CreateRun(runs_pb2.CreateRunRequest(campaign="rehearsal", competition="det"), timeout=60).run_id
+        spec = runs_pb2.RunSpec(run_id=run_id, task="mask", input_prefix=f"runs/{run_id}/inputs/", output_name="x",
+                                package="p-red_9")
+        tried["another task than the competition's"] = refused(lambda: runs.SubmitRun(
+            runs_pb2.SubmitRunRequest(spec=spec), timeout=60))
+        runs.CancelRun(runs_pb2.CancelRunRequest(run_id=run_id), timeout=60)
+        tried["a team deletes its run"] = refused(lambda: runs.DeleteRun(runs_pb2.DeleteRunRequest(
+            run_id=world["runs"]["p-red_1"]), timeout=60))
+    assert tried == {"an outsider submits": "NOT_FOUND", "a campaign run naming a dataset": "INVALID_ARGUMENT",
+                     "an unknown competition": "NOT_FOUND", "another task than the competition's": "INVALID_ARGUMENT",
+                     "a team deletes its run": "FAILED_PRECONDITION"}
+
+
 def test_after_the_phase_a_restarted_aggregator_shows_the_private_split_and_marks_late_entries(world, capsys):
     restart_aggregator(world, int(1.5 * HOUR))  # between dev's end and eval's start
     public = get_board(world, "bob")
