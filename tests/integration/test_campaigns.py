@@ -167,19 +167,19 @@ def submit(world, who: str, name: str, competition: str = "det", capsys=None) ->
     return status, run_id
 
 
-def split_auc(world, name: str, split: str, tmp_path: Path) -> float:
-    """The embedded detection AUC of package ``name`` on one split: the reference given the split column, and the
-    split selected with -q (not the cluster's -qp)."""
-    ref = tmp_path / f"ref-{split}"
+def split_auc(world, name: str, split: str, tmp_path: Path, task: str = "detection", metric: str = "AUC") -> float:
+    """The embedded ``task``'s ``metric`` of package ``name`` on one split: the reference given the split column, and
+    the split selected with -q (not the cluster's -qp)."""
+    ref = tmp_path / "ref-split"
     if not ref.exists():
         shutil.copytree(world["ref"], ref)
         campaigns.add_split_column(str(ref / REFERENCE), campaigns.Split("hash", 0.5, SALT, "ProbeFileID", ()))
-    out = tmp_path / f"{name}-{split}"
-    assert main(["detection", "--refDir", str(ref), "-r", REFERENCE, "-x", INDEX, "-s",
-                 str(world["packages"][name] / f"{name}.csv"), "-o", str(out / "x"),
+    out = tmp_path / f"{task}-{name}-{split}"
+    assert main([task, "--refDir", str(ref), "-r", REFERENCE, "-x", INDEX, "-s",
+                 str(world["packages"][name] / f"{name}.csv"), "-oR" if task == "mask" else "-o", str(out / "x"),
                  "-q", f"CampaignSplit=='{split}'"]) == 0
     results = Results.from_json((out / "x_results.json").read_bytes())
-    return results.rows[0].values["AUC"]
+    return results.rows[0].values[metric]
 
 
 def test_the_operator_creates_the_campaign_and_teams_see_theirs(world, capsys):
@@ -261,7 +261,10 @@ def test_during_the_phase_a_team_sees_the_public_split_only(world, tmp_path, cap
         }
         received = [aggregator.GetResults(results_pb2.GetResultsRequest(run_id=runs["p-red_1"]),
                                           timeout=60).SerializeToString(),
-                    aggregator.GetRun(runs_pb2.GetRunRequest(run_id=runs["p-red_1"]), timeout=60).SerializeToString()]
+                    aggregator.GetRun(runs_pb2.GetRunRequest(run_id=runs["p-red_1"]), timeout=60).SerializeToString(),
+                    aggregator.ListRuns(runs_pb2.ListRunsRequest(), timeout=60).SerializeToString()]
+        received += [m.SerializeToString() for m in aggregator.WatchRun(
+            runs_pb2.WatchRunRequest(run_id=runs["p-red_1"]), timeout=60)]
         received += [m.SerializeToString() for m in aggregator.FetchReport(
             runs_pb2.FetchReportRequest(run_id=runs["p-red_1"]), timeout=60)]
     capsys.readouterr()
@@ -276,6 +279,15 @@ def test_during_the_phase_a_team_sees_the_public_split_only(world, tmp_path, cap
     assert all(repr(private[name]).encode() not in b"".join(received) for name in runs)
     assert files_in(tmp_path / "fetched") == []
     world["runs"], world["public"], world["private"] = runs, public, private
+
+
+def test_the_masks_competition_ranks_its_own_submissions(world, tmp_path, capsys):
+    status, _ = submit(world, "carol", "p-green_1", "masks", capsys=capsys)
+    assert status == 0
+    board = get_board(world, "alice", "masks")
+    assert board.task == "mask" and [(line.team, line.system) for line in board.ranked] == [("green", "p-green")]
+    expected = split_auc(world, "p-green_1", "public", tmp_path, "mask", board.metric)
+    assert board.ranked[0].value == pytest.approx(expected, abs=1e-12)
 
 
 def test_what_a_team_may_not_do(world):
