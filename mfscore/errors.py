@@ -1,6 +1,15 @@
-"""Typed errors. Each one reaches the user as one sentence naming the file (and line)."""
+"""Typed errors. Each one reaches the user as one sentence naming the file (and line).
+
+One family under ``MfscoreError``, each class also the built-in exception a Python caller would catch
+(docs/api.md "Errors"): a bad option or query is a ``ValueError``, a malformed input file a ``ValueError``, a
+missing one a ``FileNotFoundError`` (an ``OSError``). The built-in bases change neither ``str()`` nor ``args``:
+both are the sentence, as the command line prints it.
+"""
 
 from __future__ import annotations
+
+import os
+from errno import ENOENT
 
 
 class MfscoreError(Exception):
@@ -33,12 +42,31 @@ class Interrupted(KeyboardInterrupt):
         return self.message
 
 
-class InputFileError(MfscoreError):
-    """A file is missing, unreadable or malformed (bad columns, bad values, duplicate keys)."""
+class InputFileError(MfscoreError, ValueError):
+    """A file is missing, unreadable or malformed (bad columns, bad values, duplicate keys); a ``ValueError`` too,
+    and a missing one a ``MissingFileError``."""
 
 
-class QueryError(MfscoreError):
-    """A query string does not parse, uses a construct outside the whitelist, or names an unknown column."""
+class MissingFileError(InputFileError, FileNotFoundError):
+    """An input file that does not exist: a ``FileNotFoundError`` too, whose ``errno`` is ENOENT and ``filename``
+    the path (read from ``path``, so ``str()``, ``args`` and pickling stay those of the sentence)."""
+
+    @property
+    def errno(self) -> int:
+        return ENOENT
+
+    @property
+    def strerror(self) -> str:
+        return os.strerror(ENOENT)
+
+    @property
+    def filename(self) -> str | None:
+        return self.path
+
+
+class QueryError(MfscoreError, ValueError):
+    """A query string does not parse, uses a construct outside the whitelist, or names an unknown column (a
+    ``ValueError`` too)."""
 
 
 class OptionError(MfscoreError, ValueError):
@@ -63,3 +91,7 @@ class QueryOptionError(OptionError, QueryError):
 
 class ImageError(InputFileError):
     """An image is missing, unreadable, too large, or has the wrong shape."""
+
+
+class MissingImageError(ImageError, MissingFileError):
+    """An image that does not exist (an ``ImageError`` and a ``FileNotFoundError``)."""

@@ -11,11 +11,16 @@ Conventions (the file scorer's, docs/masks.md §4–§6, said once here):
   255 = not. At threshold θ a pixel is predicted manipulated when its value is ``<= θ``; θ = -1
   predicts nothing. Floats are refused, so that a probability map is never read as grey levels by
   mistake: ``np.round(255 * (1 - p)).astype(np.uint8)`` converts one.
+* The **no-score zone** is on by default, as in MediScore: ``erode_size=15``, ``dilate_size=11`` leave
+  the boundary zone ``dilate(R, dilate_size) \\ erode(R, erode_size)`` out of MediScore's metrics (MCC,
+  NMM, BWL1, GWL1, AUC, EER), while the extras (IoU, F1, soft) count every pixel unless
+  ``extras_pixels="scored"``; ``erode_size=0, dilate_size=0`` scores every pixel. ``mfscore mask`` has
+  the same defaults (``--eks 15 --dks 11``); a ``MaskMetrics``' repr says which pixels were counted.
 * ``no_score`` (optional, True = left out) removes pixels from MediScore's metrics in addition to
-  the boundary zone ``dilate(R, dilate_size) \\ erode(R, erode_size)`` and, with ``distractors``
-  (the probe's other manipulations), the distraction zone ``dilate(D, distraction_size)`` minus the
-  eroded region (docs/masks.md §5). Its pixels are counted in ``pixel_pns``, as MediScore counts its
-  pixel zone; MediScore's ``--nspx V`` is ``no_score=system == V``.
+  the boundary zone and, with ``distractors`` (the probe's other manipulations), the distraction zone
+  ``dilate(D, distraction_size)`` minus the eroded region (docs/masks.md §5). Its pixels are counted
+  in ``pixel_pns``, as MediScore counts its pixel zone; MediScore's ``--nspx V`` is
+  ``no_score=system == V``.
 * ``threshold`` is MediScore's actual threshold (``--sbin``): with it come the ``actual_*`` metrics.
 
 Every metric is read off the same per-mask record (``MaskRecord``) as ``mfscore mask`` builds
@@ -27,10 +32,11 @@ of its ``_mask_scores_perimage.csv``, ``_mask_extra.csv``, ``_mask_score.csv`` a
 Names are the report columns in snake_case (``OptimumMCC`` is ``optimum_mcc``); which column a field
 is and which way is better are in each field's metadata (``column``, ``better``) and in the tables of
 ``MaskMetrics`` and ``MaskRunMetrics``. Masks' primary metric is ``optimum_mcc`` (higher is better).
-An undefined value is NaN, never an exception: a reference without a manipulated pixel is not scored
-(MediScore's ``Scored = N``), and no-score zones covering the image leave no pixel to score;
-``mask_metrics`` then warns with ``UndefinedMaskMetricWarning``. Bad input raises a ``ValueError``
-whose message starts with the argument's name.
+An undefined value is NaN: a reference without a manipulated pixel is not scored (MediScore's
+``Scored = N``), and no-score zones covering the image leave no pixel to score; ``mask_metrics`` then
+warns with ``UndefinedMaskMetricWarning``, saying why. Bad input raises a ``ValueError`` whose message
+starts with the argument's name, and so does ``compute`` on a ``MaskScores`` holding no mask, as on an
+empty ``DetectionScores``.
 """
 
 from __future__ import annotations
@@ -38,14 +44,16 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from mfscore.errors import OptionError
 from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SCORED_PIXELS, SUMMARIZED, extra_cells, extra_summary
-from mfscore.masks.mask_record import NOT_SCOREABLE, MaskRecord, histogram_record
+from mfscore.masks.mask_record import BINS, NOT_SCOREABLE, SCORED, UNREADABLE, MaskRecord, histogram_record
 from mfscore.masks.mask_scoring import ZoneOptions
 from mfscore.masks.noscore_zones import noscore_counts, noscore_zones
 from mfscore.masks.run_metrics import average_aucs, maximum_threshold
@@ -53,12 +61,14 @@ from mfscore.masks.trial_metrics import trial_cells
 from mfscore.options import check_field
 from mfscore.reports.significant_digits import round_significant
 
-__all__ = ["mask_metrics", "MaskMetrics", "MaskRunMetrics", "MaskScores", "UndefinedMaskMetricWarning"]
+__all__ = ["mask_metrics", "MaskMetrics", "MaskRunMetrics", "MaskScores", "MaskRecord", "UndefinedMaskMetricWarning"]
 
 NAN = math.nan
 HIGHER, LOWER, NEITHER = "higher", "lower", ""
 PERIMAGE, EXTRA = "_mask_scores_perimage.csv", "_mask_extra.csv"
 AVERAGED, EXTRA_SUMMARY = "_mask_score.csv", "_mask_extra_summary.csv"
+MEDISCORE_METRICS = "MCC, NMM, BWL1, GWL1, AUC, EER"  # the metrics the no-score zones leave pixels out of
+EXTRA_METRICS = "IoU, F1, soft"
 
 
 class UndefinedMaskMetricWarning(UserWarning):
@@ -117,7 +127,8 @@ class MaskMetrics:
 
     Definitions: docs/masks.md §6.1–§6.4 and docs/metrics.md "Masks". MediScore's metrics count the
     scored pixels only; the extras count every pixel of the image (Bammey et al.'s definition), or
-    the scored ones with ``extras_pixels="scored"``. Without ``threshold`` every ``actual_*`` field
+    the scored ones with ``extras_pixels="scored"``; the repr's last line says which pixels each metric
+    counted and how many the no-score zone left out. Without ``threshold`` every ``actual_*`` field
     is None; a mask that is not scored has NaN in every other number. ``sqrt_reference_pixels``
     (``SqrtReferencePixels``) is a property.
 
@@ -167,6 +178,21 @@ class MaskMetrics:
     soft_iou: float = _metric("SoftIoU", HIGHER, EXTRA)
     soft_f1: float = _metric("SoftF1", HIGHER, EXTRA)
     reference_pixels: int | float = _metric("ReferencePixels", NEITHER, EXTRA)
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
+        return f"MaskMetrics({values})\n  {self._pixels_counted()}"
+
+    def _pixels_counted(self) -> str:
+        """Which pixels each metric counted, in words (the repr's second line)."""
+        if not self.scored:
+            return "not scored: the reference has no manipulated pixel, so every metric is NaN"
+        counted = getattr(self, "_counted", None)  # set by mask_metrics; a hand-made MaskMetrics has none
+        if counted is None:
+            return f"{MEDISCORE_METRICS}: the {self.pixel_n:,} pixels outside the no-score zone"
+        extras = "every pixel" if counted.extras_pixels == IMAGE else "the same pixels"
+        return (f"{MEDISCORE_METRICS}: pixels outside the no-score zone ({counted.zones}: "
+                f"{counted.excluded:,} of {counted.image_pixels:,} pixels excluded); {EXTRA_METRICS}: {extras}")
 
     @property
     def sqrt_reference_pixels(self) -> float:
@@ -443,6 +469,38 @@ def _record(reference, system, no_score, distractors, erode_size, dilate_size, d
 _PERIMAGE_FIELDS = {f.metadata["column"]: f.name for f in fields(MaskMetrics)}
 
 
+class _Counted(NamedTuple):
+    """What ``mask_metrics`` left out of MediScore's metrics, for ``MaskMetrics``' repr."""
+
+    zones: str  # the zones asked for, in words: "erode 15, dilate 11"
+    excluded: int
+    image_pixels: int
+    extras_pixels: str
+
+
+def _zone_words(zones: ZoneOptions, distractors: bool, no_score: bool) -> str:
+    words = [f"erode {zones.erode_size}", f"dilate {zones.dilate_size}"]
+    if distractors:
+        words.append(f"distraction {zones.distraction_size}")
+    if no_score:
+        words.append("no_score")
+    return ", ".join(words)
+
+
+def _nothing_scored(record: MaskRecord, zones: ZoneOptions, shape: tuple[int, int], distractors: bool,
+                    no_score: bool) -> str:
+    """Why a scored mask has no pixel left for MediScore's metrics, and how to keep some."""
+    size = f"{shape[0]}x{shape[1]}"
+    if record.pixel_pns == shape[0] * shape[1]:
+        return f"no_score is True at every pixel of the {size} mask: MediScore's metrics ({MEDISCORE_METRICS}) are NaN"
+    sizes = {"erode_size": zones.erode_size, "dilate_size": zones.dilate_size,
+             "distraction_size": zones.distraction_size if distractors else 0}
+    off = ", ".join(f"{name}=0" for name, value in sizes.items() if value)
+    hint = f"; pass {off} to score every pixel" if off else ""
+    return (f"the no-score zone ({_zone_words(zones, distractors, no_score)}) covers the whole {size} mask: "
+            f"MediScore's metrics ({MEDISCORE_METRICS}) are NaN{hint}")
+
+
 def _mask_result(record: MaskRecord, threshold: int | None, extras_pixels: str) -> MaskMetrics:
     actual = None if threshold is None else float(threshold)
     cells = {c: NAN for c in _PERIMAGE_FIELDS}
@@ -459,17 +517,34 @@ def mask_metrics(reference, system, *, no_score=None, distractors=None, threshol
                  dilate_size=11, distraction_size=15, kernel="box", extras_pixels="image") -> MaskMetrics:
     """MediScore's metrics of one mask and mfscore's extras (IoU, F1, soft MCC/IoU/F1), from arrays.
 
+    By default MediScore's no-score zone is on, as ``mfscore mask`` has it: ``erode_size=15``,
+    ``dilate_size=11`` leave the pixels around the reference's boundary out of MediScore's metrics
+    (MCC, NMM, BWL1, GWL1, AUC, EER), while IoU, F1 and the soft metrics count every pixel. Pass
+    ``erode_size=0, dilate_size=0`` to score every pixel. The result's repr says which pixels each
+    metric counted; a mask the zone covers whole (a 5x5 one) has NaN for MediScore's metrics, with an
+    ``UndefinedMaskMetricWarning`` saying so.
+
     ``reference``: True = manipulated. ``system``: 8-bit grey, 0 = manipulated … 255 = not.
     ``no_score``: pixels left out (True), besides the boundary zone of ``erode_size``/``dilate_size``
     and the distraction zone of ``distractors``/``distraction_size`` (``kernel``: box, disc, diamond,
     gaussian or line; a size of 0 skips that operation; MediScore's defaults). ``threshold``: the
     actual threshold (``--sbin``), giving the ``actual_*`` metrics. ``extras_pixels``: the pixels the
     extras sum over, ``"image"`` (the paper's definition) or ``"scored"``. The same numbers as
-    ``mfscore mask`` gives for the same masks. MediScore's default zones leave no pixel scored in a
-    small image like the one below (``UndefinedMaskMetricWarning``), hence sizes of 0 there.
+    ``mfscore mask`` gives for the same masks.
 
     Examples
     --------
+    A 32x32 probe with a perfect system mask: by default the boundary zone leaves 672 pixels out of
+    MediScore's metrics; the IoU counts every pixel.
+
+    >>> square = np.zeros((32, 32), bool)
+    >>> square[8:24, 8:24] = True
+    >>> perfect = np.where(square, 0, 255).astype(np.uint8)
+    >>> mask_metrics(square, perfect)  # doctest: +ELLIPSIS
+    MaskMetrics(scored=True, optimum_threshold=0.0, optimum_nmm=1.0, optimum_mcc=1.0, ...)
+      MCC, NMM, BWL1, GWL1, AUC, EER: pixels outside the no-score zone (erode 15, dilate 11: 672 of 1,024 pixels
+      excluded); IoU, F1, soft: every pixel
+
     A 5x5 probe: the system marks the manipulated square 0 but for one pixel at 100, and one
     authentic pixel 50 (a false alarm at any threshold that finds the whole square). No zones, so
     that every pixel is scored.
@@ -507,9 +582,15 @@ def mask_metrics(reference, system, *, no_score=None, distractors=None, threshol
     if not result.scored:
         warnings.warn("reference has no manipulated pixel: the mask is not scored (MediScore's Scored = N) "
                       "and its metrics are NaN", UndefinedMaskMetricWarning, stacklevel=2)
-    elif result.pixel_n == 0:
-        warnings.warn("the no-score zones cover every pixel: MediScore's metrics are NaN",
-                      UndefinedMaskMetricWarning, stacklevel=2)
+        return result
+    zones = _check_zones(erode_size, dilate_size, distraction_size, kernel)
+    image_pixels = int(record.image_positive.sum() + record.image_negative.sum())
+    counted = _Counted(_zone_words(zones, distractors is not None, no_score is not None),
+                       image_pixels - record.pixel_n, image_pixels, extras_pixels)
+    object.__setattr__(result, "_counted", counted)  # not a field: the fields are the report's columns
+    if result.pixel_n == 0:
+        warnings.warn(_nothing_scored(record, zones, np.shape(reference), distractors is not None,
+                                      no_score is not None), UndefinedMaskMetricWarning, stacklevel=2)
     return result
 
 
@@ -527,6 +608,28 @@ def _mean_std(values: list) -> tuple[float, float]:
     return float(numbers_.mean()), float(numbers_.std(ddof=1)) if len(numbers_) >= 2 else NAN
 
 
+def _as_record(value, name: str) -> MaskRecord:
+    """A ``MaskRecord``, or one from its JSON form (``MaskRecord.to_dict``), checked enough to score."""
+    if isinstance(value, MaskRecord):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a MaskRecord or its dict (MaskRecord.to_dict), got {type(value).__name__}")
+    try:
+        record = MaskRecord.from_dict(value)
+    except KeyError as exc:
+        raise ValueError(f"{name} lacks the key {exc} of a MaskRecord's dict (MaskRecord.to_dict)") from None
+    except (TypeError, ValueError, IndexError) as exc:
+        raise ValueError(f"{name} is not a MaskRecord's dict (MaskRecord.to_dict): {exc}") from None
+    if record.status not in (SCORED, NOT_SCOREABLE, UNREADABLE):
+        raise ValueError(f"{name} has status {record.status!r}, not one of {SCORED!r}, {NOT_SCOREABLE!r}, "
+                         f"{UNREADABLE!r}")
+    for part in ("positive", "negative", "image_positive", "image_negative"):
+        counts = getattr(record, part)
+        if counts is not None and (counts.shape != (BINS,) or (counts < 0).any()):
+            raise ValueError(f"{name}[{part!r}] must hold {BINS} counts of 0 or more, got shape {counts.shape}")
+    return record
+
+
 _RUN_FIELDS = {f.metadata["column"]: f.name for f in fields(MaskRunMetrics) if not f.name.startswith("stddev_")}
 
 
@@ -537,8 +640,9 @@ class MaskScores:
     the masks were added (``self``'s, then ``other``'s on ``merge``), exactly the records the cluster
     folds: scoring shards and merging them in order gives what scoring all the masks at once gives.
     ``records`` exposes them (``MaskRecord.to_dict`` is their JSON form) and ``MaskScores(records=…)``
-    starts from them. The actual threshold and the extras' pixels are chosen at ``compute``, since the
-    records do not depend on them.
+    starts from them, as ``MaskRecord`` values or as those dicts. The actual threshold and the extras'
+    pixels are chosen at ``compute``, since the records do not depend on them. A shard may be empty;
+    ``compute`` needs a mask overall (unscored ones count: their run has NaN means, as MediScore's).
 
     Examples
     --------
@@ -551,13 +655,22 @@ class MaskScores:
     >>> both = left.merge(right)
     >>> len(both), both.compute().optimum_mcc, both.compute().scoreable_trials
     (2, 0.5, 2)
+
+    The state as JSON, and back:
+
+    >>> import json
+    >>> state = json.dumps([record.to_dict() for record in both.records])
+    >>> MaskScores(records=json.loads(state)).compute() == both.compute()
+    True
     """
 
     def __init__(self, *, records=()) -> None:
-        records = tuple(records)
-        if not all(isinstance(r, MaskRecord) for r in records):
-            raise ValueError("records must hold MaskRecord values (MaskRecord.from_dict rebuilds them from JSON)")
-        self._records = records
+        try:
+            records = tuple(records)
+        except TypeError:
+            raise ValueError(f"records must be an iterable of MaskRecord values or their dicts, "
+                             f"got {type(records).__name__}") from None
+        self._records = tuple(_as_record(record, f"records[{i}]") for i, record in enumerate(records))
 
     def __len__(self) -> int:
         return len(self._records)
@@ -620,6 +733,8 @@ class MaskScores:
         """
         threshold = _check_threshold(threshold)
         extras_pixels = _check_extras_pixels(extras_pixels)
+        if not self._records:
+            raise ValueError("masks (all updates together) is empty: there is no mask to score")
         actual = None if threshold is None else float(threshold)
         scored = [r for r in self._records if r.scored]
         pixel_auc, mask_auc = average_aucs(scored)  # as the scorer's _role_result (mfscore/masks/scorer.py)

@@ -26,25 +26,16 @@ import uuid
 import nats.errors
 
 from mfscore import options_schema, release, tasks
-from mfscore.campaigns import competition_options, with_split
-from mfscore.codec import encode
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.options import check_limits
 from mfscore.results import Results
-from mfscore.services.aggregator import packages, paging, releasing, reports, uploads
+from mfscore.services.aggregator import campaigns, packages, paging, releasing, reports, uploads
 from mfscore.services.aggregator.access import caller_space, dataset_files, readable_dataset
-from mfscore.services.aggregator.campaigns import (
-    CampaignBook,
-    Entering,
-    clock,
-    submissions,
-    takes_part,
-    team_of,
-)
+from mfscore.services.aggregator.campaigns import CampaignBook, clock
 from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, may_read_reference, owner_space
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
-from mfscore.services.aggregator.quotas import QuotaExceeded, Quotas
+from mfscore.services.aggregator.quotas import Quotas
 from mfscore.services.aggregator.retention import Retention
 from mfscore.services.aggregator.run import Run, State, now
 from mfscore.services.aggregator.runner import ClusterRunner
@@ -99,14 +90,15 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
     @leader_only
     async def CreateRun(self, request, context):
         who = caller()
-        entering = self._entering(request) if request.campaign else None
+        entering = (campaigns.entering(self.campaigns, request, who, clock(self.settings.clock_offset_seconds))
+                    if request.campaign else None)
         name = entering.competition.dataset if entering is not None else request.dataset
         dataset = readable_dataset(self.datasets, name, who) if name else None
         team = self.counting[entering.team_key] if entering is not None else contextlib.nullcontext()
         async with self.counting[who], team:  # a team's racing submissions are counted one at a time
             self.quotas.check_runs(who, *self.book.held(who), submitting=False)
             if entering is not None:
-                self._check_campaign_quota(entering)
+                campaigns.check_quota(entering, who, self.book.runs.values(), self.settings.clock_offset_seconds)
             self.quotas.create_run.take(who, f"{who.name} called CreateRun")
             run_id = uuid.uuid4().hex
             spec = runs_pb2.RunSpec(run_id=run_id, input_prefix=input_prefix(run_id), submitted_by=who.name,
@@ -118,51 +110,6 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             await self._record(run, spec, run.status)
         log.info("run %s: created", run_id)
         return runs_pb2.CreateRunResponse(run_id=run_id, input_prefix=spec.input_prefix)
-
-    def _entering(self, request: runs_pb2.CreateRunRequest) -> Entering:
-        """The campaign entry a CreateRun asks for: NOT_FOUND for a campaign the caller takes no part in or a
-        competition it lacks; FAILED_PRECONDITION when it is closed, not open yet, or its last phase ended and takes
-        no late submission."""
-        who = caller()
-        held = self.campaigns.campaigns.get(request.campaign)
-        if held is None or not takes_part(held, who):
-            raise NotFound(f"there is no campaign {request.campaign[:64]!r}")
-        if request.dataset:
-            raise InvalidArgument("a campaign's run scores against its competition's dataset: name no dataset")
-        competition = held.model.competition(request.competition)
-        if competition is None:
-            raise NotFound(f"the campaign {request.campaign} has no competition {request.competition[:64]!r}")
-        if held.closed:
-            raise FailedPrecondition(f"the campaign {request.campaign} is closed: it takes no more submissions")
-        at = clock(self.settings.clock_offset_seconds)
-        phase, late = held.model.phase_at(at), False
-        if phase is None:
-            phase, late = held.model.last_ended(at), True
-            if phase is None:
-                raise FailedPrecondition(f"the campaign {request.campaign} opens at "
-                                         f"{held.model.phases[0].start.isoformat()}")
-            if phase.late == "refuse":
-                raise FailedPrecondition(f"phase {phase.name} of {request.campaign} ended at {phase.end.isoformat()} "
-                                         "and takes no late submission")
-        return Entering(held, competition, phase, late, team_of(held, who), at)
-
-    def _check_campaign_quota(self, entering: Entering) -> None:
-        """RESOURCE_EXHAUSTED once the caller's team has made its phase's or its day's submissions to the
-        competition (an operator's baselines count against nothing)."""
-        if entering.team is None:
-            return
-        phase, name = entering.phase, entering.competition.name
-        members = entering.held.model.team_of(caller().name).members
-        in_phase, in_day = submissions(self.book.runs.values(), entering.held.message.name, name, members, phase,
-                                       entering.at, self.settings.clock_offset_seconds)
-        if phase.quota_per_phase is not None and in_phase >= phase.quota_per_phase:
-            raise QuotaExceeded(f"team {entering.team} has made the {phase.quota_per_phase} submission(s) phase "
-                                f"{phase.name} allows to {name}")
-        if phase.quota_per_day is not None and in_day >= phase.quota_per_day:
-            tomorrow = datetime.datetime.combine(entering.at.date() + datetime.timedelta(days=1), datetime.time(),
-                                                 datetime.timezone.utc)
-            raise QuotaExceeded(f"team {entering.team} has made the {phase.quota_per_day} submission(s) a day phase "
-                                f"{phase.name} allows to {name}; the next day starts at {tomorrow.isoformat()}")
 
     @answers
     @leader_only
@@ -271,7 +218,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
             return runs_pb2.SubmitRunResponse(run=self._shown(entry))
         run_id = entry.spec.run_id
         if entry.spec.campaign:
-            request = self._campaign_spec(request, entry)
+            request = campaigns.campaign_spec(self.campaigns, request, entry.spec)
         self._check_spec(request, entry)
         await self._inputs_named_apart(run_id)
         if request.dataset:
@@ -283,7 +230,7 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
                                   "there")
         async with self.counting[caller()]:  # the checks after every wait, so none of them is stale
             if entry.state != State.RUN_STATE_CREATED:  # submitted meanwhile by the same caller's retry
-                return runs_pb2.SubmitRunResponse(run=entry.status)
+                return runs_pb2.SubmitRunResponse(run=self._shown(entry))
             if entry.uploading:
                 raise FailedPrecondition(f"run {run_id} is still receiving inputs; submit it once they are uploaded")
             self.quotas.check_runs(caller(), *self.book.held(caller()), submitting=True)
@@ -313,27 +260,6 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
         if request.input_prefix != entry.spec.input_prefix:
             raise InvalidArgument(f"a run's inputs are under {entry.spec.input_prefix!r}, its own prefix, not "
                                   f"{request.input_prefix[:200]!r}")
-
-    def _campaign_spec(self, request: runs_pb2.RunSpec, entry: Run) -> runs_pb2.RunSpec:
-        """A campaign run's spec: the client's (its task, package and output name) with the competition's dataset and
-        options, and the split's partition where the phase has one (the team chooses none of them)."""
-        held = self.campaigns.campaigns.get(entry.spec.campaign)
-        competition = held.model.competition(entry.spec.competition) if held is not None else None
-        if competition is None:
-            raise FailedPrecondition(f"the campaign {entry.spec.campaign} of run {entry.spec.run_id} is gone")
-        if request.task != competition.task:
-            raise InvalidArgument(f"the competition {competition.name} scores {competition.task}, not "
-                                  f"{request.task[:64]!r}")
-        if not request.package:
-            raise InvalidArgument("a campaign takes submission packages: name the package (RunSpec.package)")
-        options = competition_options(competition)
-        phase = held.model.phase(entry.spec.phase)
-        if phase is not None and phase.split is not None:
-            options = with_split(competition.task, options)
-        spec = runs_pb2.RunSpec()
-        spec.CopyFrom(request)
-        spec.options, spec.dataset = encode(options), entry.spec.dataset
-        return spec
 
     def _check_release(self, request: runs_pb2.RunSpec, entry: Run) -> None:
         """INVALID_ARGUMENT for a package spec that is not one; PERMISSION_DENIED for a run whose caller receives only

@@ -1,9 +1,10 @@
 """Every campaign (docs/campaigns.md): in memory, and in the runs' key-value bucket under ``campaign.<name>`` (written
 under the leader's fenced lease; a standby follows the bucket, ``take_change``, and serves reads).
 
-A campaign's submissions are its runs (``RunSpec.campaign``, ``competition``, ``phase``, ``late``, set at CreateRun):
-quotas count them and boards rank them, derived from the run book on each call, so nothing is kept to drift. The
-campaign clock is the aggregator's plus ``MFSCORE_CLOCK_OFFSET``.
+A campaign's submissions are its runs (``RunSpec.campaign``, ``competition``, ``phase``, ``late``, set at CreateRun:
+``entering``, ``check_quota``; SubmitRun takes the competition's dataset and options, ``campaign_spec``): quotas
+count them and boards rank them, derived from the run book on each call, so nothing is kept to drift. The campaign
+clock is the aggregator's plus ``MFSCORE_CLOCK_OFFSET``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import json
 import logging
 from dataclasses import dataclass
 
-from mfscore.campaigns import Campaign, Competition, Entry, Phase, load_campaign
-from mfscore.services.common.streams import bucket_keys
+from mfscore.campaigns import Campaign, Competition, Entry, Phase, competition_options, load_campaign, with_split
+from mfscore.codec import encode
+from mfscore.services.aggregator.quotas import QuotaExceeded
 from mfscore.services.common.auth import Caller
+from mfscore.services.common.status_codes import FailedPrecondition, InvalidArgument, NotFound
+from mfscore.services.common.streams import bucket_keys
 from mfscore.services.wire import campaigns_pb2, runs_pb2
 
 KEY_PREFIX = "campaign."
@@ -104,6 +108,73 @@ def submissions(runs, campaign: str, competition: str, team_members: tuple[str, 
         in_phase += 1
         in_day += created_at(status, offset_seconds).date() == day_of.date()
     return in_phase, in_day
+
+
+def entering(book: CampaignBook, request: runs_pb2.CreateRunRequest, who: Caller, at: datetime.datetime) -> Entering:
+    """The campaign entry a CreateRun asks for at ``at`` on the campaign clock: NOT_FOUND for a campaign the caller
+    takes no part in or a competition it lacks; FAILED_PRECONDITION when it is closed, not open yet, or its last
+    phase ended and takes no late submission."""
+    held = book.campaigns.get(request.campaign)
+    if held is None or not takes_part(held, who):
+        raise NotFound(f"there is no campaign {request.campaign[:64]!r}")
+    if request.dataset:
+        raise InvalidArgument("a campaign's run scores against its competition's dataset: name no dataset")
+    competition = held.model.competition(request.competition)
+    if competition is None:
+        raise NotFound(f"the campaign {request.campaign} has no competition {request.competition[:64]!r}")
+    if held.closed:
+        raise FailedPrecondition(f"the campaign {request.campaign} is closed: it takes no more submissions")
+    phase, late = held.model.phase_at(at), False
+    if phase is None:
+        phase, late = held.model.last_ended(at), True
+        if phase is None:
+            raise FailedPrecondition(f"the campaign {request.campaign} opens at "
+                                     f"{held.model.phases[0].start.isoformat()}")
+        if phase.late == "refuse":
+            raise FailedPrecondition(f"phase {phase.name} of {request.campaign} ended at {phase.end.isoformat()} "
+                                     "and takes no late submission")
+    return Entering(held, competition, phase, late, team_of(held, who), at)
+
+
+def check_quota(entered: Entering, who: Caller, runs, offset_seconds: int) -> None:
+    """RESOURCE_EXHAUSTED once the caller's team has made its phase's or its day's submissions to the competition
+    (an operator's baselines count against nothing). Called under the team's lock, up to the run's record."""
+    if entered.team is None:
+        return
+    phase, name = entered.phase, entered.competition.name
+    members = entered.held.model.team_of(who.name).members
+    in_phase, in_day = submissions(runs, entered.held.message.name, name, members, phase, entered.at, offset_seconds)
+    if phase.quota_per_phase is not None and in_phase >= phase.quota_per_phase:
+        raise QuotaExceeded(f"team {entered.team} has made the {phase.quota_per_phase} submission(s) phase "
+                            f"{phase.name} allows to {name}")
+    if phase.quota_per_day is not None and in_day >= phase.quota_per_day:
+        tomorrow = datetime.datetime.combine(entered.at.date() + datetime.timedelta(days=1), datetime.time(),
+                                             datetime.timezone.utc)
+        raise QuotaExceeded(f"team {entered.team} has made the {phase.quota_per_day} submission(s) a day phase "
+                            f"{phase.name} allows to {name}; the next day starts at {tomorrow.isoformat()}")
+
+
+def campaign_spec(book: CampaignBook, request: runs_pb2.RunSpec, created: runs_pb2.RunSpec) -> runs_pb2.RunSpec:
+    """A campaign run's spec: the client's (its task, package and output name) with the competition's dataset and
+    options, and the split's partition where the phase has one (the team chooses none of them); ``created`` is the
+    run as CreateRun recorded it."""
+    held = book.campaigns.get(created.campaign)
+    competition = held.model.competition(created.competition) if held is not None else None
+    if competition is None:
+        raise FailedPrecondition(f"the campaign {created.campaign} of run {created.run_id} is gone")
+    if request.task != competition.task:
+        raise InvalidArgument(f"the competition {competition.name} scores {competition.task}, not "
+                              f"{request.task[:64]!r}")
+    if not request.package:
+        raise InvalidArgument("a campaign takes submission packages: name the package (RunSpec.package)")
+    options = competition_options(competition)
+    phase = held.model.phase(created.phase)
+    if phase is not None and phase.split is not None:
+        options = with_split(competition.task, options)
+    spec = runs_pb2.RunSpec()
+    spec.CopyFrom(request)
+    spec.options, spec.dataset = encode(options), created.dataset
+    return spec
 
 
 def entry(run, held: Held, results, description: str) -> Entry:

@@ -5,11 +5,7 @@ page is not blank, and its ranked rows are the board's in rank order. ``make tes
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from datetime import datetime, timezone
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -20,9 +16,6 @@ from mfscore.results import HIGHER, MetricSpec, Results, Row
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).with_name("check_page.js")
-CHROMIUM = os.environ.get("MFSCORE_CHROMIUM", "/usr/bin/chromium")
 
 CAMPAIGN = {
     "name": "mfc-2026",
@@ -44,23 +37,6 @@ def _entry(run: str, team: str, system: str, version: int, auc: float, *, late: 
         Row("CampaignSplit=='private'", {"AUC": 1 - auc})))
     return Entry(run, team, f"{team}-member", system, version, datetime(2026, 1, 2, tzinfo=timezone.utc), late,
                  False, results, f"<i>{team}</i> system")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Fails (never skips) without the browser or its driver, saying what to install."""
-    if not os.path.isfile(CHROMIUM):
-        pytest.fail(f"the browser tests need Debian's chromium at {CHROMIUM}: apt-get install chromium")
-    if shutil.which("node") is None or not (ROOT / "node_modules" / "playwright-core").is_dir():
-        pytest.fail("the browser tests need Node.js and playwright-core from npm: run 'npm ci' in the repository")
-
-    def check(page: Path, shot: Path) -> dict:
-        done = subprocess.run(["node", str(SCRIPT), str(page), str(shot)], capture_output=True, text=True,
-                              timeout=180, cwd=ROOT)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    return check
 
 
 def test_the_board_page_shows_the_ranked_rows(browser, tmp_path):

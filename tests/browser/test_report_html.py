@@ -5,10 +5,6 @@ results' values, and a click on a header sorts its table. ``make test-browser`` 
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import cv2
@@ -22,26 +18,6 @@ from mfscore.sample_data.masks import generate_mask_dataset
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = Path(__file__).with_name("check_page.js")
-CHROMIUM = os.environ.get("MFSCORE_CHROMIUM", "/usr/bin/chromium")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Fails (never skips) without the browser or its driver, saying what to install."""
-    if not os.path.isfile(CHROMIUM):
-        pytest.fail(f"the browser tests need Debian's chromium at {CHROMIUM}: apt-get install chromium")
-    if shutil.which("node") is None or not (ROOT / "node_modules" / "playwright-core").is_dir():
-        pytest.fail("the browser tests need Node.js and playwright-core from npm: run 'npm ci' in the repository")
-
-    def check(page: Path, shot: Path, table: str = "", column: str = "") -> dict:
-        done = subprocess.run(["node", str(SCRIPT), str(page), str(shot), *([table, column] if table else [])],
-                              capture_output=True, text=True, timeout=180, cwd=ROOT)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-
-    return check
 
 
 def _detection(data, system: str, out: Path) -> None:

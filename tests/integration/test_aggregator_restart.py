@@ -44,6 +44,37 @@ def stop(process: dict, signum=signal.SIGTERM) -> None:
     wait_for(lambda: not commands.pid_alive(process["pid"]), f"{process['name']} to stop")
 
 
+def restart_after_the_queue_drains(config, path, scorer: dict, aggregator: dict) -> None:
+    """Start the stopped ``scorer`` again, let it empty the queue (its records wait in the stream), then start the
+    killed ``aggregator`` again; the cluster file names the new processes."""
+    restarted = [commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
+                                         scorer["grpc_port"])]
+    commands.wait_healthy(restarted[0])
+    wait_for(lambda: queue_drained(config), "the scorer to empty the queue")
+    restarted.append(commands.start_service(config, path.parent / "cluster-state", "aggregator-again",
+                                             "aggregator", aggregator["grpc_port"]))
+    config.processes += restarted
+    config.write(path)
+    commands.wait_healthy(restarted[1])
+
+
+def wait_for_the_end(config, run_id: str) -> runs_pb2.RunStatus:
+    """The run's status once it is DONE or FAILED, asking again while the restarted aggregator stands by (until the
+    killed one's lease lapses)."""
+    def ended():
+        try:
+            run = stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            return None
+        return run.state in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and run
+
+    with config.channel() as channel:
+        stub = services_pb2_grpc.AggregatorServiceStub(channel)
+        return wait_for(ended, "the run to finish")
+
+
 def queue_drained(config) -> bool:
     async def check():
         nc, js = await connect(commands.nats_settings(config))
@@ -84,29 +115,8 @@ def test_a_restarted_aggregator_rebuilds_the_run_from_the_streams(tmp_path, caps
                                == State.RUN_STATE_SCORING and s, "the run to be planned")
         assert planned.trials_planned > 0 and planned.trials_received == 0
         stop(aggregator, signal.SIGKILL)
-
-        restarted = [commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
-                                             scorer["grpc_port"])]
-        commands.wait_healthy(restarted[0])
-        wait_for(lambda: queue_drained(config), "the scorer to empty the queue")  # records wait in the stream
-        restarted.append(commands.start_service(config, path.parent / "cluster-state", "aggregator-again",
-                                                 "aggregator", aggregator["grpc_port"]))
-        config.processes += restarted
-        config.write(path)
-        commands.wait_healthy(restarted[1])
-
-        def ended():
-            try:
-                run = stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
-            except grpc.RpcError as error:  # standing by until the killed one's lease lapses: ask again
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                return None
-            return run.state in (State.RUN_STATE_DONE, State.RUN_STATE_FAILED) and run
-
-        with config.channel() as channel:
-            stub = services_pb2_grpc.AggregatorServiceStub(channel)
-            done = wait_for(ended, "the run to finish")
+        restart_after_the_queue_drains(config, path, scorer, aggregator)
+        done = wait_for_the_end(config, run_id)
         assert done.state == State.RUN_STATE_DONE, done.message
         assert done.trials_received == planned.trials_planned
         capsys.readouterr()

@@ -344,7 +344,7 @@ def test_once_released_the_owner_of_a_run_receives_its_whole_report_and_its_desc
 
 @pytest.mark.slow  # a cluster of its own, killed and restarted; make test runs the rest of this module
 def test_a_restarted_aggregator_plans_a_package_run_again_to_the_same_report(data, tmp_path, capsys):
-    from integration.test_aggregator_restart import queue_drained, stop, wait_for
+    from integration.test_aggregator_restart import restart_after_the_queue_drains, stop, wait_for, wait_for_the_end
     from mfscore.codec import encode
     from mfscore.services.commands import local_cluster as commands
     from mfscore.services.commands.submit import package_files
@@ -371,28 +371,8 @@ def test_a_restarted_aggregator_plans_a_package_run_again_to_the_same_report(dat
             planned = wait_for(lambda: (s := stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run).state
                                == runs_pb2.RUN_STATE_SCORING and s, "the run to be planned")
         stop(aggregator, signal.SIGKILL)
-        restarted = [commands.start_service(config, path.parent / "cluster-state", "mask-scorer-again", "mask-scorer",
-                                             scorer["grpc_port"])]
-        commands.wait_healthy(restarted[0])
-        wait_for(lambda: queue_drained(config), "the scorer to empty the queue")
-        restarted.append(commands.start_service(config, path.parent / "cluster-state", "aggregator-again",
-                                                 "aggregator", aggregator["grpc_port"]))
-        config.processes += restarted
-        config.write(path)
-        commands.wait_healthy(restarted[1])
-
-        def ended():
-            try:
-                run = stub.GetRun(runs_pb2.GetRunRequest(run_id=run_id), timeout=5).run
-            except grpc.RpcError as error:  # standing by until the killed one's lease lapses
-                if error.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                return None
-            return run.state in (runs_pb2.RUN_STATE_DONE, runs_pb2.RUN_STATE_FAILED) and run
-
-        with config.channel() as channel:
-            stub = services_pb2_grpc.AggregatorServiceStub(channel)
-            done = wait_for(ended, "the run to finish")
+        restart_after_the_queue_drains(config, path, scorer, aggregator)
+        done = wait_for_the_end(config, run_id)
         assert done.state == runs_pb2.RUN_STATE_DONE, done.message
         assert done.trials_received == planned.trials_planned > 0
         assert main(["report", "--cluster", str(path), run_id, "-o", str(tmp_path / "fetched")]) == 0
