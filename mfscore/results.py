@@ -7,7 +7,7 @@ paired comparison of two systems needs). The terminal summary, ``--json``, the `
 the cluster's run status and the Python API all read this one value.
 
 ``to_json`` is canonical: keys in a fixed order, floats as ``repr`` writes them, NaN as ``null``; the same
-results give the same bytes embedded and on the cluster.
+results give the same bytes embedded and on the cluster (``text=True``: the same document as a ``str``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 SCHEMA = "mfscore.results/1"
 HIGHER, LOWER, NEITHER = "higher", "lower", "neither"  # which way a metric is better ("neither": a count, a rate)
@@ -66,7 +67,25 @@ class Records:
 
 @dataclass(frozen=True)
 class Results:
-    """A run's results; ``primary`` names the metric its evaluation plan ranks systems by."""
+    """A run's results; ``primary`` names the metric its evaluation plan ranks systems by.
+
+    ``row(query)`` is a query's ``Row`` (the whole run's by default), ``primary_value(query)`` its primary
+    metric, ``spec(name)`` a metric's ``MetricSpec``; ``to_dict``/``from_dict`` and ``to_json``/``from_json``
+    convert to and from the results file's JSON (docs/results.md).
+
+    Examples
+    --------
+    >>> from mfscore.results import MetricSpec, Results, Row
+    >>> results = Results("detection", "AUC", (MetricSpec("AUC", "higher", "area under the ROC curve"),),
+    ...                   (Row("", {"AUC": 0.8}, {"targets": 190, "nontargets": 210}),))
+    >>> results.primary_value(), results.row().counts["targets"], results.spec("AUC").better
+    (0.8, 190, 'higher')
+    >>> text = results.to_json(text=True)
+    >>> text[:51]
+    '{"schema": "mfscore.results/1", "task": "detection"'
+    >>> Results.from_json(text) == results == Results.from_json(results.to_json())
+    True
+    """
 
     task: str
     primary: str
@@ -81,7 +100,11 @@ class Results:
             raise ValueError(f"the primary metric {self.primary!r} is not one of the task's metrics {names}")
 
     def spec(self, name: str) -> MetricSpec:
-        return next(m for m in self.metrics if m.name == name)
+        """The declaration of the metric ``name``; ``KeyError`` if the task reports no such metric."""
+        for metric in self.metrics:
+            if metric.name == name:
+                return metric
+        raise KeyError(name)
 
     def row(self, query: str = ALL) -> Row:
         """The row of ``query`` (the whole run's by default); ``KeyError`` if the run has none."""
@@ -91,6 +114,8 @@ class Results:
         raise KeyError(query)
 
     def primary_value(self, query: str = ALL) -> float | None:
+        """The primary metric's value in the row of ``query`` (the whole run's by default); None where it is
+        undefined; ``KeyError`` if the run has no such row."""
         return self.row(query).values.get(self.primary)
 
     def to_dict(self, run: dict | None = None) -> dict:
@@ -112,6 +137,7 @@ class Results:
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
+        """The results ``to_dict`` gave (a ``"run"`` key is ignored); ``ValueError`` for another schema."""
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not mfscore results ({SCHEMA}): schema {data.get('schema')!r}")
         records = data.get("records")
@@ -124,12 +150,21 @@ class Results:
                          for c in data["curves"]),
             records=None if records is None else Records(records["file"], tuple(records["key"]), records["where"]))
 
-    def to_json(self, run: dict | None = None) -> bytes:
-        """The canonical bytes of the results file (``<prefix>_results.json``; with ``run``, of ``--json``)."""
-        return dumps(self.to_dict(run))
+    @overload
+    def to_json(self, run: dict | None = None, *, text: Literal[False] = False) -> bytes: ...
+
+    @overload
+    def to_json(self, run: dict | None = None, *, text: Literal[True]) -> str: ...
+
+    def to_json(self, run: dict | None = None, *, text: bool = False) -> bytes | str:
+        """The canonical bytes of the results file (``<prefix>_results.json``; with ``run``, of ``--json``); with
+        ``text``, the same document as a ``str``."""
+        data = dumps(self.to_dict(run))
+        return data.decode() if text else data
 
     @classmethod
     def from_json(cls, data: bytes | str) -> Results:
+        """The results in JSON ``data`` (bytes or ``str``, as ``to_json`` gives them)."""
         return cls.from_dict(json.loads(data))
 
 

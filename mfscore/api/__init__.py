@@ -8,30 +8,45 @@ Stable names, in scikit-learn's and torchmetrics' conventions; the core (``mfsco
   ``cllr_loss``, ``min_cllr_loss``; shards with ``DetectionScores`` (``update``/``merge``/``compute``).
 - Masks on arrays: ``mask_metrics`` (one probe); a run's averages with ``MaskScores``.
 - Whole tasks: ``score(task, **options)`` returns the results model (``Results``), writing the reports if asked.
+
+Importing ``mfscore.api`` imports none of its modules: each name is imported from its module on first use
+(``EXPORTS``), so pandas, OpenCV and SciPy load only with the functions that need them.
+
+Examples
+--------
+>>> import mfscore.api
+>>> "roc_auc_score" in dir(mfscore.api)
+True
+>>> mfscore.api.roc_auc_score([0, 1], [0.2, 0.7])
+1.0
 """
 
-from mfscore.api.detection import (
-    DetectionIntervals,
-    DetectionResult,
-    DetectionScores,
-    bootstrap_intervals,
-    cdr_at_far_score,
-    cllr_loss,
-    eer_error,
-    min_cllr_loss,
-    partial_auc_score,
-    pd_at_far_score,
-    roc_auc_score,
-    roc_curve,
-    semafor_metrics,
-)
-from mfscore.api.masks import MaskMetrics, MaskRunMetrics, MaskScores, UndefinedMaskMetricWarning, mask_metrics
-from mfscore.api.scoring import score
+import importlib as _importlib
 
-__all__ = [
-    "roc_auc_score", "eer_error", "partial_auc_score", "cdr_at_far_score", "pd_at_far_score", "roc_curve",
-    "bootstrap_intervals", "semafor_metrics", "cllr_loss", "min_cllr_loss",
-    "DetectionIntervals", "DetectionResult", "DetectionScores",
-    "mask_metrics", "MaskMetrics", "MaskRunMetrics", "MaskScores", "UndefinedMaskMetricWarning",
-    "score",
-]
+# module -> the public names it defines; a name added here is exported (``__all__``) and imported on first use
+EXPORTS = {
+    "mfscore.api.detection": (
+        "roc_auc_score", "eer_error", "partial_auc_score", "cdr_at_far_score", "pd_at_far_score", "roc_curve",
+        "bootstrap_intervals", "semafor_metrics", "cllr_loss", "min_cllr_loss",
+        "DetectionIntervals", "DetectionResult", "DetectionScores", "DataConversionWarning",
+    ),
+    "mfscore.api.masks": ("mask_metrics", "MaskMetrics", "MaskRecord", "MaskRunMetrics", "MaskScores",
+                          "UndefinedMaskMetricWarning"),
+    "mfscore.api.scoring": ("score",),
+}
+
+__all__ = [name for names in EXPORTS.values() for name in names]
+_MODULE_OF = {name: module for module, names in EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | {name for name in globals() if not name.startswith("_")})

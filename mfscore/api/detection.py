@@ -13,27 +13,36 @@ functions never return a number for it. The checks are the ``_check_*`` helpers 
 the maths, which is mfscore's own core (``mfscore.detection``): the same numbers as
 ``mfscore detection`` (docs/detection.md "Metrics").
 
+``sample_weight`` (scikit-learn's: the weighted ROC of ``sklearn.metrics.roc_curve``) is taken by the metrics
+read off the ROC: ``roc_auc_score``, ``eer_error``, ``partial_auc_score``, ``cdr_at_far_score``,
+``pd_at_far_score`` and ``roc_curve``; the others take none (docs/api.md "Detection: weights, the ROC's points,
+column vectors"). An ``(n, 1)`` column is read as 1-D with a ``DataConversionWarning``, as scikit-learn's
+``column_or_1d`` does.
+
 ``DetectionScores`` accumulates trials shard by shard (``update``/``merge``/``compute``), as the
 cluster folds its per-trial records.
+
+Only numpy is imported with this module: SciPy (Cllr's PAV) is imported by the functions that use it.
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
 
 from mfscore.detection.bootstrap import bootstrap_intervals as _bootstrap_intervals
-from mfscore.detection.calibration import cllr as _cllr
-from mfscore.detection.calibration import min_cllr as _min_cllr
 from mfscore.detection.metrics import detection_metrics as _detection_metrics
+from mfscore.detection.options import LLR_BASES
+from mfscore.detection.roc import Roc, drop_collinear
 from mfscore.detection.roc import auc as _auc
 from mfscore.detection.roc import cdr_at_far as _cdr_at_far
 from mfscore.detection.roc import eer as _eer
 from mfscore.detection.roc import partial_auc as _partial_auc
 from mfscore.detection.roc import roc_curve as _roc
-from mfscore.detection.scorer import LLR_BASES
 from mfscore.detection.semafor import PLAN_FARS, roc_all_thresholds, semafor_report
 from mfscore.detection.semafor import pd_at_far as _pd_at_far
 
@@ -51,18 +60,47 @@ __all__ = [
     "DetectionIntervals",
     "DetectionResult",
     "DetectionScores",
+    "DataConversionWarning",
 ]
 
 _LABELS = "bool, 0/1, -1/1 or 'Y'/'N' labels, or two labels with pos_label="
 
 
+class DataConversionWarning(UserWarning):
+    """An input was converted to what the function takes: an ``(n, 1)`` column read as a 1-D array, as
+    scikit-learn's ``column_or_1d`` does (its ``DataConversionWarning``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     roc_auc_score([[0], [0], [1], [1]], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    >>> caught[0].category.__name__, str(caught[0].message)[:41]
+    ('DataConversionWarning', 'y_true is a column vector of shape (4, 1)')
+    """
+
+
 # ---- input checks -------------------------------------------------------------------------------
+
+def _outside_this_module() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller point at the user's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame, level = frame.f_back, level + 1
+    return level
+
 
 def _check_1d(values, name: str) -> np.ndarray:
     try:
         array = np.asarray(values)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a 1-D array-like: {exc}") from None
+    if array.ndim == 2 and array.shape[1] == 1:
+        warnings.warn(f"{name} is a column vector of shape {array.shape}: read as 1-D (pass {name}.ravel() to say "
+                      "so)", DataConversionWarning, stacklevel=_outside_this_module())
+        array = array.ravel()
     if array.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {array.shape}")
     if array.dtype == object:  # e.g. a pandas object column: let numpy find the values' own type
@@ -126,6 +164,12 @@ def _check_trials(y_true, y_score, *, pos_label=None, score_name: str = "y_score
     return scores, labels
 
 
+def _check_weighted_trials(y_true, y_score, pos_label, sample_weight):
+    """``_check_trials``' scores and labels, and the checked ``sample_weight`` (None without)."""
+    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
+    return scores, labels, _check_weights(sample_weight, labels)
+
+
 def _check_both_classes(labels: np.ndarray, name: str) -> None:
     if labels.size == 0:
         raise ValueError(f"{name} is empty: there is no trial to score")
@@ -133,6 +177,44 @@ def _check_both_classes(labels: np.ndarray, name: str) -> None:
     if n_pos == 0 or n_pos == labels.size:
         raise ValueError(f"{name} holds one class only ({n_pos} positive, {labels.size - n_pos} negative): "
                          "the metric needs both targets and non-targets")
+
+
+def _check_weights(sample_weight, labels: np.ndarray) -> np.ndarray | None:
+    """Finite non-negative float weights, one a trial, giving both classes some weight; None stays None."""
+    if sample_weight is None:
+        return None
+    weights = _check_scores(sample_weight, "sample_weight")
+    if weights.size != labels.size:
+        raise ValueError(f"y_true and sample_weight differ in length: {labels.size} vs {weights.size}")
+    negative = np.flatnonzero(weights < 0)
+    if negative.size:
+        raise ValueError(f"sample_weight must not be negative: sample_weight[{negative[0]}] is {weights[negative[0]]}")
+    for label, kind in ((1, "targets"), (0, "non-targets")):
+        if not weights[labels == label].sum() > 0:
+            raise ValueError(f"sample_weight gives the {kind} no weight: the metric needs both classes")
+    return weights
+
+
+def _curve(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, *, drop: bool = True) -> Roc:
+    """The ROC (``drop``: collinear points dropped; else a point per distinct score), weighted as scikit-learn's
+    ``roc_curve`` is: trials of zero weight left out, (fps, tps) the cumulative weights of the non-targets and
+    targets in descending score order (ties in input order, as its stable sort keeps them), so the same floats."""
+    if weights is None:
+        return _roc(scores, labels) if drop else roc_all_thresholds(scores, labels)
+    kept = weights != 0
+    order = np.argsort(-scores[kept], kind="stable")
+    ranked, target, weight = scores[kept][order], labels[kept][order].astype(np.float64), weights[kept][order]
+    ends = np.r_[np.flatnonzero(np.diff(ranked)), ranked.size - 1]
+    tps = np.cumsum(target * weight)[ends]
+    fps = np.cumsum((1 - target) * weight)[ends]
+    thresholds = ranked[ends]
+    if drop:
+        keep = drop_collinear(fps, tps)
+        fps, tps, thresholds = fps[keep], tps[keep], thresholds[keep]
+    if fps[0] != 0:  # the origin, as the unweighted curve prepends it
+        fps, tps, thresholds = np.r_[0.0, fps], np.r_[0.0, tps], np.r_[thresholds[0] + 1, thresholds]
+    n_target = int(np.count_nonzero(target))
+    return Roc(fps / fps[-1], tps / tps[-1], thresholds, n_target, target.size - n_target)
 
 
 def _check_rate(value, name: str, *, open_ends: bool = False) -> float:
@@ -148,7 +230,7 @@ def _check_rate(value, name: str, *, open_ends: bool = False) -> float:
 
 # ---- metrics ------------------------------------------------------------------------------------
 
-def roc_auc_score(y_true, y_score, *, pos_label=None) -> float:
+def roc_auc_score(y_true, y_score, *, pos_label=None, sample_weight=None) -> float:
     """Area under the ROC curve (higher is better): the chance that a random target outscores a
     random non-target, ties counting half (docs/detection.md "Metrics").
 
@@ -160,6 +242,9 @@ def roc_auc_score(y_true, y_score, *, pos_label=None) -> float:
         Finite confidence scores, higher meaning more likely a target.
     pos_label : optional
         The positive label, for labels other than bool, 0/1, -1/1 and "Y"/"N".
+    sample_weight : array-like of shape (n,), optional
+        Finite non-negative weight of each trial: the weighted ROC of scikit-learn's ``roc_curve``
+        (each class's rates are shares of its weight); both classes need some weight.
 
     Returns
     -------
@@ -171,12 +256,14 @@ def roc_auc_score(y_true, y_score, *, pos_label=None) -> float:
     0.75
     >>> roc_auc_score(["N", "N", "Y", "Y"], [0.1, 0.4, 0.35, 0.8])
     0.75
+    >>> roc_auc_score([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], sample_weight=[1, 3, 1, 1])
+    0.625
     """
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    return float(_auc(_roc(scores, labels)))
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    return float(_auc(_curve(scores, labels, weights)))
 
 
-def eer_error(y_true, y_score, *, pos_label=None) -> float:
+def eer_error(y_true, y_score, *, pos_label=None, sample_weight=None) -> float:
     """Equal error rate (lower is better): ``(FPR + FNR) / 2`` at the ROC point where ``|FPR - FNR|``
     is smallest, the first such point on ties, MediScore's definition (docs/detection.md §6.4).
 
@@ -189,12 +276,14 @@ def eer_error(y_true, y_score, *, pos_label=None) -> float:
     0.5
     >>> eer_error([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4])
     0.0
+    >>> eer_error([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], sample_weight=[1, 0, 1, 1])
+    0.0
     """
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    return _eer(_roc(scores, labels))
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    return _eer(_curve(scores, labels, weights))
 
 
-def partial_auc_score(y_true, y_score, *, max_far: float = 0.1, pos_label=None) -> float:
+def partial_auc_score(y_true, y_score, *, max_far: float = 0.1, pos_label=None, sample_weight=None) -> float:
     """MediScore's ``AUC@FAR`` (higher is better): the area under the ROC up to its last point with
     FPR <= ``max_far``, not normalised, so at most ``max_far`` (docs/detection.md §6.3).
 
@@ -207,11 +296,11 @@ def partial_auc_score(y_true, y_score, *, max_far: float = 0.1, pos_label=None) 
     0.25
     """
     max_far = _check_rate(max_far, "max_far")
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    return float(_partial_auc(_roc(scores, labels), max_far))
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    return float(_partial_auc(_curve(scores, labels, weights), max_far))
 
 
-def cdr_at_far_score(y_true, y_score, *, far: float = 0.1, pos_label=None) -> float:
+def cdr_at_far_score(y_true, y_score, *, far: float = 0.1, pos_label=None, sample_weight=None) -> float:
     """MediScore's ``CDR@FAR`` (higher is better): the true positive rate at FPR = ``far``, linearly
     interpolated between the ROC points around it (docs/detection.md §6.5).
 
@@ -223,11 +312,12 @@ def cdr_at_far_score(y_true, y_score, *, far: float = 0.1, pos_label=None) -> fl
     1.0
     """
     far = _check_rate(far, "far")
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    return _cdr_at_far(_roc(scores, labels), far)
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    return _cdr_at_far(_curve(scores, labels, weights), far)
 
 
-def pd_at_far_score(y_true, y_score, *, far: float, method: str = "interpolate", pos_label=None) -> float:
+def pd_at_far_score(y_true, y_score, *, far: float, method: str = "interpolate", pos_label=None,
+                    sample_weight=None) -> float:
     """SemaFor's p(D) at a false-alarm rate (higher is better; docs/metrics.md §1.3).
 
     ``method="interpolate"`` reads the ROC linearly interpolated at ``far`` (the plan's choice (b),
@@ -248,28 +338,35 @@ def pd_at_far_score(y_true, y_score, *, far: float, method: str = "interpolate",
     far = _check_rate(far, "far")
     if method not in ("interpolate", "step"):
         raise ValueError(f"method must be 'interpolate' or 'step', got {method!r}")
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    roc = _roc(scores, labels) if method == "interpolate" else roc_all_thresholds(scores, labels)
-    return _pd_at_far(roc, far, method=method)
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    return _pd_at_far(_curve(scores, labels, weights, drop=method == "interpolate"), far, method=method)
 
 
-def roc_curve(y_true, y_score, *, pos_label=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def roc_curve(y_true, y_score, *, pos_label=None, sample_weight=None,
+              drop_intermediate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MediScore's ROC points, as ``--dump`` writes them: ``(fpr, tpr, thresholds)``.
 
-    One point per distinct score (ties form one point), in order of non-decreasing FPR, collinear
-    points dropped (scikit-learn's ``drop_intermediate``); the origin is prepended only when the
-    highest score has a false alarm, with the threshold ``max(y_score) + 1`` (scikit-learn 0.19, the
-    version MediScore's checkfiles hold; today's scikit-learn always prepends it, at ``inf``). A
-    trial is positive at a threshold when its score is at least the threshold.
+    One point per distinct score (ties form one point), in order of non-decreasing FPR; with
+    ``drop_intermediate`` (the default, as in scikit-learn and MediScore) the points scikit-learn's
+    ``drop_intermediate=True`` drops are dropped (a point whose FP and TP counts both have a zero
+    second difference). The origin is prepended only when the highest score has a false alarm, with
+    the threshold ``max(y_score) + 1`` (scikit-learn 0.19, the version MediScore's checkfiles hold;
+    today's scikit-learn always prepends it, at ``inf``). A trial is positive at a threshold when its
+    score is at least the threshold. ``sample_weight`` as in ``roc_auc_score``.
 
     Examples
     --------
     >>> fpr, tpr, thresholds = roc_curve([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     >>> fpr.tolist(), tpr.tolist(), thresholds.tolist()
     ([0.0, 0.5, 0.5, 1.0], [0.5, 0.5, 1.0, 1.0], [0.8, 0.4, 0.35, 0.1])
+    >>> fpr, tpr, thresholds = roc_curve([0, 1, 1, 1], [0.1, 0.2, 0.3, 0.4], drop_intermediate=False)
+    >>> tpr.tolist(), thresholds.tolist()
+    ([0.3333333333333333, 0.6666666666666666, 1.0, 1.0], [0.4, 0.3, 0.2, 0.1])
     """
-    scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
-    roc = _roc(scores, labels)
+    if not isinstance(drop_intermediate, (bool, np.bool_)):
+        raise ValueError(f"drop_intermediate must be True or False, got {drop_intermediate!r}")
+    scores, labels, weights = _check_weighted_trials(y_true, y_score, pos_label, sample_weight)
+    roc = _curve(scores, labels, weights, drop=bool(drop_intermediate))
     return roc.fpr, roc.tpr, roc.thresholds
 
 
@@ -313,6 +410,10 @@ def bootstrap_intervals(y_true, y_score, *, far_stop: float = 0.1, ci_level: flo
 
         order = np.lexsort((y_true, y_score))
         y_true, y_score = np.asarray(y_true)[order], np.asarray(y_score)[order]
+
+    ``mfscore detection --ci`` computes the same replicates by the same code (``replicate_slice``, in
+    slices it joins), so it gives the same intervals in about the same time; the time grows with the
+    number of distinct scores (docs/api.md, its paragraph "Bootstrap time").
 
     Parameters
     ----------
@@ -365,6 +466,9 @@ def semafor_metrics(y_true, y_score, *, fars=PLAN_FARS, base: str = "e", pos_lab
     fars = tuple(_check_rate(f, "fars") for f in np.atleast_1d(np.asarray(fars, dtype=object)).tolist())
     factor = _check_base(base)
     scores, labels = _check_trials(y_true, y_score, pos_label=pos_label)
+    from mfscore.detection.calibration import cllr as _cllr
+    from mfscore.detection.calibration import min_cllr as _min_cllr
+
     found = dict(semafor_report(scores, labels, fars=fars))
     found["Cllr"] = _cllr(scores * factor, labels)
     found["minCllr"] = _min_cllr(scores, labels)
@@ -389,6 +493,8 @@ def cllr_loss(y_true, llr, *, base: str = "e", pos_label=None) -> float:
     >>> cllr_loss([0, 1], [0.0, 0.0])
     1.0
     """
+    from mfscore.detection.calibration import cllr as _cllr
+
     factor = _check_base(base)
     scores, labels = _check_trials(y_true, llr, pos_label=pos_label, score_name="llr")
     return _cllr(scores * factor, labels)
@@ -405,6 +511,8 @@ def min_cllr_loss(y_true, llr, *, pos_label=None) -> float:
     >>> round(min_cllr_loss([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]), 4)
     0.5
     """
+    from mfscore.detection.calibration import min_cllr as _min_cllr
+
     scores, labels = _check_trials(y_true, llr, pos_label=pos_label, score_name="llr")
     return _min_cllr(scores, labels)
 
@@ -455,6 +563,22 @@ class DetectionScores:
     def __init__(self) -> None:
         self._scores: list[np.ndarray] = []
         self._labels: list[np.ndarray] = []
+        self._shards = 1
+
+    def __repr__(self) -> str:
+        """How many trials, targets and non-targets it holds, from how many ``update`` calls and merged shards.
+
+        Examples
+        --------
+        >>> left = DetectionScores().update([0, 1], [0.1, 0.35]).update([1], [0.9])
+        >>> left
+        DetectionScores(n_trials=3, n_target=2, n_nontarget=1, n_updates=2, n_shards=1)
+        >>> left.merge(DetectionScores().update(["N"], [0.4]))
+        DetectionScores(n_trials=4, n_target=2, n_nontarget=2, n_updates=3, n_shards=2)
+        """
+        n_target = int(sum(labels.sum() for labels in self._labels))
+        return (f"DetectionScores(n_trials={self.n_trials}, n_target={n_target}, "
+                f"n_nontarget={self.n_trials - n_target}, n_updates={len(self._scores)}, n_shards={self._shards})")
 
     @property
     def n_trials(self) -> int:
@@ -497,6 +621,7 @@ class DetectionScores:
         merged = DetectionScores()
         merged._scores = self._scores + other._scores
         merged._labels = self._labels + other._labels
+        merged._shards = self._shards + other._shards
         return merged
 
     def _trials(self) -> tuple[np.ndarray, np.ndarray]:

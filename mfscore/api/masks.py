@@ -49,7 +49,6 @@ from dataclasses import dataclass, field, fields, replace
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from mfscore.errors import OptionError
 from mfscore.masks.extra_metrics import EXTRA_COLUMNS, IMAGE, SCORED_PIXELS, SUMMARIZED, extra_cells, extra_summary
@@ -602,6 +601,8 @@ _AVERAGED = ("OptimumThreshold", "OptimumNMM", "OptimumMCC", "OptimumBWL1", "GWL
 
 def _mean_std(values: list) -> tuple[float, float]:
     """Mean and sample standard deviation, NaN left out, with the averaged table's own arithmetic."""
+    import pandas as pd
+
     numbers_ = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").dropna().astype(float)
     if numbers_.empty:
         return NAN, NAN
@@ -748,6 +749,8 @@ class MaskScores:
                 mean = int(mean)
             name = _RUN_FIELDS[column]
             values[name], values[f"stddev_{name}"] = mean, std
+        import pandas as pd
+
         extras = pd.DataFrame([extra_cells(r, actual, extras_pixels) for r in self._records],
                               columns=list(EXTRA_COLUMNS))
         for row in extra_summary(extras, SUMMARIZED, extras_pixels).itertuples():

@@ -10,12 +10,14 @@ options and declares
     options(args)         a ``TaskRun``: the task's options, where the reports go, how many processes
 
 and the local runner does the rest. The validators, which are not tasks, are listed in ``VALIDATORS``, and the
-other local commands that are not tasks (``leaderboard``, ``compare``, ``report-html``) in ``OTHER_COMMANDS``;
-each module's ``add_parser`` adds its sub-command.
+other local commands that are not tasks (``leaderboard``, ``compare``, ``report-html``, ``sample-data``) in
+``OTHER_COMMANDS``; each module's ``add_parser`` adds its sub-command.
 The cluster commands (serve, submit, local-cluster, report, cancel, delete) come from the ``mfscore.commands`` entry
 point of the ``cluster`` extra, so this module never imports them; without that extra, naming one of
 them says what to install (``CLUSTER_COMMANDS``). Nothing heavy is imported before the arguments are
-read: only the named task command's flags are made, and its options types are light to import. A Ctrl-C ends a
+read: only the named task command's flags are made, and its options types are light to import. ``--help`` and
+``--version`` without a command (and ``mfscore`` alone) import no command module: the list of commands is made from
+``COMMAND_HELP``, each command's one-line help, which the tests hold equal to the commands' own. A Ctrl-C ends a
 command with one line and exit status 130.
 """
 
@@ -31,13 +33,37 @@ import traceback
 from functools import partial
 
 from mfscore import __version__, tasks
-from mfscore.cli import compare, leaderboard, report_html, validate, validate_provenance
-from mfscore.cli.arguments import add_results_arguments
 from mfscore.errors import Interrupted, MfscoreError
 
 COMMANDS_ENTRY_POINT = "mfscore.commands"
-VALIDATORS = (validate, validate_provenance)  # the commands that are not tasks
-OTHER_COMMANDS = (leaderboard, compare, report_html)  # the other local commands: reading runs' results
+CLUSTER_ENTRY = "mfscore.services.commands:add_parsers"  # this project's entry point: COMMAND_HELP has its commands
+VALIDATORS = ("validate", "validate_provenance")  # modules of the commands that are not tasks
+OTHER_COMMANDS = ("leaderboard", "compare", "report_html", "sample_data")  # the other local commands
+# Every command's one-line help, in the order --help lists them (tasks, validators, other local commands, cluster):
+# what the command's own module declares, copied so that --help imports none (tests/unit/test_api_detection_usability).
+COMMAND_HELP = {
+    "detection": "score detection confidence scores (DetectionScorer-compatible)",
+    "mask": "score image manipulation masks (MaskScorer-compatible)",
+    "video-temporal": "score video temporal localization (VideoTemporalLocalizationScorer-compatible)",
+    "video-spatial": "score spatial-temporal video masks (VideoSpatialLocalizationScorer-compatible)",
+    "provenance-filtering": "score provenance filtering (ProvenanceFilteringScorer-compatible)",
+    "provenance-graph": "score provenance graphs (ProvenanceGraphBuildingScorer-compatible)",
+    "validate": "validate a detection/localization submission (validator.py-compatible)",
+    "validate-provenance": "validate a provenance submission (ProvenanceValidator-compatible)",
+    "leaderboard": "rank local runs of one task by its primary metric, with confidence intervals",
+    "compare": "compare runs of one task: leaderboard, overlaid ROC/DET, per-query table, paired bootstrap tests",
+    "report-html": ("write one self-contained HTML page of a run: provenance, headline, tables, plots, visuals, "
+                    "glossary"),
+    "sample-data": "write a task's sample data to DIR and print the command that scores it",
+    "serve": "run one service of the distributed mode (gRPC + NATS JetStream + S3)",
+    "local-cluster": "start, stop or inspect a cluster on this machine",
+    "submit": "score on a cluster: the embedded command's options, the same report files",
+    "report": "fetch the report files of a run scored on a cluster",
+    "cancel": "stop a run on the cluster that has not ended",
+    "delete": "remove a run that has ended from the cluster, with its reports",
+    "dataset": "register reference data on a cluster once; list, show, release, delete it",
+    "campaign": "an evaluation campaign on a cluster: create, show, list, close it",
+}
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
                     "delete": "cluster", "dataset": "cluster", "campaign": "cluster", "local-cluster": "cluster,local"}
@@ -52,12 +78,19 @@ def task_command(name: str):
     return importlib.import_module(f"mfscore.cli.{tasks.module_name(name)}")
 
 
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    parser = argparse.ArgumentParser(prog="mfscore",
+                                     description="Media-forensics evaluation scoring (MediScore-compatible).")
+    parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
+    return parser, parser.add_subparsers(dest="command", metavar="<command>")
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser of every command; given ``argv``, a task command's flags only if ``argv`` names it (making them
     imports its options types), and if ``argv`` names a built-in command, the entry points are not read."""
-    parser = argparse.ArgumentParser(prog="mfscore", description="Media-forensics evaluation scoring (MediScore-compatible).")
-    parser.add_argument("--version", action="version", version=f"mfscore {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="<command>")
+    from mfscore.cli.arguments import add_results_arguments
+
+    parser, subparsers = _top_parser()
     for name in tasks.names():
         command = task_command(name)
         p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
@@ -66,16 +99,58 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             add_results_arguments(p)
         p.set_defaults(task_name=name, task_options=command.options)
     for module in VALIDATORS + OTHER_COMMANDS:
-        module.add_parser(subparsers)
+        importlib.import_module(f"mfscore.cli.{module}").add_parser(subparsers)
     if argv is None or not _built_in(argv, subparsers.choices):
-        from importlib.metadata import entry_points  # about 50 ms; only for the cluster commands
+        from importlib.metadata import entry_points  # about 30 ms; only for the cluster commands
 
         for entry in entry_points(group=COMMANDS_ENTRY_POINT):
             entry.load()(subparsers)
-        if not set(CLUSTER_COMMANDS) <= set(subparsers.choices):
-            parser.epilog = ("The distributed mode (serve, submit, report, cancel, delete, dataset, local-cluster) is "
-                             "not installed: pip install 'mfscore[cluster]'.")
+        _say_if_cluster_missing(parser, subparsers)
     return parser
+
+
+def summary_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``mfscore`` without a command (``--help``, ``--version``): every command by its name and
+    ``COMMAND_HELP``, without its flags, so no command module is imported. Its help is ``build_parser()``'s; given
+    an ``argv`` that asks for the version, the entry points are not read, as there.
+
+    The cluster commands are listed when this project's entry point would add them: when its module (the registry,
+    not a command module) finds the modules they need (its ``CLUSTER_MODULES``). Another entry point, or this one
+    without that list, is loaded and called as ``build_parser`` does.
+    """
+    parser, subparsers = _top_parser()
+    for name in (*tasks.names(), *(_command_name(module) for module in VALIDATORS + OTHER_COMMANDS)):
+        subparsers.add_parser(name, help=COMMAND_HELP[name])
+    if argv is not None and _built_in(argv, subparsers.choices):
+        return parser
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=COMMANDS_ENTRY_POINT):
+        needed = getattr(importlib.import_module(entry.module), "CLUSTER_MODULES", None)
+        if entry.value != CLUSTER_ENTRY or needed is None:
+            entry.load()(subparsers)
+        elif _all_found(needed):
+            for name in (name for name in COMMAND_HELP if name in CLUSTER_COMMANDS):
+                subparsers.add_parser(name, help=COMMAND_HELP[name])
+    _say_if_cluster_missing(parser, subparsers)
+    return parser
+
+
+def _command_name(module: str) -> str:
+    """The sub-command of a local command's module (``validate_provenance``: ``validate-provenance``)."""
+    return module.replace("_", "-")
+
+
+def _all_found(modules) -> bool:
+    from importlib.util import find_spec
+
+    return all(find_spec(name) for name in modules)
+
+
+def _say_if_cluster_missing(parser: argparse.ArgumentParser, subparsers: argparse._SubParsersAction) -> None:
+    if not set(CLUSTER_COMMANDS) <= set(subparsers.choices):
+        parser.epilog = ("The distributed mode (serve, submit, report, cancel, delete, dataset, local-cluster) is "
+                         "not installed: pip install 'mfscore[cluster]'.")
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
@@ -152,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str], *, own_process: bool) -> int:
-    parser = build_parser(argv)
+    parser = summary_parser(argv) if _command(argv) is None else build_parser(argv)
     missing = missing_cluster_command(argv, parser)
     if missing is not None:
         print(f"mfscore: error: {missing}", file=sys.stderr)

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from mfscore.errors import ImageError
+from mfscore.errors import ImageError, MissingImageError
 from mfscore.formats import file_names
 from mfscore.limits import DEFAULT_MAX_PIXELS
 
@@ -201,7 +201,7 @@ def _not_fetched(source: ImageBytes) -> ImageError:
     if source.size is not None:
         return ImageError(f"the image file is {source.size} bytes, more than the {source.limit} a scorer fetches",
                           path=source.name)
-    return ImageError("the image does not exist", path=source.name)
+    return MissingImageError("the image does not exist", path=source.name)
 
 
 def _open(source: ImageSource) -> BinaryIO:
@@ -237,7 +237,7 @@ def image_header(source: ImageSource) -> ImageHeader:
     except struct.error:
         raise ImageError("the image header is truncated", path=path) from None
     except FileNotFoundError:
-        raise ImageError("the image does not exist", path=path) from None
+        raise MissingImageError("the image does not exist", path=path) from None
     except OSError as exc:
         raise ImageError(f"the image cannot be read ({exc.strerror or exc})", path=path) from None
     if header.width <= 0 or header.height <= 0:
@@ -259,7 +259,9 @@ def checked_header(source: ImageSource, max_pixels: int) -> ImageHeader:
         if source.data is None:
             raise _not_fetched(source)
     elif not os.path.isfile(path):
-        raise ImageError("the image does not exist" if not os.path.exists(path) else "not a regular file", path=path)
+        if not os.path.exists(path):
+            raise MissingImageError("the image does not exist", path=path)
+        raise ImageError("not a regular file", path=path)
     header = image_header(source)
     w, h = header.width, header.height
     if w * h > max_pixels:

@@ -19,7 +19,7 @@ from operator import itemgetter
 
 from jsonschema import Draft7Validator
 
-from mfscore.errors import InputFileError
+from mfscore.errors import InputFileError, MissingFileError
 from mfscore.limits import DEFAULT_MAX_JSON_BYTES, MAX_JSON_CONTAINERS, MAX_SCHEMA_PROBLEMS
 
 
@@ -44,7 +44,7 @@ def load_provenance_json(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MA
         with open(path, "rb") as f:
             data = f.read(min(info.st_size, max_bytes) + 1)  # not a buffer of the limit's size
     except FileNotFoundError:
-        raise InputFileError("the JSON file does not exist", path=path) from None
+        raise MissingFileError("the JSON file does not exist", path=path) from None
     except OSError as exc:
         raise InputFileError(f"the JSON file cannot be read ({exc.strerror or exc})", path=path) from None
     if len(data) > max_bytes:

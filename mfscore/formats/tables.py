@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from mfscore.errors import InputFileError
+from mfscore.errors import InputFileError, MissingFileError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -216,7 +216,9 @@ def _read(path: Path, **kwargs) -> pd.DataFrame:
     import pandas as pd
 
     if not path.is_file():
-        raise InputFileError("file not found" if not path.exists() else "not a regular file", path=str(path))
+        if not path.exists():
+            raise MissingFileError("file not found", path=str(path))
+        raise InputFileError("not a regular file", path=str(path))
     try:
         return pd.read_csv(path, sep=SEPARATOR, engine="c", **kwargs)
     except pd.errors.EmptyDataError:

@@ -28,7 +28,7 @@ import cv2
 import h5py
 import numpy as np
 
-from mfscore.errors import InputFileError
+from mfscore.errors import InputFileError, MissingFileError
 from mfscore.limits import DEFAULT_MAX_VIDEO_ELEMENTS
 
 # The total pixel count a mask may declare.  2**36 (about 6.9e10, 64 GiB of uint8) covers a 1080p
@@ -54,6 +54,10 @@ class VideoMaskError(InputFileError):
 
 class VideoMaskFramesError(VideoMaskError):
     """A block name places the block before the video's first frame (the numbering may be the other one)."""
+
+
+class MissingVideoMaskError(VideoMaskError, MissingFileError):
+    """A video mask that does not exist (a ``VideoMaskError`` and a ``FileNotFoundError``)."""
 
 
 @dataclass(frozen=True)
@@ -137,8 +141,9 @@ def read_video_mask_layout(path: str, *, max_elements: int = DEFAULT_MAX_VIDEO_E
     number block names count from (0: the MFC2019 plan, 1: MediScore).
     """
     if not os.path.isfile(path):
-        raise VideoMaskError("the video mask does not exist" if not os.path.exists(path) else
-                             "the video mask is not a regular file", path=path)
+        if not os.path.exists(path):
+            raise MissingVideoMaskError("the video mask does not exist", path=path)
+        raise VideoMaskError("the video mask is not a regular file", path=path)
     try:
         with h5py.File(path, "r") as f:
             return _blocks(f, max_elements, layers, frame_base)

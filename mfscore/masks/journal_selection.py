@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from mfscore import query
-from mfscore.errors import InputFileError
+from mfscore.errors import InputFileError, MissingFileError
 from mfscore.formats.journal import journal_paths
 from mfscore.formats.tables import read_table
 from mfscore.masks.reference_selection import parse_colour
@@ -28,7 +28,7 @@ def read_mask_journal(ref_dir: str, ref_name: str, *, mediscore_compat: bool) ->
     join_path, mask_path = journal_paths(ref_dir, ref_name, mediscore_compat=mediscore_compat)
     for path, what in ((join_path, "probeJournalJoin"), (mask_path, "journalMask")):
         if not Path(path).is_file():
-            raise InputFileError(f"the {what} table of the reference does not exist", path=str(path))
+            raise MissingFileError(f"the {what} table of the reference does not exist", path=str(path))
     probe_journal = read_table(join_path, raw_text=True, required=tuple(["ProbeFileID"] + OPERATION)).fillna("")
     journal_mask = read_table(mask_path, raw_text=True, required=tuple(OPERATION)).fillna("")
     extra = [c for c in journal_mask.columns if c not in probe_journal.columns]

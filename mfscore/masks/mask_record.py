@@ -23,7 +23,16 @@ BINS = 256
 
 @dataclass(frozen=True)
 class MaskRecord:
-    """One scored mask (a probe, or the probe or donor side of a splice pair)."""
+    """One scored mask (a probe, or the probe or donor side of a splice pair): the per-threshold pixel counts a run's
+    averages merge; JSON through ``to_dict`` and ``from_dict``.
+
+    Examples
+    --------
+    >>> record = MaskRecord(status=SCORED, positive=np.eye(1, BINS, 0, dtype=np.int64)[0] * 3)
+    >>> again = MaskRecord.from_dict(record.to_dict())
+    >>> again.pixel_n, again.status
+    (3, 'scored')
+    """
 
     status: str
     positive: np.ndarray = field(default_factory=lambda: np.zeros(BINS, np.int64))

@@ -162,7 +162,6 @@ BAD_INPUTS = {
     "labels {0, 2}": ([0, 2, 0, 2], [0.1, 0.2, 0.3, 0.4], {}, "y_true"),
     "swapped arguments": ([0.9, 0.15, 0.4, 0.77], [1, 0, 0, 1], {}, "y_true"),
     "2-D scores": ([0, 1], [[0.1, 0.2], [0.3, 0.4]], {}, SCORE),
-    "column-vector labels": ([[0], [1], [0], [1]], [0.1, 0.2, 0.3, 0.4], {}, "y_true"),
     "scalar labels": (1, [0.1], {}, "y_true"),
     "length mismatch": ([0, 1, 0, 1], [0.1, 0.2, 0.3], {}, SCORE),
     "empty": ([], [], {}, "y_true"),

@@ -444,7 +444,7 @@ def test_undefined_metrics_are_nan_with_a_warning():
     with pytest.warns(UndefinedMaskMetricWarning, match="no manipulated pixel"):
         m = mask_metrics(np.zeros((4, 5), bool), SYSTEM, threshold=3)
     assert not m.scored and math.isnan(m.optimum_mcc) and math.isnan(m.actual_mcc)
-    with pytest.warns(UndefinedMaskMetricWarning, match="cover every pixel"):
+    with pytest.warns(UndefinedMaskMetricWarning, match="covers the whole 4x5 mask"):
         m = mask_metrics(REFERENCE, SYSTEM)  # MediScore's default zones swallow a 4x5 image
     assert m.scored and m.pixel_n == 0 and math.isnan(m.optimum_mcc) and m.pixel_bns == 20
     assert not math.isnan(m.soft_mcc)  # the extras count the whole image
