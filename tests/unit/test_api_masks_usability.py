@@ -139,10 +139,12 @@ def test_masks_that_are_not_scored_still_give_a_run_of_nan_means():
 
 
 def test_mask_record_is_importable_from_the_mask_api():
+    import mfscore.api as api
     import mfscore.api.masks as masks
     from mfscore.masks.mask_record import MaskRecord as core
 
     assert MaskRecord is core and "MaskRecord" in masks.__all__
+    assert api.MaskRecord is core and "MaskRecord" in api.__all__ and "MaskRecord" in dir(api)
 
 
 def test_records_are_taken_back_from_their_json_dicts():
