@@ -197,12 +197,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
     @answers
     @leader_only
     async def ReleaseDataset(self, request, context):
-        who = caller()
-        dataset = self._readable(request)
-        name = reference(dataset)
-        if not (owns(who, dataset) or who.operator):
-            raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator "
-                                   "releases it")
+        who, dataset, name = self._owned(request, "releases")
         if released(dataset):
             return datasets_pb2.ReleaseDatasetResponse(dataset=dataset)
         if name in self.datasets.creating:
@@ -221,11 +216,7 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
     @answers
     @leader_only
     async def DeleteDataset(self, request, context):
-        who = caller()
-        dataset = self._readable(request)
-        name = reference(dataset)
-        if not (owns(who, dataset) or who.operator):
-            raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator deletes it")
+        who, dataset, name = self._owned(request, "deletes")
         if name in self.datasets.creating:
             raise Unavailable(f"the dataset {name} is being changed now; try again")
         naming = [entry for entry in list(self.book.runs.values())
@@ -251,6 +242,16 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         except (MfscoreError, nats.errors.Error, TimeoutError) as error:
             log.warning("dataset %s: deleting its objects is left to the sweep: %s", name, one_line(error))
         return datasets_pb2.DeleteDatasetResponse()
+
+    def _owned(self, request, verb: str):
+        """(the caller, the dataset it names, its ``name@version``) when the caller owns it or is an operator;
+        PERMISSION_DENIED for another reader, NOT_FOUND for one who may not read it (``_readable``)."""
+        who = caller()
+        dataset = self._readable(request)
+        name = reference(dataset)
+        if not (owns(who, dataset) or who.operator):
+            raise PermissionDenied(f"the dataset {name} is {dataset.owner}'s: only its owner or an operator {verb} it")
+        return who, dataset, name
 
     def _readable(self, request) -> datasets_pb2.Dataset:
         return readable_dataset(self.datasets, f"{request.name}@{request.version}", caller())
