@@ -60,7 +60,9 @@ from mfscore.masks.trial_metrics import trial_cells
 from mfscore.options import check_field
 from mfscore.reports.significant_digits import round_significant
 
-__all__ = ["mask_metrics", "MaskMetrics", "MaskRunMetrics", "MaskScores", "MaskRecord", "UndefinedMaskMetricWarning"]
+# MaskRecord, imported here, is the core's (mfscore.masks.mask_record): mfscore.api exports it, so the reference
+# documents it once
+__all__ = ["mask_metrics", "MaskMetrics", "MaskRunMetrics", "MaskScores", "UndefinedMaskMetricWarning"]
 
 NAN = math.nan
 HIGHER, LOWER, NEITHER = "higher", "lower", ""

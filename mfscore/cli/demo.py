@@ -283,7 +283,7 @@ def _campaign(cluster: Path, masks) -> Path:
         "name": "demo", "teams": [{"name": "red", "members": ["alice"]}, {"name": "blue", "members": ["bob"]}],
         "competitions": [{"name": "det", "task": "detection", "dataset": "eval-campaign@1",
                           "options": {"ref_dir": ".", "reference": masks.reference, "index": masks.index,
-                                      "kind": "manipulation"},
+                                      "kind": "manipulation", "scoring": {"ci": True}},
                           "goal": {"metric": "AUC", "threshold": 0.8, "better": "higher"}}],
         "phases": [{"name": "dev", "start": when(-1), "end": when(1), "quota_per_day": 3, "late": "mark",
                     "board": "public", "split": {"by": "hash", "fraction": 0.5, "salt": "demo"},
