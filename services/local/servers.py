@@ -41,14 +41,42 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10000
+
+
 def free_ports(count: int) -> list[int]:
     """``count`` distinct such ports, all held open while they are picked: ports picked one at a time may
-    repeat, since the OS can hand out a released port again (a metrics port equal to a gRPC port)."""
+    repeat, since the OS can hand out a released port again (a metrics port equal to a gRPC port). They are drawn
+    below the OS's ephemeral range where it is known: a port the OS picks (bind to 0) is one it also gives to the
+    next outgoing connection, so another cluster's clients could take it before the service listens on it."""
+    below = _ephemeral_start()
     with contextlib.ExitStack() as held:
         sockets = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
         for sock in sockets:
-            sock.bind((LOOPBACK, 0))
+            _bind_free(sock, below)
         return [sock.getsockname()[1] for sock in sockets]
+
+
+def _ephemeral_start() -> int | None:
+    """The first port of the OS's ephemeral range, when it is known and leaves room below it."""
+    try:
+        first = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return first if first - LOWEST_PORT >= 1000 else None
+
+
+def _bind_free(sock: socket.socket, below: int | None) -> None:
+    """Bind ``sock`` on loopback to a free port under ``below`` (random, a few tries), else one the OS picks."""
+    if below is not None:
+        for port in secrets.SystemRandom().sample(range(LOWEST_PORT, below), 64):
+            try:
+                sock.bind((LOOPBACK, port))
+                return
+            except OSError:
+                continue
+    sock.bind((LOOPBACK, 0))
 
 
 def find_executable(name: str) -> str:

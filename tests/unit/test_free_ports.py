@@ -14,3 +14,17 @@ def test_free_ports_are_distinct_and_bindable():
     for port in free_ports(4):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_free_ports_lie_below_the_ephemeral_range(tmp_path, monkeypatch):
+    """A port the OS hands out for binding to 0 is one it also gives to outgoing connections (another cluster's
+    clients took one before the aggregator listened on it): ports are drawn below the ephemeral range, and from the
+    OS where the range is unknown."""
+    from mfscore.services.local import servers
+
+    ranged = tmp_path / "ip_local_port_range"
+    ranged.write_text("32768\t60999\n")
+    monkeypatch.setattr(servers, "EPHEMERAL_RANGE", ranged)
+    assert all(servers.LOWEST_PORT <= port < 32768 for port in free_ports(16))
+    monkeypatch.setattr(servers, "EPHEMERAL_RANGE", tmp_path / "absent")  # not Linux: the OS picks, as before
+    assert len(set(free_ports(8))) == 8 and servers._ephemeral_start() is None
