@@ -134,6 +134,23 @@ def test_a_detection_package_too(teams, data, registered, tmp_path, capsys):
     assert received["x_all_report.csv"] == everything["x_all_report.csv"]
 
 
+def test_a_per_trial_release_gives_every_report_file_but_the_provenance(teams, data, registered, tmp_path, capsys):
+    _, _, files = teams
+    assert main(["dataset", "register", "eval-per-trial@1", str(data["ref"]), "--shared", "--release", "per-trial",
+                 "--cluster", str(files["operator"])]) == 0
+    mine = embedded(data, tmp_path / "embedded", capsys)
+    arguments = ["--dataset", "eval-per-trial@1", *package_arguments(data)[2:]]
+    status, out, err, _ = submitted(files, "alice", arguments, tmp_path / "cluster", capsys)
+    assert status == mine[0] == 0, err
+    assert tree(tmp_path / "cluster") == tree(tmp_path / "embedded")  # the per-image table among them
+    assert "x_run.json" not in files_named(tmp_path / "cluster") and "x_run.json" in files_named(tmp_path / "embedded")
+    assert out.replace(str(tmp_path / "cluster"), str(tmp_path / "embedded")) == mine[1]  # its stdout too
+
+
+def files_named(directory: Path) -> set[str]:
+    return {p.name for p in directory.iterdir()}
+
+
 def test_a_package_with_a_bad_name_or_description_is_refused_before_anything_is_sent(teams, data, registered,
                                                                                      tmp_path, capsys):
     _, _, files = teams
