@@ -426,9 +426,8 @@ class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
 
     def _tier(self, spec: runs_pb2.RunSpec) -> str:
         """What the caller receives of the run ``spec`` (``releasing.tier``), a campaign run's on the campaign clock."""
-        held = self.campaigns.campaigns.get(spec.campaign) if spec.campaign else None
-        phase = held.model.phase(spec.phase) if held is not None else None
-        return releasing.tier(self.datasets, caller(), spec, phase, clock(self.settings.clock_offset_seconds))
+        return releasing.tier(self.datasets, caller(), spec, self.campaigns.phase_of(spec),
+                              clock(self.settings.clock_offset_seconds))
 
     def _done(self, run_id: str) -> Run:
         """The caller's run ``run_id`` (``_entry``), which must be DONE: FAILED_PRECONDITION otherwise."""

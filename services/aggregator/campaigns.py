@@ -220,6 +220,11 @@ class CampaignBook:
             held = _read(value)
             self.campaigns[held.message.name] = held
 
+    def phase_of(self, spec: runs_pb2.RunSpec) -> Phase | None:
+        """The phase of the campaign run ``spec``; None for another run, or one whose campaign is gone."""
+        held = self.campaigns.get(spec.campaign) if spec.campaign else None
+        return held.model.phase(spec.phase) if held is not None else None
+
     async def record(self, message: campaigns_pb2.Campaign) -> Held:
         """Record the campaign (new, or closed): in the bucket, then in memory."""
         await self.kv.put(kv_key(message.name), message.SerializeToString())

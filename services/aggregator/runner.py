@@ -147,8 +147,7 @@ class ClusterRunner:
 
     def _split(self, run: Run):
         """The public/private split of a campaign run's phase (``mfscore.campaigns.Split``), or None."""
-        held = self.campaigns.campaigns.get(run.spec.campaign) if run.spec.campaign else None
-        phase = held.model.phase(run.spec.phase) if held is not None else None
+        phase = self.campaigns.phase_of(run.spec)
         return phase.split if phase is not None else None
 
     async def _validated(self, run: Run) -> services_pb2.ValidateResponse:

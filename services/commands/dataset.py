@@ -99,9 +99,9 @@ def _name(reference: str) -> tuple[str, str]:
         raise MfscoreError(error.sentence()) from None
 
 
-def tree_files(directory: str) -> list[tuple[str, str]]:
+def tree_files(directory: str, *, what: str = "dataset file name") -> list[tuple[str, str]]:
     """(local path, name under ``directory``) of every regular file under it, by name; a symbolic link leading out
-    of it, or a name the cluster would refuse, stops here."""
+    of it, or a name the cluster would refuse (``what`` it is), stops here."""
     from mfscore.services.common.run_layout import BadName, check_file_name
 
     root = Path(directory).resolve()
@@ -119,7 +119,7 @@ def tree_files(directory: str) -> list[tuple[str, str]]:
             if path.is_file():
                 relative = path.relative_to(root).as_posix()
                 try:
-                    check_file_name(relative, "dataset file name")
+                    check_file_name(relative, what)
                 except BadName as error:
                     raise MfscoreError(error.sentence()) from None
                 files.append((str(path), relative))

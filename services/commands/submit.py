@@ -233,8 +233,7 @@ def check_layout(directory: str) -> None:
 
     report = check_package_layout(directory, ValidatorOptions(plan="mfc2019"))
     for finding in report.findings:
-        where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
-        print(f"{str(finding.severity).upper()}: {finding.message}{where}", file=sys.stderr)
+        print_finding(str(finding.severity), finding.message, finding.file, finding.line)
     if not report.valid:
         raise MfscoreError(f"the package {directory} is not valid ('mfscore validate --package' says more); nothing "
                            "was sent")
@@ -258,22 +257,19 @@ def package_flags(task, name: str, arguments: list[str]) -> list[str]:
     return flags
 
 
+def print_finding(severity: str, message: str, file: str | None, line: int | None) -> None:
+    """A validation finding on stderr: ``ERROR: message [file, line N]``."""
+    where = f" [{file}" + (f", line {line}" if line else "") + "]" if file else ""
+    print(f"{severity.upper()}: {message}{where}", file=sys.stderr)
+
+
 def package_files(directory: str) -> list[tuple[str, str]]:
-    """(path, name in the run) of every file in the package, ``package/<path in it>``; a symbolic link leading out of
-    the package is refused."""
+    """(path, name in the run) of every file in the package, ``package/<path in it>`` (``dataset.tree_files``: a
+    symbolic link leading out of the package is refused)."""
+    from mfscore.services.commands.dataset import tree_files
     from mfscore.services.common.run_layout import PACKAGE
 
-    root = os.path.realpath(directory)
-    files = []
-    for parent, directories, names in os.walk(directory):
-        directories.sort()
-        for name in sorted(names):
-            path = os.path.join(parent, name)
-            if os.path.commonpath([root, os.path.realpath(path)]) != root:
-                raise MfscoreError(f"{path} leads out of the package; nothing was sent")
-            if os.path.isfile(path):
-                files.append((path, f"{PACKAGE}/{os.path.relpath(path, directory).replace(os.sep, '/')}"))
-    return files
+    return [(path, f"{PACKAGE}/{name}") for path, name in tree_files(directory, what="package file name")]
 
 
 def _upload(config, run_id: str, files: list[tuple[str, str]], known: list, roots: dict[str, str], reach: Reaching,
@@ -385,8 +381,7 @@ def _raise_unless_done(final, run_id: str, roots: dict[str, str]) -> None:
     if final.state == runs_pb2.RUN_STATE_DONE:
         return
     for finding in final.validation.findings:
-        where = f" [{finding.file}" + (f", line {finding.line}" if finding.line else "") + "]" if finding.file else ""
-        print(f"{finding.severity.upper()}: {finding.message}{where}", file=sys.stderr)
+        print_finding(finding.severity, finding.message, finding.file, finding.line)
     state = runs_pb2.RunState.Name(final.state)[len("RUN_STATE_"):].lower()
     raise MfscoreError(f"run {run_id} {state}: {localize(final.message, roots)}")
 
