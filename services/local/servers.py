@@ -43,18 +43,19 @@ def free_port() -> int:
 
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_PORT = 10000
+RESERVED_SECONDS = 120  # how long a port picked here stays another picker's no-go: a service binds within it
 
 
 def free_ports(count: int) -> list[int]:
     """``count`` distinct such ports, all held open while they are picked: ports picked one at a time may
     repeat, since the OS can hand out a released port again (a metrics port equal to a gRPC port). They are drawn
     below the OS's ephemeral range where it is known: a port the OS picks (bind to 0) is one it also gives to the
-    next outgoing connection, so another cluster's clients could take it before the service listens on it."""
+    next outgoing connection, so another cluster's clients could take it before the service listens on it. Each
+    port picked is reserved for RESERVED_SECONDS in a directory every picker on this machine reads (``_reserve``):
+    two test workers starting clusters at once took the same free port, seconds before either listened on it."""
     below = _ephemeral_start()
     with contextlib.ExitStack() as held:
-        sockets = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in sockets:
-            _bind_free(sock, below)
+        sockets = [held.enter_context(_bound_free(below)) for _ in range(count)]
         return [sock.getsockname()[1] for sock in sockets]
 
 
@@ -67,16 +68,45 @@ def _ephemeral_start() -> int | None:
     return first if first - LOWEST_PORT >= 1000 else None
 
 
-def _bind_free(sock: socket.socket, below: int | None) -> None:
-    """Bind ``sock`` on loopback to a free port under ``below`` (random, a few tries), else one the OS picks."""
+def _bound_free(below: int | None) -> socket.socket:
+    """A socket bound on loopback to a free port under ``below`` that no picker took lately (random, a few tries),
+    else to one the OS picks."""
     if below is not None:
         for port in secrets.SystemRandom().sample(range(LOWEST_PORT, below), 64):
+            if not _reserve(port):
+                continue
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind((LOOPBACK, port))
-                return
+                return sock
             except OSError:
-                continue
+                sock.close()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind((LOOPBACK, 0))
+    return sock
+
+
+def _reservations() -> Path:
+    return Path(tempfile.gettempdir()) / f"mfscore-ports-{os.getuid()}"
+
+
+def _reserve(port: int) -> bool:
+    """Mark ``port`` picked, unless another picker did within RESERVED_SECONDS (an exclusive create, so two at once
+    cannot both have it)."""
+    folder = _reservations()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    marker = folder / str(port)
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        try:
+            if time.time() - marker.stat().st_mtime < RESERVED_SECONDS:
+                return False
+            marker.unlink()  # a stale mark: taken over by whoever creates it again first
+        except FileNotFoundError:
+            pass
+        return _reserve(port)
 
 
 def find_executable(name: str) -> str:
