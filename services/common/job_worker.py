@@ -20,7 +20,7 @@ from nats.js import JetStreamContext
 
 from mfscore import tasks
 from mfscore.errors import MfscoreError
-from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL, task_label
+from mfscore.services.common.metrics import JOB_DURATION, JOBS_IN_FLIGHT, JOBS_TOTAL, UNKNOWN_TASK, task_label
 from mfscore.services.common.retry import JOB_OUTAGE, JOB_REDELIVERY, Backoff, one_line
 from mfscore.services.common.run_layout import RUN_ID
 from mfscore.services.common.streams import scorer_consumer
@@ -142,10 +142,11 @@ class JobWorker:
         self._outages = 0       # infrastructure failures in a row: the next pause before taking a job is theirs
         self._resume_at = 0.0
         self._pruned = time.monotonic()
-        for task in tasks.load_all():
+        for task in tasks.load_all():  # every series exported from zero: increase() misses a series' first count
             if task.resource == kind:
                 for outcome in OUTCOMES:
                     JOBS_TOTAL.labels(service, task.name, outcome)
+        JOBS_TOTAL.labels(service, UNKNOWN_TASK, "dead")  # a message that is no job, or no task's
 
     def _delay(self, delivered: int) -> float:
         return self._redelivery.delay(delivered - 1)

@@ -260,6 +260,7 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
                 return scored(job)
 
             w = worker(js, handle)
+            assert dead_unknown(w.service) == 0.0  # exported from zero, so Prometheus' increase() sees the first
             await run_until(w, lambda: _at_least(js, DEAD_STREAM, 1))
 
             [dead] = await stream_messages(js, DEAD_STREAM)
@@ -267,9 +268,16 @@ def test_an_unparseable_job_goes_straight_to_the_dead_letter_stream(jetstream):
             assert dead.headers[ERROR_HEADER].startswith("the message is not an mfscore.v1.Job")
             assert calls == []
             assert await stream_count(js, RESULTS_STREAM) == 0
-            assert outcomes(w.service)["dead"] == 1
+            assert outcomes(w.service)["dead"] == 1 and dead_unknown(w.service) == 1.0
 
     asyncio.run(scenario())
+
+
+def dead_unknown(service: str) -> float | None:
+    """The service's count of dead-lettered jobs of no known task, None while it exports no such series."""
+    return next((s.value for family in REGISTRIES["scorer"].collect() for s in family.samples
+                 if s.name == "mfscore_jobs_total" and s.labels == {"service": service, "task": "unknown",
+                                                                     "outcome": "dead"}), None)
 
 
 def test_job_kinds_are_the_tasks_resource_classes_with_one_subject_and_consumer_each(jetstream):
