@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 
-.PHONY: setup lock test-latest demo test test-slow test-faults test-ops test-browser conformance bench docs clean
+.PHONY: setup lock test-latest demo test test-slow test-faults test-ops test-browser conformance bench soak docs clean
 
 setup: $(STAMP)
 
@@ -68,6 +68,11 @@ test-ops: setup
 # The HTML reports opened in Debian's chromium (apt-get install chromium), driven by playwright-core from npm.
 test-browser: setup $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m browser tests/browser
+
+# An hour of the program under faults, watched by a real Prometheus (Debian's prometheus): bench/soak.py, its figures
+# in docs/reliability.md "An hour under faults". Not in CI; 'make test-slow' runs three minutes of it.
+soak: setup
+	$(BIN)/python bench/soak.py --out soak-output
 
 conformance: setup
 	$(BIN)/python -m pytest -q tests/conformance -s

@@ -63,10 +63,12 @@ COMMAND_HELP = {
     "delete": "remove a run that has ended from the cluster, with its reports",
     "dataset": "register reference data on a cluster once; list, show, release, delete it",
     "campaign": "an evaluation campaign on a cluster: create, show, list, close it",
+    "dead-letters": "read the jobs the cluster's scorers gave up on, and purge them (operator)",
 }
 # The cluster commands and the extras they need: named without them installed, a command says what to install.
 CLUSTER_COMMANDS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster",
-                    "delete": "cluster", "dataset": "cluster", "campaign": "cluster", "local-cluster": "cluster,local"}
+                    "delete": "cluster", "dataset": "cluster", "campaign": "cluster", "dead-letters": "cluster",
+                    "local-cluster": "cluster,local"}
 INTERRUPTED = 130  # a Ctrl-C: the shell's status for a command ended by SIGINT
 # numpy's OpenBLAS starts a thread per core as it is imported (about 0.05 CPU s a process, measured); no command
 # does floating-point linear algebra that threads would speed up. A value the user set is kept.

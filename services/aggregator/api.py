@@ -33,6 +33,7 @@ from mfscore.services.aggregator import campaigns, packages, paging, releasing, 
 from mfscore.services.aggregator.access import caller_space, dataset_files, readable_dataset
 from mfscore.services.aggregator.campaigns import CampaignBook, clock
 from mfscore.services.aggregator.datasets import DatasetBook, is_run_of, may_read_reference, owner_space
+from mfscore.services.aggregator.dead_letters_api import DeadLetterApi
 from mfscore.services.aggregator.lease import leader_only
 from mfscore.services.aggregator.objects import Objects
 from mfscore.services.aggregator.quotas import Quotas
@@ -76,11 +77,13 @@ FOLLOWING = ("this aggregator is a standby, behind the leader on the runs in pro
 log = logging.getLogger("mfscore.aggregator")
 
 
-class AggregatorApi(services_pb2_grpc.AggregatorServiceServicer):
+class AggregatorApi(DeadLetterApi, services_pb2_grpc.AggregatorServiceServicer):
     def __init__(self, settings: Settings, store: ObjectStore, book: RunBook, runner: ClusterRunner,
-                 retention: Retention, datasets: DatasetBook, objects: Objects, campaigns: CampaignBook):
+                 retention: Retention, datasets: DatasetBook, objects: Objects, campaigns: CampaignBook, *, js=None,
+                 nc=None):
         self.settings, self.store, self.book, self.runner, self.retention = settings, store, book, runner, retention
         self.datasets, self.objects, self.campaigns = datasets, objects, campaigns
+        self.js, self.nc = js, nc  # the aggregator's NATS, for the operator's dead letters (DeadLetterApi)
         self.quotas = Quotas(settings)
         # one caller's CreateRun and SubmitRun, each from its quota check to its record: parallel calls cannot all
         # pass the check before any is counted

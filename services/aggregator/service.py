@@ -2,7 +2,8 @@
 
 - ``api``: the gRPC API a caller uses (CreateRun, DeclareInputs, UploadInputs, SubmitRun, GetRun, WatchRun, ListRuns,
   CancelRun, DeleteRun, FetchReport, GetResults), each caller seeing its own runs; ``paging``: ListRuns' pages;
-  ``access``: what a caller reaches (its namespace of objects, the datasets it may read);
+  ``access``: what a caller reaches (its namespace of objects, the datasets it may read); ``dead_letters_api``: the
+  operator's ListDeadLetters and PurgeDeadLetters (the jobs the scorers gave up on);
 - ``dataset_api`` and ``datasets``: DatasetService, datasets registered once; ``objects``: every caller's
   content-addressed objects, deleted once nothing names them (docs/datasets.md);
 - ``campaign_api`` and ``campaigns``: CampaignService, evaluation campaigns and their boards (docs/campaigns.md);
@@ -84,7 +85,7 @@ class Aggregator:
         self.retention = Retention(settings, store, js, self.book, self.objects)
         self.book.on_end = self.retention.clean_up
         self.api = AggregatorApi(settings, store, self.book, self.runner, self.retention, self.datasets, self.objects,
-                                 self.campaigns)
+                                 self.campaigns, js=js, nc=nc)
         self.campaign_api = CampaignApi(settings, self.book, self.datasets, self.campaigns, self.api.results)
         self.dataset_api = DatasetApi(settings, store, self.book, self.datasets, self.objects, self.api.quotas)
         self.runs, self.kv = self.book.runs, kv

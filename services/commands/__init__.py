@@ -1,5 +1,5 @@
 """The distributed commands of the ``mfscore`` CLI: serve, local-cluster, submit, report, cancel, delete, dataset,
-campaign.
+campaign, dead-letters.
 
 Registered through the ``mfscore.commands`` entry point, so the CLI never imports them; they are
 offered only when the ``cluster`` extra (grpcio, nats-py, minio) is installed.
@@ -13,7 +13,16 @@ CLUSTER_MODULES = ("grpc", "nats", "minio", "google.protobuf")
 def add_parsers(subparsers) -> None:
     if not all(find_spec(name) for name in CLUSTER_MODULES):
         return
-    from mfscore.services.commands import campaign, dataset, lifecycle, local_cluster, report, serve, submit
+    from mfscore.services.commands import (
+        campaign,
+        dataset,
+        dead_letters,
+        lifecycle,
+        local_cluster,
+        report,
+        serve,
+        submit,
+    )
 
     serve.add_parser(subparsers)
     local_cluster.add_parser(subparsers)
@@ -22,6 +31,7 @@ def add_parsers(subparsers) -> None:
     lifecycle.add_parsers(subparsers)
     dataset.add_parser(subparsers)
     campaign.add_parser(subparsers)
+    dead_letters.add_parser(subparsers)
 
 
 def cluster_leaderboard(args) -> int:

@@ -94,7 +94,7 @@ def run(args) -> int:
 
 
 def up(path: Path, *, aggregators: int = 1, tls: bool = False, nats_nodes: int = 1,
-       environment: dict[str, str] | None = None, log_s3_requests: bool = False,
+       environment: dict[str, str] | None = None, log_s3_requests: bool = False, store_port: int | None = None,
        **pool_processes: int) -> ClusterConfig:
     """Start everything and write ``path``; on any failure stop what was started. Each scorer pool runs as many
     processes as its keyword says (``mask_scorers=2``; 1 when not given). With ``tls`` every server
@@ -104,7 +104,9 @@ def up(path: Path, *, aggregators: int = 1, tls: bool = False, nats_nodes: int =
     With ``aggregators=2`` two aggregators share the leader's lease (one leads, the other stands by) and the
     cluster file lists both addresses.
     ``environment`` adds ``MFSCORE_*`` settings to every service's (tests and benchmarks: a threshold, say).
-    ``log_s3_requests`` has the object store log a line per request (a benchmark counts them)."""
+    ``log_s3_requests`` has the object store log a line per request (a benchmark counts them). ``store_port``
+    (default a free one) is where the object store listens: the soak puts a proxy in front of it, which the services
+    reach through ``environment``'s ``MFSCORE_S3_ENDPOINT``."""
     if path.exists() and _alive(ClusterConfig.read(path)):
         raise OptionError(f"a local cluster is already running ({path}); stop it with 'mfscore local-cluster down'")
     names = _service_names(aggregators, _pool_counts(pool_processes))
@@ -116,7 +118,7 @@ def up(path: Path, *, aggregators: int = 1, tls: bool = False, nats_nodes: int =
     try:
         nats_url, nats_processes = _start_nats(state_dir, nats_nodes, users=nats_users, tls_cert=cert, tls_key=key)
         processes += nats_processes
-        s3 = _start_services_store(state_dir, tls=tls, log_requests=log_s3_requests)
+        s3 = _start_services_store(state_dir, tls=tls, log_requests=log_s3_requests, port=store_port)
         processes.append(_store_process(s3))
         grpc_ports, metrics_ports = _service_ports(len(names))
         config = ClusterConfig(**_addresses(names, grpc_ports), nats_url=nats_url, s3_endpoint=s3.url, bucket=BUCKET,
@@ -177,9 +179,9 @@ def _start_nats(state_dir: Path, nodes: int, **access) -> tuple[str, list[dict]]
     return nats.url, [{"name": "nats-server", "pid": node.popen.pid, "log": str(node.log_path)} for node in servers]
 
 
-def _start_services_store(state_dir: Path, *, tls: bool, log_requests: bool):
+def _start_services_store(state_dir: Path, *, tls: bool, log_requests: bool, port: int | None):
     """A new cluster's object store, its key written where the services read it (``_service_s3``)."""
-    s3 = _start_store(state_dir, tls=tls, log_requests=log_requests)
+    s3 = _start_store(state_dir, tls=tls, log_requests=log_requests, port=port)
     _write_secret(_secrets(state_dir) / "s3-service.json",
                   json.dumps({"access_key": s3.service.access_key, "secret_key": s3.service.secret_key}))
     return s3

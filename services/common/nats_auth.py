@@ -43,6 +43,8 @@ def _aggregator() -> list[str]:
         *(f"{api}.STREAM.{op}.{stream}" for stream in STREAMS for op in ("CREATE", "UPDATE", "INFO")),
         f"{api}.STREAM.PURGE.{RESULTS_STREAM}",
         f"{api}.STREAM.PURGE.{JOBS_STREAM}",                  # a finished or failed run's queued jobs
+        f"{api}.STREAM.MSG.GET.{DEAD_STREAM}",               # an operator reading the dead letters (ListDeadLetters)
+        f"{api}.STREAM.PURGE.{DEAD_STREAM}",                 # and purging those read (PurgeDeadLetters)
         f"{api}.CONSUMER.CREATE.{RESULTS_STREAM}",          # the ordered consumer replaying records
         f"$JS.FC.{RESULTS_STREAM}.>",                         # its flow-control replies
         *(f"{api}.CONSUMER.CREATE.{JOBS_STREAM}.{scorer_consumer_name(kind)}.{job_filter(kind)}"

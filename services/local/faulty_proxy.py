@@ -1,4 +1,4 @@
-"""Infrastructure faults for tests: a TCP proxy in front of a real server that can refuse connections for a while
+"""Infrastructure faults for the tests and the soak (bench/soak.py): a TCP proxy in front of a real server that can refuse connections for a while
 (a server that is down), reset them or answer S3's 503 SlowDown."""
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ class FaultyProxy:
     ``refuse()`` stops listening and cuts every connection through the proxy, so clients get 'connection refused'
     as from a server that is down (pooled keep-alive connections included); ``accept()`` listens on the same port
     again. ``fault`` answers the first ``faults`` connections instead: ``reset`` closes them unanswered,
-    ``slowdown`` answers 503 SlowDown as S3 does under load.
+    ``slowdown`` answers 503 SlowDown as S3 does under load. It listens on ``port`` (default one the OS picks).
     """
 
-    def __init__(self, upstream: tuple[str, int], fault: str | None = None, faults: int = 0):
+    def __init__(self, upstream: tuple[str, int], fault: str | None = None, faults: int = 0, port: int = 0):
         self.upstream = upstream
         self.fault = fault
         self.faults = faults
         self.connections = 0
         self.lock = threading.Lock()
-        self.port = 0
+        self.port = port
         self._server: _Listener | None = None
         self._open: set[socket.socket] = set()
         self.accept()

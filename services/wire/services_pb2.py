@@ -22,31 +22,32 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from mfscore.services.wire import dead_letters_pb2 as mfscore_dot_v1_dot_dead__letters__pb2
 from mfscore.services.wire import jobs_pb2 as mfscore_dot_v1_dot_jobs__pb2
 from mfscore.services.wire import records_pb2 as mfscore_dot_v1_dot_records__pb2
 from mfscore.services.wire import results_pb2 as mfscore_dot_v1_dot_results__pb2
 from mfscore.services.wire import runs_pb2 as mfscore_dot_v1_dot_runs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/services.proto\x12\nmfscore.v1\x1a\x15mfscore/v1/jobs.proto\x1a\x18mfscore/v1/records.proto\x1a\x18mfscore/v1/results.proto\x1a\x15mfscore/v1/runs.proto\"3\n\x0fValidateRequest\x12 \n\x03run\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.RunSpec\"@\n\x10ValidateResponse\x12,\n\x06report\x18\x01 \x01(\x0b\x32\x1c.mfscore.v1.ValidationReport\",\n\x0cScoreRequest\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.mfscore.v1.Job\"8\n\rScoreResponse\x12\'\n\x06record\x18\x01 \x01(\x0b\x32\x17.mfscore.v1.TrialRecord2Y\n\x10ValidatorService\x12\x45\n\x08Validate\x12\x1b.mfscore.v1.ValidateRequest\x1a\x1c.mfscore.v1.ValidateResponse2M\n\rScorerService\x12<\n\x05Score\x12\x18.mfscore.v1.ScoreRequest\x1a\x19.mfscore.v1.ScoreResponse2\xaf\x07\n\x11\x41ggregatorService\x12H\n\tCreateRun\x12\x1c.mfscore.v1.CreateRunRequest\x1a\x1d.mfscore.v1.CreateRunResponse\x12T\n\rDeclareInputs\x12 .mfscore.v1.DeclareInputsRequest\x1a!.mfscore.v1.DeclareInputsResponse\x12S\n\x0cUploadInputs\x12\x1f.mfscore.v1.UploadInputsRequest\x1a .mfscore.v1.UploadInputsResponse(\x01\x12H\n\tSubmitRun\x12\x1c.mfscore.v1.SubmitRunRequest\x1a\x1d.mfscore.v1.SubmitRunResponse\x12?\n\x06GetRun\x12\x19.mfscore.v1.GetRunRequest\x1a\x1a.mfscore.v1.GetRunResponse\x12G\n\x08WatchRun\x12\x1b.mfscore.v1.WatchRunRequest\x1a\x1c.mfscore.v1.WatchRunResponse0\x01\x12\x45\n\x08ListRuns\x12\x1b.mfscore.v1.ListRunsRequest\x1a\x1c.mfscore.v1.ListRunsResponse\x12H\n\tCancelRun\x12\x1c.mfscore.v1.CancelRunRequest\x1a\x1d.mfscore.v1.CancelRunResponse\x12H\n\tDeleteRun\x12\x1c.mfscore.v1.DeleteRunRequest\x1a\x1d.mfscore.v1.DeleteRunResponse\x12P\n\x0b\x46\x65tchReport\x12\x1e.mfscore.v1.FetchReportRequest\x1a\x1f.mfscore.v1.FetchReportResponse0\x01\x12K\n\nGetResults\x12\x1d.mfscore.v1.GetResultsRequest\x1a\x1e.mfscore.v1.GetResultsResponse\x12W\n\x0eGetLeaderboard\x12!.mfscore.v1.GetLeaderboardRequest\x1a\".mfscore.v1.GetLeaderboardResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19mfscore/v1/services.proto\x12\nmfscore.v1\x1a\x1dmfscore/v1/dead_letters.proto\x1a\x15mfscore/v1/jobs.proto\x1a\x18mfscore/v1/records.proto\x1a\x18mfscore/v1/results.proto\x1a\x15mfscore/v1/runs.proto\"3\n\x0fValidateRequest\x12 \n\x03run\x18\x01 \x01(\x0b\x32\x13.mfscore.v1.RunSpec\"@\n\x10ValidateResponse\x12,\n\x06report\x18\x01 \x01(\x0b\x32\x1c.mfscore.v1.ValidationReport\",\n\x0cScoreRequest\x12\x1c\n\x03job\x18\x01 \x01(\x0b\x32\x0f.mfscore.v1.Job\"8\n\rScoreResponse\x12\'\n\x06record\x18\x01 \x01(\x0b\x32\x17.mfscore.v1.TrialRecord2Y\n\x10ValidatorService\x12\x45\n\x08Validate\x12\x1b.mfscore.v1.ValidateRequest\x1a\x1c.mfscore.v1.ValidateResponse2M\n\rScorerService\x12<\n\x05Score\x12\x18.mfscore.v1.ScoreRequest\x1a\x19.mfscore.v1.ScoreResponse2\xea\x08\n\x11\x41ggregatorService\x12H\n\tCreateRun\x12\x1c.mfscore.v1.CreateRunRequest\x1a\x1d.mfscore.v1.CreateRunResponse\x12T\n\rDeclareInputs\x12 .mfscore.v1.DeclareInputsRequest\x1a!.mfscore.v1.DeclareInputsResponse\x12S\n\x0cUploadInputs\x12\x1f.mfscore.v1.UploadInputsRequest\x1a .mfscore.v1.UploadInputsResponse(\x01\x12H\n\tSubmitRun\x12\x1c.mfscore.v1.SubmitRunRequest\x1a\x1d.mfscore.v1.SubmitRunResponse\x12?\n\x06GetRun\x12\x19.mfscore.v1.GetRunRequest\x1a\x1a.mfscore.v1.GetRunResponse\x12G\n\x08WatchRun\x12\x1b.mfscore.v1.WatchRunRequest\x1a\x1c.mfscore.v1.WatchRunResponse0\x01\x12\x45\n\x08ListRuns\x12\x1b.mfscore.v1.ListRunsRequest\x1a\x1c.mfscore.v1.ListRunsResponse\x12H\n\tCancelRun\x12\x1c.mfscore.v1.CancelRunRequest\x1a\x1d.mfscore.v1.CancelRunResponse\x12H\n\tDeleteRun\x12\x1c.mfscore.v1.DeleteRunRequest\x1a\x1d.mfscore.v1.DeleteRunResponse\x12P\n\x0b\x46\x65tchReport\x12\x1e.mfscore.v1.FetchReportRequest\x1a\x1f.mfscore.v1.FetchReportResponse0\x01\x12K\n\nGetResults\x12\x1d.mfscore.v1.GetResultsRequest\x1a\x1e.mfscore.v1.GetResultsResponse\x12W\n\x0eGetLeaderboard\x12!.mfscore.v1.GetLeaderboardRequest\x1a\".mfscore.v1.GetLeaderboardResponse\x12Z\n\x0fListDeadLetters\x12\".mfscore.v1.ListDeadLettersRequest\x1a#.mfscore.v1.ListDeadLettersResponse\x12]\n\x10PurgeDeadLetters\x12#.mfscore.v1.PurgeDeadLettersRequest\x1a$.mfscore.v1.PurgeDeadLettersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'mfscore.v1.services_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VALIDATEREQUEST']._serialized_start=139
-  _globals['_VALIDATEREQUEST']._serialized_end=190
-  _globals['_VALIDATERESPONSE']._serialized_start=192
-  _globals['_VALIDATERESPONSE']._serialized_end=256
-  _globals['_SCOREREQUEST']._serialized_start=258
-  _globals['_SCOREREQUEST']._serialized_end=302
-  _globals['_SCORERESPONSE']._serialized_start=304
-  _globals['_SCORERESPONSE']._serialized_end=360
-  _globals['_VALIDATORSERVICE']._serialized_start=362
-  _globals['_VALIDATORSERVICE']._serialized_end=451
-  _globals['_SCORERSERVICE']._serialized_start=453
-  _globals['_SCORERSERVICE']._serialized_end=530
-  _globals['_AGGREGATORSERVICE']._serialized_start=533
-  _globals['_AGGREGATORSERVICE']._serialized_end=1476
+  _globals['_VALIDATEREQUEST']._serialized_start=170
+  _globals['_VALIDATEREQUEST']._serialized_end=221
+  _globals['_VALIDATERESPONSE']._serialized_start=223
+  _globals['_VALIDATERESPONSE']._serialized_end=287
+  _globals['_SCOREREQUEST']._serialized_start=289
+  _globals['_SCOREREQUEST']._serialized_end=333
+  _globals['_SCORERESPONSE']._serialized_start=335
+  _globals['_SCORERESPONSE']._serialized_end=391
+  _globals['_VALIDATORSERVICE']._serialized_start=393
+  _globals['_VALIDATORSERVICE']._serialized_end=482
+  _globals['_SCORERSERVICE']._serialized_start=484
+  _globals['_SCORERSERVICE']._serialized_end=561
+  _globals['_AGGREGATORSERVICE']._serialized_start=564
+  _globals['_AGGREGATORSERVICE']._serialized_end=1694
 # @@protoc_insertion_point(module_scope)

@@ -1,3 +1,4 @@
+from mfscore.services.wire import dead_letters_pb2 as _dead_letters_pb2
 from mfscore.services.wire import jobs_pb2 as _jobs_pb2
 from mfscore.services.wire import records_pb2 as _records_pb2
 from mfscore.services.wire import results_pb2 as _results_pb2

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from mfscore.services.wire import dead_letters_pb2 as mfscore_dot_v1_dot_dead__letters__pb2
 from mfscore.services.wire import results_pb2 as mfscore_dot_v1_dot_results__pb2
 from mfscore.services.wire import runs_pb2 as mfscore_dot_v1_dot_runs__pb2
 from mfscore.services.wire import services_pb2 as mfscore_dot_v1_dot_services__pb2
@@ -257,6 +258,16 @@ class AggregatorServiceStub:
                 request_serializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.SerializeToString,
                 response_deserializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.FromString,
                 _registered_method=True)
+        self.ListDeadLetters = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/ListDeadLetters',
+                request_serializer=mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.FromString,
+                _registered_method=True)
+        self.PurgeDeadLetters = channel.unary_unary(
+                '/mfscore.v1.AggregatorService/PurgeDeadLetters',
+                request_serializer=mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersRequest.SerializeToString,
+                response_deserializer=mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersResponse.FromString,
+                _registered_method=True)
 
 
 class AggregatorServiceServicer:
@@ -359,6 +370,22 @@ class AggregatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDeadLetters(self, request, context):
+        """The newest dead letters (jobs a scorer gave up on), with each one's error and job, and how many there are in
+        all. The operator's alone: PERMISSION_DENIED for a client.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PurgeDeadLetters(self, request, context):
+        """Remove the dead letters up to and including the sequence the caller last read; one that arrived since is kept.
+        The operator's alone: PERMISSION_DENIED for a client.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AggregatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -421,6 +448,16 @@ def add_AggregatorServiceServicer_to_server(servicer, server):
                     servicer.GetLeaderboard,
                     request_deserializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.FromString,
                     response_serializer=mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.SerializeToString,
+            ),
+            'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeadLetters,
+                    request_deserializer=mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.SerializeToString,
+            ),
+            'PurgeDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgeDeadLetters,
+                    request_deserializer=mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersRequest.FromString,
+                    response_serializer=mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -750,6 +787,60 @@ class AggregatorService:
             '/mfscore.v1.AggregatorService/GetLeaderboard',
             mfscore_dot_v1_dot_results__pb2.GetLeaderboardRequest.SerializeToString,
             mfscore_dot_v1_dot_results__pb2.GetLeaderboardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/ListDeadLetters',
+            mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersRequest.SerializeToString,
+            mfscore_dot_v1_dot_dead__letters__pb2.ListDeadLettersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgeDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mfscore.v1.AggregatorService/PurgeDeadLetters',
+            mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersRequest.SerializeToString,
+            mfscore_dot_v1_dot_dead__letters__pb2.PurgeDeadLettersResponse.FromString,
             options,
             channel_credentials,
             insecure,

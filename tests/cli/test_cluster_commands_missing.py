@@ -16,7 +16,7 @@ import pytest
 from mfscore.cli.main import CLUSTER_COMMANDS, command_names, main
 
 EXTRAS = {"serve": "cluster", "submit": "cluster", "report": "cluster", "cancel": "cluster", "delete": "cluster",
-          "dataset": "cluster", "campaign": "cluster",
+          "dataset": "cluster", "campaign": "cluster", "dead-letters": "cluster",
           "local-cluster": "cluster,local"}
 
 

@@ -19,7 +19,7 @@ from nats.js.api import DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from integration.equivalence import tree, without_created
-from integration.faults import FaultyProxy
+from mfscore.services.local.faulty_proxy import FaultyProxy
 from integration.test_outages import (
     ENDED,
     State,

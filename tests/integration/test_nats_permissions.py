@@ -28,6 +28,7 @@ from mfscore.cli.main import main
 from mfscore.masks.mask_scoring import MaskJob
 from mfscore.records import JobKey
 from mfscore.sample_data.examples import example_arguments
+from mfscore.services.aggregator.dead_letters_api import purge_up_to
 from mfscore.services.commands import local_cluster as commands
 from mfscore.services.common.job_worker import JobWorker
 from mfscore.services.common.messages import job_message
@@ -38,6 +39,7 @@ from mfscore.services.common.settings import Settings
 from mfscore.services.common.streams import STREAMS, ensure_streams, publish_job, runs_bucket, wait_for_streams
 from mfscore.services.common.subjects import (
     DEAD_STREAM,
+    ERROR_HEADER,
     JOBS_STREAM,
     MSG_ID_HEADER,
     RESULTS_STREAM,
@@ -185,6 +187,8 @@ def test_only_the_aggregator_changes_the_streams_and_the_run_state(role, jetstre
                                                                                         subjects=[">"])),
                     "delete the results stream": lambda: js.delete_stream(RESULTS_STREAM),
                     "purge the results stream": lambda: js.purge_stream(RESULTS_STREAM),
+                    "purge the dead letters": lambda: js.purge_stream(DEAD_STREAM),
+                    "read a dead letter": lambda: js.get_msg(DEAD_STREAM, seq=1),
                     "delete the runs bucket": lambda: js.delete_key_value(RUNS_BUCKET),
                     "create a bucket": lambda: js.create_key_value(bucket="mfscore_shadow"),
                 }
@@ -206,8 +210,8 @@ def test_only_the_aggregator_changes_the_streams_and_the_run_state(role, jetstre
 
 def test_each_role_does_its_own_work_without_a_violation(jetstream, nats_server, nats_users, caplog):
     """The aggregator creates the streams and the bucket, publishes jobs, replays records (enough to need flow
-    control) and purges them; a scorer waits for the streams, pulls, publishes a record and a dead letter, acks;
-    the observer reads stream and consumer information."""
+    control) and purges them, reads and purges the dead letters; a scorer waits for the streams, pulls, publishes a
+    record and a dead letter, acks; the observer reads stream and consumer information."""
     caplog.set_level(logging.WARNING, "mfscore.nats")
     run_id = f"run{uuid.uuid4().hex[:8]}"
     bulk = 64  # 64 records of 256 KiB: a replay the server paces with flow control
@@ -215,7 +219,7 @@ def test_each_role_does_its_own_work_without_a_violation(jetstream, nats_server,
     async def scenario():
         async with jetstream() as (_, admin):
             await delete_streams(admin, [config.name for config in STREAMS], RUNS_BUCKET)
-            async with as_role(nats_server, nats_users, "aggregator") as (_, agg), \
+            async with as_role(nats_server, nats_users, "aggregator") as (agg_nc, agg), \
                     as_role(nats_server, nats_users, "scorer") as (_, scorer), \
                     as_role(nats_server, nats_users, "observer") as (_, observer):
                 stop = asyncio.Event()
@@ -247,6 +251,11 @@ def test_each_role_does_its_own_work_without_a_violation(jetstream, nats_server,
                 consumer = await observer.consumer_info(JOBS_STREAM, "mask-scorers")
                 assert (consumer.num_pending, consumer.num_ack_pending) == (0, 0)
                 assert await count(observer, DEAD_STREAM) == 1
+                last = (await agg.stream_info(DEAD_STREAM)).state.last_seq
+                letter = await agg.get_msg(DEAD_STREAM, seq=last)  # an operator's ListDeadLetters
+                assert jobs_pb2.Job.FromString(letter.data).task == "no-such-task" and letter.headers[ERROR_HEADER]
+                assert await purge_up_to(agg_nc, last) == 1        # and PurgeDeadLetters
+                assert await count(observer, DEAD_STREAM) == 0
                 for _ in range(bulk):
                     await scorer.publish(result_subject(run_id), b"x" * (256 << 10))
 

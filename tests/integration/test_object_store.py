@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from integration.faults import FaultyProxy
+from mfscore.services.local.faulty_proxy import FaultyProxy
 from integration.raw_s3 import put_raw
 from mfscore.errors import OptionError
 from mfscore.services.common.metrics import REGISTRIES

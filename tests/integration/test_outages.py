@@ -23,7 +23,7 @@ import pytest
 from nats.js.errors import NoKeysError
 
 from integration.equivalence import tree, without_created
-from integration.faults import FaultyProxy
+from mfscore.services.local.faulty_proxy import FaultyProxy
 from mfscore.cli.main import main
 from mfscore.errors import MfscoreError, OptionError
 from mfscore.sample_data.masks import generate_mask_dataset

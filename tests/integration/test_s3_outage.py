@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from integration.equivalence import without_created
-from integration.faults import FaultyProxy
+from mfscore.services.local.faulty_proxy import FaultyProxy
 from integration.uploads import stored
 from mfscore.sample_data.masks import generate_mask_dataset
 from mfscore.services.aggregator.run import Run
