@@ -105,6 +105,7 @@ class Aggregator:
                                     waiting_for="for NATS", budget=RESTORE_BUDGET)
         if self.book.lease is not None:
             await self.book.reclaim()
+        self.book.read_back = True
         self.loaded.set()
         for run in unfinished:
             self.runner.resume(run)
@@ -188,7 +189,8 @@ async def _serve_until_leading(aggregator: Aggregator, bucket, lease: Lease, set
          (campaigns_pb2_grpc.add_CampaignServiceServicer_to_server, aggregator.campaign_api,
           "mfscore.v1.CampaignService")], settings)
     await set_serving(server, True, services=leading)
-    background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected, lease.leading)))
+    background.append(asyncio.create_task(track_leader_health(server, lambda: nc.is_connected,
+                                                              aggregator.book.leading)))
     log.info("aggregator: gRPC on %d, metrics on %d", port, metrics_port)
     if not leading:
         if not await _stand_by(lease, following, stop):

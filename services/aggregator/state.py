@@ -97,6 +97,7 @@ class RunBook:
         self.kv = kv
         self.nc = nc  # the NATS connection, to wait for it while it is down (None: assume it is up)
         self.lease = lease  # None: the only aggregator, it always leads
+        self.read_back = False  # whether the runs were read back since the lease was taken (Aggregator.restore)
         self.runs: dict[str, Run] = {}
         self.abandoned: set[str] = set()  # runs that could not be recorded: whatever part landed is purged
         self.strays: set[str] = set()     # subjects of records of no run: purged by the next sweep
@@ -114,7 +115,10 @@ class RunBook:
         return self.nc is None or self.nc.is_connected
 
     def leading(self) -> bool:
-        return self.lease is None or self.lease.leading()
+        """Whether this book answers as the leader's: a fresh lease, and the runs read back since it was taken. A
+        standby that has just taken the lease must not create a run before then: the read-back drops from memory any
+        run its listing of the bucket missed (the soak lost two runs so)."""
+        return self.lease is None or (self.lease.leading() and self.read_back)
 
     def current(self) -> bool:
         """Whether this book holds the runs' progress: the leader's book, also while its lease lapses in a NATS

@@ -317,6 +317,55 @@ def test_a_standby_is_alive_and_only_the_leader_serves_the_aggregator_service(je
     assert seen["leader without NATS"] == [("NOT_SERVING", "NOT_SERVING", "NOT_SERVING")]
 
 
+def test_a_new_leader_takes_no_run_until_it_has_read_the_runs_back(jetstream, cluster_settings):
+    """A standby that has just taken the lease answers CreateRun UNAVAILABLE (and its AggregatorService health
+    NOT_SERVING) until it has read the runs back: the read-back drops from memory a run its listing missed, so a run
+    created meanwhile was lost (the soak saw two submits fail with "there is no run")."""
+    token = "t" * 32
+
+    async def scenario():
+        async with bucket(jetstream) as (nc, js, kv, name):
+            first, second = Lease(kv, LEASE), Lease(kv, LEASE)
+            assert await first.take() and not await second.take()
+            renewing = asyncio.create_task(first.keep())
+            standby = aggregator(cluster_settings, js, kv, name, second, nc)
+            following = asyncio.create_task(standby.mirror_bucket(kv))
+            await asyncio.to_thread(standby.datasets.store.ensure_bucket)
+            server, port = await start_grpc_server(
+                [(services_pb2_grpc.add_AggregatorServiceServicer_to_server, standby.api, NAMES[1]),
+                 (datasets_pb2_grpc.add_DatasetServiceServicer_to_server, standby.dataset_api, NAMES[2])],
+                port=0, callers=Callers.of_tokens({token: OPERATOR}))
+            health_task = asyncio.create_task(track_leader_health(server, lambda: True, standby.book.leading))
+
+            def create() -> str:
+                with client_channel(f"127.0.0.1:{port}", token=token) as channel:
+                    try:
+                        return services_pb2_grpc.AggregatorServiceStub(channel).CreateRun(
+                            runs_pb2.CreateRunRequest(), timeout=5).run_id
+                    except grpc.RpcError as error:
+                        return error.code().name
+
+            try:
+                renewing.cancel()
+                await asyncio.wait_for(second.wait_to_lead(), 5 * LEASE)
+                renewing = asyncio.create_task(second.keep())
+                following.cancel()
+                before = (await asyncio.to_thread(create), await health_settles(port, ("SERVING", "NOT_SERVING",
+                                                                                           "NOT_SERVING")))
+                await standby.restore()
+                created = await asyncio.to_thread(create)
+                after = await health_settles(port, ("SERVING",) * 3)
+                return before, created, after, set(standby.runs)
+            finally:
+                renewing.cancel()
+                health_task.cancel()
+                await stop_grpc_server(server, grace=0)
+
+    before, created, after, runs = asyncio.run(scenario())
+    assert before == ("UNAVAILABLE", ("SERVING", "NOT_SERVING", "NOT_SERVING"))
+    assert len(created) == 32 and runs == {created} and after == ("SERVING",) * 3
+
+
 def test_bucket_keys_are_not_lost_to_nats_py_s_early_end_marker(jetstream):
     """``bucket_keys``: nats-py's ``kv.keys()`` can answer "no key" on a loaded machine (its watcher's end marker
     overtakes the deliveries; a new leader then restored no run). An empty answer is asked again while the stream
