@@ -46,7 +46,7 @@ TEAMS = ("red", "blue", "green")
 IN_FLIGHT = 2              # a team's submissions running at once, at most
 SAMPLE_SECONDS = 10.0
 SCRAPE_SECONDS = 10.0
-RSS_MIB_PER_HOUR = 48.0    # bounds on a process's growth after the first quarter (fitted line), plus a slack
+RSS_MIB_PER_HOUR = 48.0    # bounds on a service's peak memory and open files rising from the second quarter to the last
 RSS_SLACK_MIB = 24.0
 FDS_PER_HOUR = 12.0
 FDS_SLACK = 8
@@ -263,36 +263,63 @@ def inject(cluster: SoakCluster, plan: list[tuple[float, str]], started: float, 
               flush=True)
 
 
+def service_of(pod: str) -> str:
+    """The service a process belongs to: ``aggregator`` for ``aggregator-2``, ``nats`` for ``nats-0``."""
+    return re.sub(r"-\d+$", "", pod)
+
+
 def growth_findings(samples: list[dict], started: float, ended: float) -> tuple[list[dict], list[str]]:
-    """Each process's growth of RSS and open files after the first quarter (the fitted line's rise over the rest of
-    the soak, on the process that ran longest then), and the bounds it broke."""
-    after = started + (ended - started) / 4
+    """Each service's peak RSS and open files in the last quarter against its peak in the second (the first is
+    warm-up), and the bounds it broke; beside them each process's own fitted rise over its longest stretch after the
+    first quarter, for the record.
+
+    Peaks are taken over every process of a service, since roles move between them: a standby aggregator that takes
+    the lead grows to the leader's working set (175 -> 400 MiB), the NATS node that becomes a stream's leader holds
+    its cache, a restarted process warms up again. A leak raises the service's peak quarter after quarter."""
+    quarter = (ended - started) / 4
+    apart_hours = 2 * quarter / 3600  # from the middle of the second quarter to the middle of the last
     rss_slack, fds_slack = WARMING_SLACKS if ended - started < 20 * 60 else (RSS_SLACK_MIB, FDS_SLACK)
-    hours = (ended - after) / 3600
     rows, problems = [], []
-    for pod in sorted({s["pod"] for s in samples}):
-        mine = [s for s in samples if s["pod"] == pod and s["t"] >= after]
-        by_pid: dict[int, list[dict]] = {}
-        for s in mine:
-            by_pid.setdefault(s["pid"], []).append(s)
-        if not by_pid:
+    for service in sorted({service_of(s["pod"]) for s in samples}):
+        mine = [s for s in samples if service_of(s["pod"]) == service]
+        second = [s for s in mine if started + quarter <= s["t"] < started + 2 * quarter]
+        last = [s for s in mine if s["t"] >= started + 3 * quarter]
+        if not second or not last:
             continue
-        longest = max(by_pid.values(), key=lambda run: run[-1]["t"] - run[0]["t"])
-        if len(longest) < 3 or longest[-1]["t"] - longest[0]["t"] < (ended - after) / 2:
-            rows.append({"pod": pod, "restarted": True})
-            continue
-        t = np.array([s["t"] for s in longest])
-        rss = np.polyfit(t, [s["rss_mib"] for s in longest], 1)[0] * (ended - after)
-        fds = np.polyfit(t, [s["fds"] for s in longest], 1)[0] * (ended - after)
-        row = {"pod": pod, "rss_mib_start": longest[0]["rss_mib"], "rss_mib_end": longest[-1]["rss_mib"],
-               "rss_mib_growth": float(rss), "fds_end": longest[-1]["fds"], "fds_growth": float(fds)}
+        row = {"service": service, **{f"{what}_{when}": max(s[what] for s in found) for what in ("rss_mib", "fds")
+                                      for when, found in (("second", second), ("last", last))}}
+        row["pods"] = [_fitted(pod, [s for s in mine if s["pod"] == pod], started + quarter, ended)
+                       for pod in sorted({s["pod"] for s in mine})]
         rows.append(row)
-        if rss > RSS_MIB_PER_HOUR * hours + rss_slack:
-            problems.append(f"{pod}'s RSS grew {rss:.1f} MiB after the first quarter (bound "
-                            f"{RSS_MIB_PER_HOUR:g} MiB/h + {rss_slack:g})")
-        if fds > FDS_PER_HOUR * hours + fds_slack:
-            problems.append(f"{pod}'s open files grew by {fds:.1f} after the first quarter")
+        rss_bound = RSS_MIB_PER_HOUR * apart_hours + rss_slack
+        if row["rss_mib_last"] - row["rss_mib_second"] > rss_bound:
+            problems.append(f"{service}'s peak RSS rose {row['rss_mib_last'] - row['rss_mib_second']:.1f} MiB from "
+                            f"the second quarter to the last (bound {rss_bound:.0f} MiB: {RSS_MIB_PER_HOUR:g} MiB/h "
+                            f"+ {rss_slack:g})")
+        fds_bound = FDS_PER_HOUR * apart_hours + fds_slack
+        if row["fds_last"] - row["fds_second"] > fds_bound:
+            problems.append(f"{service}'s peak open files rose by {row['fds_last'] - row['fds_second']} from the "
+                            f"second quarter to the last (bound {fds_bound:.0f})")
     return rows, problems
+
+
+def _fitted(pod: str, samples: list[dict], after: float, ended: float) -> dict:
+    """A process's RSS and open files: the fitted line's rise, per hour, over the longest stretch one process ran
+    after ``after``; informative only (a role change or a restart shows in it too)."""
+    by_pid: dict[int, list[dict]] = {}
+    for s in samples:
+        if s["t"] >= after:
+            by_pid.setdefault(s["pid"], []).append(s)
+    if not by_pid:
+        return {"pod": pod}
+    longest = max(by_pid.values(), key=lambda run: run[-1]["t"] - run[0]["t"])
+    hours = (longest[-1]["t"] - longest[0]["t"]) / 3600
+    if len(longest) < 3 or hours <= 0:
+        return {"pod": pod}
+    t = np.array([s["t"] for s in longest])
+    return {"pod": pod, "minutes": round(hours * 60), "rss_mib_end": longest[-1]["rss_mib"],
+            "rss_mib_per_hour": float(np.polyfit(t, [s["rss_mib"] for s in longest], 1)[0] * 3600),
+            "fds_end": longest[-1]["fds"], "fds_per_hour": float(np.polyfit(t, [s["fds"] for s in longest], 1)[0] * 3600)}
 
 
 def disk_findings(disk: list[dict], runs: list[Submission], loads: list[Workload], started: float,
@@ -503,18 +530,29 @@ def print_summary(summary: dict) -> None:
     print("\neach alert's signal, quiet and overall (docs/reliability.md):")
     for alert, values in summary["signals"].items():
         print(f"  {alert:30} quiet {values['quiet']!s:>22}  overall {values['overall']!s:>22}")
-    print("\ngrowth after the first quarter (fitted):")
+    print("\npeak memory and open files per service, second quarter -> last (each process's fitted rise per hour):")
     for row in summary["growth"]:
-        if row.get("restarted"):
-            print(f"  {row['pod']:22} restarted (no process ran half the time)")
-        else:
-            print(f"  {row['pod']:22} RSS {row['rss_mib_start']:7.1f} -> {row['rss_mib_end']:7.1f} MiB "
-                  f"(fit {row['rss_mib_growth']:+6.1f}), open files {row['fds_end']:4d} ({row['fds_growth']:+5.1f})")
+        pods = ", ".join(f"{p['pod']} {p['rss_mib_per_hour']:+.0f} MiB/h over {p['minutes']} min"
+                         for p in row["pods"] if "minutes" in p)
+        print(f"  {row['service']:18} RSS {row['rss_mib_second']:6.1f} -> {row['rss_mib_last']:6.1f} MiB, "
+              f"open files {row['fds_second']:4d} -> {row['fds_last']:4d}  ({pods})")
     print(f"\ndisk: {summary['disk_figures']}")
     empty = [p["title"] for p in summary["dashboard"] if p["points"] == 0]
     print(f"\ndashboard: {len(summary['dashboard'])} queries, {len(empty)} without data {empty or ''}")
     print("\n" + ("every check passed" if not summary["problems"] else
                   "FAILED:\n  " + "\n  ".join(summary["problems"])))
+
+
+def recheck(path: Path) -> dict:
+    """A saved soak's summary with its growth check done again on its samples (``growth_findings`` as it is now),
+    written back with its timeline."""
+    summary = json.loads(path.read_text())
+    growth, problems = growth_findings(summary["samples"], summary["started"], summary["ended"])
+    kept = [p for p in summary["problems"] if "RSS" not in p and "open files" not in p]
+    summary.update(growth=growth, problems=[*kept, *problems])
+    path.write_text(json.dumps(summary, indent=1))
+    draw_timeline(summary, path.with_name("timeline.png"))
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -524,7 +562,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=None,
                         help="mean seconds between a team's submissions (default 40; 20 in a short soak)")
     parser.add_argument("--out", type=Path, default=Path("soak-output"), help="where summary.json and timeline.png go")
+    parser.add_argument("--recheck", type=Path, metavar="SUMMARY",
+                        help="check the memory and open files of a saved summary.json again (its other checks kept), "
+                             "and draw its timeline again; nothing is run")
     args = parser.parse_args(argv)
+    if args.recheck:
+        summary = recheck(args.recheck)
+        print_summary(summary)
+        return 1 if summary["problems"] else 0
     interval = args.interval or (20.0 if args.minutes < 20 else 40.0)
     summary = soak(args.minutes, args.out, args.seed, interval)
     print_summary(summary)

@@ -40,6 +40,6 @@ def test_three_minutes_of_the_program_under_every_short_fault(tmp_path):
     assert set(summary["alerts"]) == {"MfscoreDeadLettersIncreasing"}
 
     assert summary["dashboard"] and all(panel["points"] > 0 for panel in summary["dashboard"])
-    assert {row["pod"] for row in summary["growth"]} >= {"aggregator-1", "aggregator-2", "mask-scorer-3", "seaweedfs"}
+    assert {row["service"] for row in summary["growth"]} >= {"aggregator", "mask-scorer", "nats", "seaweedfs"}
     assert len(summary["samples"]) >= 12 * 10 and len(summary["disk"]) >= 10
     assert (tmp_path / "timeline.png").stat().st_size > 20_000

@@ -26,29 +26,31 @@ def samples(pod: str, rss_per_hour: float, *, pid: int = 7, fds: int = 20, hours
              "fds": fds} for i in range(steps + 1)]
 
 
-def test_a_leaking_process_fails_the_soak_and_a_steady_one_does_not():
-    rows, problems = soak.growth_findings(samples("steady", 5) + samples("leaky", 200), T0, T0 + HOUR)
+def test_a_leaking_service_fails_the_soak_and_a_steady_one_does_not():
+    rows, problems = soak.growth_findings(samples("steady-0", 5) + samples("leaky-0", 200), T0, T0 + HOUR)
     assert [p.split("'")[0] for p in problems] == ["leaky"]
-    growth = {row["pod"]: row["rss_mib_growth"] for row in rows}
-    assert growth["leaky"] == pytest.approx(150, abs=5) and abs(growth["steady"]) < 10
+    rise = {row["service"]: row["rss_mib_last"] - row["rss_mib_second"] for row in rows}
+    assert rise["leaky"] == pytest.approx(100, abs=8) and abs(rise["steady"]) < 8
+    fitted = {row["service"]: row["pods"][0]["rss_mib_per_hour"] for row in rows}
+    assert fitted["leaky"] == pytest.approx(200, abs=10)
 
 
 def test_open_files_that_keep_growing_fail_it():
-    leaking = [{**s, "fds": 20 + i // 6} for i, s in enumerate(samples("fds", 0))]  # one more a minute
+    leaking = [{**s, "fds": 20 + i // 6} for i, s in enumerate(samples("worker-1", 0))]  # one more a minute
     _, problems = soak.growth_findings(leaking, T0, T0 + HOUR)
-    assert problems == [f"fds's open files grew by {45.0:.1f} after the first quarter"]
+    assert problems == ["worker's peak open files rose by 31 from the second quarter to the last (bound 14)"]
 
 
-def test_a_restarted_process_is_fitted_on_its_longest_run_never_across_a_restart():
-    def run(pid: int, start_hours: float, hours: float, rss: float) -> list[dict]:
+def test_a_role_moving_between_processes_or_a_restart_is_no_growth():
+    def run(pod: str, pid: int, start_hours: float, hours: float, rss: float) -> list[dict]:
         return [{**s, "t": s["t"] + start_hours * HOUR, "pid": pid, "rss_mib": s["rss_mib"] + rss}
-                for s in samples("scorer", 0, hours=hours)]
+                for s in samples(pod, 0, hours=hours)]
 
-    rows, problems = soak.growth_findings(run(7, 0, 0.5, 100) + run(8, 0.5, 0.5, 0), T0, T0 + HOUR)
-    assert problems == [] and abs(rows[0]["rss_mib_growth"]) < 5 and rows[0]["rss_mib_start"] < 160
-    rows, problems = soak.growth_findings(run(7, 0, 0.5, 0) + run(8, 0.5, 0.25, 0) + run(9, 0.75, 0.25, 0),
-                                          T0, T0 + HOUR)
-    assert problems == [] and rows == [{"pod": "scorer", "restarted": True}]
+    leader_then_standby = run("aggregator-1", 1, 0, 0.42, 250) + run("aggregator-1", 3, 0.42, 0.58, 25)
+    standby_then_leader = run("aggregator-2", 2, 0, 0.42, 25) + run("aggregator-2", 2, 0.42, 0.58, 250)
+    restarted = run("store", 4, 0, 0.6, 500) + run("store", 5, 0.6, 0.1, 100) + run("store", 5, 0.7, 0.3, 500)
+    rows, problems = soak.growth_findings(leader_then_standby + standby_then_leader + restarted, T0, T0 + HOUR)
+    assert problems == [] and [row["service"] for row in rows] == ["aggregator", "store"]
 
 
 def test_a_store_keeping_more_than_the_runs_reports_fails_it():
