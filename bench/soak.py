@@ -61,7 +61,8 @@ SIGNALS = {  # each alert's left-hand side, to measure its threshold against the
     "MfscoreConsumerLagGrowing": "max(mfscore_jetstream_consumer_pending)",
     "MfscoreDeadLettersPresent": 'max(mfscore_jetstream_stream_messages{stream="MFSCORE_DEAD"})',
     "MfscoreDeadLettersIncreasing": 'sum(increase(mfscore_jobs_total{outcome="dead"}[15m]))',
-    "MfscoreJobErrorRateHigh": 'max(sum by (service, task) (rate(mfscore_jobs_total{outcome=~"retried|dead"}[10m]))'
+    "MfscoreJobErrorRateHigh": "max(sum by (service, task) (rate(mfscore_jobs_total"
+                               '{outcome=~"retried|dead", task!="unknown"}[10m]))'
                                " / sum by (service, task) (rate(mfscore_jobs_total[10m])))",
     "MfscoreRunStuck": "max(mfscore_run_state_age_seconds)",
     "MfscoreS3Errors": "max(sum by (operation) (rate(mfscore_s3_errors_total[5m])))",
@@ -317,9 +318,12 @@ def _fitted(pod: str, samples: list[dict], after: float, ended: float) -> dict:
     if len(longest) < 3 or hours <= 0:
         return {"pod": pod}
     t = np.array([s["t"] for s in longest])
+
+    def per_hour(what: str) -> float:
+        return float(np.polyfit(t, [s[what] for s in longest], 1)[0] * 3600)
+
     return {"pod": pod, "minutes": round(hours * 60), "rss_mib_end": longest[-1]["rss_mib"],
-            "rss_mib_per_hour": float(np.polyfit(t, [s["rss_mib"] for s in longest], 1)[0] * 3600),
-            "fds_end": longest[-1]["fds"], "fds_per_hour": float(np.polyfit(t, [s["fds"] for s in longest], 1)[0] * 3600)}
+            "rss_mib_per_hour": per_hour("rss_mib"), "fds_end": longest[-1]["fds"], "fds_per_hour": per_hour("fds")}
 
 
 def disk_findings(disk: list[dict], runs: list[Submission], loads: list[Workload], started: float,
