@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from cluster_measures import run_files
 from soak_faults import FAULTS, Fault, Kubelet, SoakCluster, schedule
-from soak_prometheus import Interval, Prometheus, RuleTiming, Target
+from soak_prometheus import Interval, Prometheus, RuleTiming, Target, rule_timing
 from soak_timeline import draw_timeline
 
 from mfscore.services.commands import local_cluster as commands
@@ -145,7 +145,7 @@ class Team(threading.Thread):
         self.interval, self.until, self.drain_until = interval, until, drain_until
         self.rng = random.Random(seed)
         self.done: list[Submission] = []
-        self.running: list[tuple[Submission, subprocess.Popen, Path]] = []
+        self.running: list[tuple[Submission, Workload, subprocess.Popen, Path]] = []
 
     def run(self) -> None:
         due = time.time() + self.rng.uniform(0, self.interval)
@@ -158,7 +158,7 @@ class Team(threading.Thread):
         while self.running and time.time() < self.drain_until:
             self.reap()
             time.sleep(0.5)
-        for submission, popen, out in self.running:
+        for submission, _, popen, out in self.running:
             popen.kill()
             popen.wait()
             submission.outcome = "stuck"
@@ -174,11 +174,11 @@ class Team(threading.Thread):
             popen = subprocess.Popen([sys.executable, "-m", "mfscore", "submit", "--cluster", str(self.caller),
                                       *load.argv(out)], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=err)
-        self.running.append((Submission(self.name, load.task, time.time()), popen, out))
+        self.running.append((Submission(self.name, load.task, time.time()), load, popen, out))
 
     def reap(self) -> None:
         for entry in list(self.running):
-            submission, popen, out = entry
+            submission, load, popen, out = entry
             if popen.poll() is None:
                 continue
             self.running.remove(entry)
@@ -188,7 +188,6 @@ class Team(threading.Thread):
             said = out.with_suffix(".stderr").read_text(errors="replace")
             found = CREATED.search(said)
             submission.run_id = found.group(1) if found else ""
-            load = next(w for w in self.loads if w.task == submission.task)
             if popen.returncode != 0:
                 submission.outcome, submission.error = "failed", said.strip()[-500:]
             elif run_files(out) != load.baseline:
@@ -220,9 +219,9 @@ class Sampler(threading.Thread):
                 measured = _process_figures(pid) if pid else None
                 if measured:
                     self.samples.append({"t": now, "pod": pod, "pid": pid, **measured})
-            state = self.cluster.state_dir
-            self.disk.append({"t": now, "store_mib": _mib(state / "s3"), "jetstream_mib": _mib(state / "jetstream"),
-                              "state_mib": _mib(state), "logs_mib": _mib(state / "logs")})
+            tops = _mib_by_top(self.cluster.state_dir)
+            self.disk.append({"t": now, "store_mib": tops.get("s3", 0.0), "jetstream_mib": tops.get("jetstream", 0.0),
+                              "state_mib": sum(tops.values()), "logs_mib": tops.get("logs", 0.0)})
             if self.stopping.wait(SAMPLE_SECONDS):
                 return
 
@@ -237,16 +236,18 @@ def _process_figures(pid: int) -> dict | None:
     return {"rss_mib": int(rss.group(1)) / 1024 if rss else 0.0, "fds": fds}
 
 
-def _mib(path: Path) -> float:
-    """What the files under ``path`` take on disk (allocated blocks), MiB."""
-    total = 0
+def _mib_by_top(path: Path) -> dict[str, float]:
+    """What the files under ``path`` take on disk (allocated blocks), MiB, by the entry of ``path`` they are in."""
+    totals: dict[str, float] = {}
     for folder, _, files in os.walk(path):
+        top = Path(folder).relative_to(path).parts[:1]
         for name in files:
+            key = top[0] if top else name
             try:
-                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                totals[key] = totals.get(key, 0.0) + os.lstat(os.path.join(folder, name)).st_blocks * 512 / 2 ** 20
             except OSError:
                 pass
-    return total / 2 ** 20
+    return totals
 
 
 def inject(cluster: SoakCluster, plan: list[tuple[float, str]], started: float, seed: int,
@@ -385,8 +386,9 @@ def alert_findings(timing: dict[str, RuleTiming], intervals: dict[str, list[Inte
             paging = [f for f in faults if alert in f.pages and f.start - SCRAPE_SECONDS <= interval.end]
             if not any(f.start - SCRAPE_SECONDS <= interval.start <= fire_by(f, alert) for f in paging):
                 problems.append(f"{alert} fired at {interval.start - started:.0f} s with no fault to page for")
-            elif ended > max(clear_by(f, alert) for f in paging) + SCRAPE_SECONDS and \
-                    interval.end > max(clear_by(f, alert) for f in paging):
+                continue
+            cleared_by = max(clear_by(f, alert) for f in paging)
+            if ended > cleared_by + SCRAPE_SECONDS and interval.end > cleared_by:
                 problems.append(f"{alert} fired from {interval.start - started:.0f} s and did not clear in time")
     return rows, problems
 
@@ -394,7 +396,7 @@ def alert_findings(timing: dict[str, RuleTiming], intervals: dict[str, list[Inte
 def signal_maxima(prometheus: Prometheus, faults: list[Fault], started: float, ended: float) -> dict[str, dict]:
     """Each alert's signal (SIGNALS) at its largest (smallest for ``up``) in quiet stretches and overall: how far the
     soak's series came from each threshold."""
-    timing = prometheus.rule_timing()
+    timing = rule_timing()
     figures = {}
     for alert, expr in SIGNALS.items():
         window = timing[alert].lookback_seconds + 2 * SCRAPE_SECONDS
@@ -423,8 +425,7 @@ def server_states(cluster: SoakCluster) -> dict[str, int]:
     from mfscore.services.commands.report import list_runs
     from mfscore.services.wire import runs_pb2, services_pb2_grpc
 
-    config = commands.ClusterConfig.read(cluster.path)
-    with config.channel() as channel:
+    with cluster.config.channel() as channel:
         found = list(list_runs(services_pb2_grpc.AggregatorServiceStub(channel)))
     states: dict[str, int] = {}
     for run in found:
@@ -475,7 +476,7 @@ def soak(minutes: float, out: Path, seed: int, interval: float) -> dict:
             run.fault = any(f.start <= (run.finished or ended) and f.end >= run.submitted for f in faults)
         states = server_states(cluster)
         intervals = prometheus.alert_intervals(started, ended)
-        alert_rows, alert_problems = alert_findings(prometheus.rule_timing(), intervals, faults, started, ended)
+        alert_rows, alert_problems = alert_findings(rule_timing(), intervals, faults, started, ended)
         alerts = {name: [asdict(i) for i in found] for name, found in intervals.items()}
         panels = prometheus.dashboard_panels(started, ended)
         signals = signal_maxima(prometheus, faults, started, ended)

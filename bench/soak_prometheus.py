@@ -189,8 +189,6 @@ class Prometheus:
                     first = after
         return {name: sorted(found, key=lambda i: i.start) for name, found in intervals.items()}
 
-    rule_timing = staticmethod(rule_timing)
-
     def dashboard_panels(self, start: float, end: float) -> list[PanelData]:
         """Every dashboard panel target's series and non-NaN points over [start, end]."""
         step = max(self.scrape_seconds, (end - start) / 200)
