@@ -197,7 +197,7 @@ def run_task(args, *, own_process: bool = False) -> int:
         from mfscore.run.collector import collect_less
 
         collect_less()
-    lines = run_local(tasks.get(args.task_name), run.options, run.out_root, processes=run.processes,
+    lines = run_local(args.task_name, run.options, run.out_root, processes=run.processes,
                       out=sys.stderr if args.json else sys.stdout, progress=not args.quiet)
     if run.verbose:
         print(f"mfscore: done in {time.perf_counter() - started:.2f} s; Ending", file=sys.stderr)

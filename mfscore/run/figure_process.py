@@ -1,21 +1,21 @@
 """Figures drawn by a second process that imports matplotlib while this one reads and scores.
 
-Importing matplotlib costs a command about 0.5 s of one core before its first line is drawn. A
-command that will draw calls ``start`` first thing with the formats its figures are written in (``Task.draws``):
-a worker process imports the plotting modules and those formats' writers on the other core while the command
-reads its tables and scores, then draws what ``draw`` sends it, while the command writes its tables. A format
-not declared is still written, its writer imported when the first such figure is saved; a writer declared and
-not used (PDF's, 0.1 s) is only a waste, so a run declares only what it writes. ``finish`` waits for the
-figures (the staged outputs commit after it). Without a worker (a process that has matplotlib already, the
-cluster's aggregator, a test) ``draw`` calls the drawing function in this process, and so does ``finish`` for
-every figure sent to a worker that died: the worker saves time, it is never needed.
+Importing matplotlib costs a command about 0.3 s of one core before its first line is drawn. A command that will
+draw calls ``start`` first thing, before it imports its task's libraries, with the formats its figures are written
+in (its options' ``draws()``): a worker process imports the plotting modules and those formats' writers on the other
+core while the command imports pandas, reads its tables and scores, then draws what ``draw`` sends it, while the
+command writes its tables. A format not declared is still written, its writer imported when the first such figure is
+saved; a writer declared and not used (PDF's, 0.1 s) is only a waste, so a run declares only what it writes.
+``finish`` waits for the figures (the staged outputs commit after it). Without a worker (a process that has
+matplotlib already, the cluster's aggregator, a test) ``draw`` calls the drawing function in this process, and so
+does ``finish`` for every figure sent to a worker that died: the worker saves time, it is never needed.
 
-Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child. On Linux,
-from a process with one thread and no matplotlib, the worker is forked: it starts with the command's modules
-(numpy, pandas) already loaded, 0.2-0.3 s of CPU less than a new interpreter importing them (a detection run of
-100,000 trials); elsewhere it is a new ``python -m mfscore.run.figure_process``. The worker runs in a process
-group of its own, so a Ctrl-C at the terminal interrupts the command alone, which stops the worker
-(``abandon``): an interrupted run prints one line, not the worker's traceback.
+Jobs are ``"module:function"`` names and picklable arguments, sent by this process to its own child. On Linux, from
+a process with one thread and no matplotlib, the worker is forked: it starts with the command's modules already
+loaded, CPU a new interpreter would spend importing them again; elsewhere it is a new ``python -m
+mfscore.run.figure_process``. The worker runs in a process group of its own, so a Ctrl-C at the terminal interrupts
+the command alone, which stops the worker (``abandon``): an interrupted run prints one line, not the worker's
+traceback.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import BinaryIO
 WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_agg")  # every figure's canvas is Agg's
 FORMAT_MODULES = {"png": (), "pdf": ("matplotlib.backends.backend_pdf", "fontTools.subset")}  # what saving imports
 ALL_FORMATS = tuple(FORMAT_MODULES)
+PIPE_BYTES = 1 << 20  # Linux's default limit for a process without privileges
 
 _worker: subprocess.Popen | _Forked | None = None
 _sent: list[tuple[str, tuple, dict]] = []
@@ -46,6 +47,18 @@ def start(formats: tuple[str, ...] = ALL_FORMATS) -> None:
     if _worker is None and "matplotlib" not in sys.modules:
         formats = _known(formats)
         _worker = _forked(formats) or _spawned(formats)
+        _widen(_worker.stdin.fileno())
+
+
+def _widen(pipe: int) -> None:
+    """Let the jobs' pipe hold ``PIPE_BYTES``, so that sending a figure (a curve of 10⁵ trials: 150 KB) does not wait
+    for a worker still importing: the command goes on writing its tables. Linux only; elsewhere the pipe is as it is."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, or above the system's limit (fs.pipe-max-size)
+        pass
 
 
 def _spawned(formats: tuple[str, ...]) -> subprocess.Popen:

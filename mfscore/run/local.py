@@ -127,17 +127,22 @@ def emit(stdout: list[str], stderr: list[str], out: TextIO | None = None) -> Non
         print(line, file=out or sys.stdout)
 
 
-def run_local(task: Task, options, out_root: str, *, processes: int | None = None, out: TextIO | None = None,
+def run_local(task: Task | str, options, out_root: str, *, processes: int | None = None, out: TextIO | None = None,
               progress: bool = True) -> Lines:
     """Run ``task`` on local files; its report's lines, with the exit status, the results and the run's provenance
     (a fatal problem raises after its lines are printed). What the steps print for standard output goes to ``out``;
-    ``progress`` False shows no progress bar."""
+    ``progress`` False shows no progress bar.
+
+    The figure worker starts first, with the formats the options draw (their ``draws()``); a task given by its
+    registered name is imported after that, so the worker imports the plotting modules while this process imports
+    the task's libraries (pandas: a quarter of a detection command of 10⁵ trials)."""
     started = time.time()
     keep_freed_memory()
-    formats = task.draws(options)
+    formats = options.draws() if hasattr(options, "draws") else ()
     if formats:
         figure_process.start(formats)
     try:
+        task = tasks.get(task) if isinstance(task, str) else task
         plan = task.plan(options)
         emit(plan.stdout, plan.stderr, out)
         outcomes = score_plan(task, plan, processes, interactive=progress and sys.stderr.isatty())

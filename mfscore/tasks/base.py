@@ -167,12 +167,6 @@ class Task(ABC):
         reads its blobs from memory, each at most that many bytes (``with_blobs`` gets ``ImageBytes``)."""
         return None
 
-    def draws(self, options) -> tuple[str, ...]:
-        """The formats the report's figures are written in ("png", "pdf"); none: it draws no figure. The local
-        runner starts ``figure_process`` with them first thing; declared here only: the command line does not
-        restate it."""
-        return ()
-
     def validation(self, options) -> Submission | None:
         """The submission the validator checks first; None: planning's own checks are the validation."""
         return None

@@ -191,9 +191,6 @@ class Detection(Task):
                                       work.first, work.count, band=work.band) if work.count else None)
         return SubsetRecord(point, replicates)
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("pdf", "png") if options.plot.enabled else ()  # each ROC or DET, and the SemaFor ROC
-
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         prepared: Prepared = plan.prepared

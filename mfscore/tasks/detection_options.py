@@ -33,3 +33,7 @@ class Options(ReferenceLayout):
         if self.plot.multi_figs and self.scoring.query_mode is None:
             raise OptionError("--multiFigs needs a query option (-q, -qp or -qm)", option="multi_figs",
                               flag="--multiFigs")
+
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: each ROC or DET, and the SemaFor ROC (``figure_process.start``)."""
+        return ("pdf", "png") if self.plot.enabled else ()

@@ -98,9 +98,6 @@ class Mask(Task):
                 for position, (role, work) in enumerate(zip(plan.roles, plan.jobs))]
         return Plan(options, _masks_read_once(jobs), Prepared(table, plans))
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",) if options.report.plots else ()  # the average ROCs; the heat map is drawn with OpenCV, here
-
     def validation(self, options: Options) -> Submission:
         """The system table against the index; masks are checked when scored, pixel values only with -pppns."""
         from mfscore.validation.options import ValidatorOptions

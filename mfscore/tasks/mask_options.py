@@ -39,3 +39,7 @@ class Options(ReferenceLayout):
                               option="task", flag="-t/--task")
         if self.manipulation_queries and (self.report.queries or self.report.partition):
             raise OptionError("-qm cannot be combined with -q or -qp", option="manipulation_queries", flag="-qm")
+
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: the average ROCs (the heat map is drawn with OpenCV, in the run)."""
+        return ("png",) if self.report.plots else ()

@@ -77,9 +77,6 @@ class ProvenanceFiltering(provenance.ProvenanceTask):
     metric_names = "|".join(f"NodeRecallAt{n}" for n in RANKS)
     aggregate_reports = ("scores.csv",)  # the mean recalls, a row per node type
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",) if options.plots else ()
-
     def plan(self, options: Options) -> Plan:
         """Read the tables and journals and plan a job per trial; no system JSON is read. With ``-v`` the
         table warnings go to stderr; filtering says nothing on stdout."""

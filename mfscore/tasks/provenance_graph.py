@@ -203,9 +203,6 @@ class ProvenanceGraph(provenance.ProvenanceTask):
         return Plan(options, jobs, prepared, stdout=stdout if options.verbose else [], stderr=stderr,
                     tables=provenance.journal_tables(options, prepared))
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",) if options.plot_scored or options.html_report else ()
-
     def score(self, work: GraphJob):
         """The trial's record; an unusable JSON leaves the trial out, a cycle in the system graph stops the
         run unless ``-c``."""

@@ -60,6 +60,10 @@ class GraphOptions(Options):
         "--mediscore-compat", help="reproduce MediScore: name reused journal node IDs from one table over all probes",
         page="compatibility.md"))
 
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: each scored graph (``-p``, implied by ``-H``)."""
+        return ("png",) if self.plot_scored or self.html_report else ()
+
 
 @dataclass(frozen=True)
 class FilteringOptions(Options):
@@ -71,3 +75,7 @@ class FilteringOptions(Options):
     plots: bool = field(default=False, metadata=option(  # recall_at_k.png
         "--plots", help="also draw recall_at_k.png: the mean node recall at each rank, a bar per node type "
                         "(mfscore extension)"))
+
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: recall at k (``--plots``)."""
+        return ("png",) if self.plots else ()

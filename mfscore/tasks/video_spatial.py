@@ -140,9 +140,6 @@ class VideoSpatial(Task):
         record = score_video(work)
         return Problem(record.error, counts_as=record) if record.error else record
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",) if options.plots else ()
-
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         prepared: Prepared = plan.prepared

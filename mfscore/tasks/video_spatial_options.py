@@ -42,3 +42,7 @@ class Options(ReferenceLayout):
         validate(self)
         if sum(map(bool, (self.query, self.query_partition, self.query_manipulation))) > 1:
             raise OptionError("-q, -qp and -qm exclude each other", option="query", flag="-q/-qp/-qm")
+
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: the MCC distribution (``--plots``)."""
+        return ("png",) if self.plots else ()

@@ -93,9 +93,6 @@ class VideoTemporal(Task):
     def score(self, work: ProbeIntervals) -> ProbeRecord:
         return score_probe(work)
 
-    def draws(self, options: Options) -> tuple[str, ...]:
-        return ("png",) if options.plots else ()
-
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options
         queries = options.scoring.queries

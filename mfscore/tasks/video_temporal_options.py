@@ -35,3 +35,7 @@ class Options:
 
     def __post_init__(self):
         validate(self)
+
+    def draws(self) -> tuple[str, ...]:
+        """The formats of the run's figures: the MCC distribution (``--plots``)."""
+        return ("png",) if self.plots else ()

@@ -42,6 +42,20 @@ def test_modules_a_detection_run_imports(tmp_path, flags, heavy):
     assert (tmp_path / "out" / "run_all_ROC.png").exists() == ("--noPlot" not in flags)
 
 
+def test_the_figure_worker_starts_before_the_run_imports_pandas(tmp_path):
+    """The worker imports matplotlib while the command imports pandas, not after it."""
+    spy = ("from mfscore.run import figure_process\n"
+           "start = figure_process.start\n"
+           "def spied(formats):\n"
+           "    print(json.dumps(['pandas' in sys.modules, list(formats)]))\n"
+           "    start(formats)\n"
+           "figure_process.start = spied\n")
+    done = subprocess.run([sys.executable, "-c", "import json, sys\n" + spy + PROBE,
+                           *_arguments(tmp_path, "out", [])], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[0]) == [False, ["pdf", "png"]]
+    assert (tmp_path / "out" / "run_all_ROC.pdf").exists()
+
+
 def test_the_figure_worker_draws_what_the_run_would_draw_itself(tmp_path):
     flags = ["--semafor"]
     assert "matplotlib" not in _run(_arguments(tmp_path, "worker", flags))

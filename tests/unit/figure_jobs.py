@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 def append_line(path: str, line: str) -> None:
     with open(path, "a", encoding="utf-8") as file:
@@ -35,7 +37,13 @@ MARK = "a new interpreter"  # the parent of a forked worker sets it before start
 
 def write_process(path: str) -> None:
     """The drawing process's id, its parent's, and ``MARK`` as the drawing process sees it."""
-    import os
-
     with open(path, "w", encoding="utf-8") as file:
         file.write(f"{os.getpid()} {os.getppid()} {MARK}\n")
+
+
+def wait_for(path: str) -> None:
+    """Return once ``path`` exists: a worker busy for as long as the test wants."""
+    import time
+
+    while not os.path.exists(path):
+        time.sleep(0.01)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,23 @@ def test_figures_sent_to_a_worker_that_died_are_drawn_here(worker, tmp_path):
     figure_process.draw("figure_jobs:append_line", str(target), "after")
     figure_process.finish()
     assert target.read_text() in ("before\nafter\n", "before\nbefore\nafter\n")
+
+
+def test_sending_a_large_figure_does_not_wait_for_a_busy_worker(worker, tmp_path):
+    """A figure of 500 KB (a pipe holds 64 KB unless widened) is sent while the worker is still busy: the command
+    goes on to its tables instead of waiting for the worker to read."""
+    go = tmp_path / "go"
+    figure_process.draw("figure_jobs:wait_for", str(go))
+    sender = threading.Thread(target=figure_process.draw,
+                              args=("figure_jobs:append_line", str(tmp_path / "big.txt"), "x" * 500_000))
+    sender.start()
+    sender.join(timeout=10)
+    sent = not sender.is_alive()
+    go.touch()
+    sender.join()
+    figure_process.finish()
+    assert sent
+    assert (tmp_path / "big.txt").read_text() == "x" * 500_000 + "\n"
 
 
 def test_abandon_stops_the_worker(worker):

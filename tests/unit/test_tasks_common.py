@@ -69,7 +69,7 @@ def test_the_task_has_a_command_restating_nothing(name):
     parser = _subparsers(build_parser([name]))[name]
     defaults = {action.dest: action.default for action in parser._actions} | parser._defaults
     assert defaults["task_name"] == name and defaults["task_options"] is command.options
-    assert "draws" not in defaults  # whether a run draws is Task.draws alone
+    assert "draws" not in defaults  # whether a run draws is its options' draws() alone
 
 
 @pytest.mark.parametrize("name", NAMES)
