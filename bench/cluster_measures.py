@@ -24,9 +24,8 @@ def embedded_run(argv: list[str]) -> tuple[float, float]:
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds so far of a process, its waited-for children and its live descendants (a scorer
-    scores each job in a child process of its own: mfscore.run.limited); 0 once it is gone."""
+def _processes() -> tuple[dict[int, list[str]], dict[int, list[int]]]:
+    """(the fields of /proc/<pid>/stat after the command's name, by pid; the live children of each pid)."""
     stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -37,11 +36,23 @@ def cpu_seconds(pid: int) -> float:
     children: dict[int, list[int]] = {}
     for each, fields in stats.items():
         children.setdefault(int(fields[1]), []).append(each)
+    return stats, children
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid``."""
+    return _processes()[1].get(pid, [])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds so far of a process, its waited-for children and its live descendants (a scorer
+    scores each job in a child process of its own: mfscore.run.limited); 0 once it is gone."""
+    stats, below = _processes()
     total, todo = 0, [pid] if pid in stats else []
     while todo:
         each = todo.pop()
         total += sum(int(field) for field in stats[each][11:15])
-        todo += children.get(each, [])
+        todo += below.get(each, [])
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -138,7 +138,7 @@ class AggregatorApi(DeadLetterApi, services_pb2_grpc.AggregatorServiceServicer):
             async def put(declared, data):
                 key = object_key(space, declared.sha256)
                 pin(key)  # stored, not yet named by the run's manifest
-                await asyncio.to_thread(self.objects.put, key, data, declared.size,
+                await asyncio.to_thread(self.objects.put, key, data, declared.size, declared.sha256,
                                         lacking=self.objects.take_lacking(run_id, key))
                 stored.files.append(declared)
                 recorded.append(runs_pb2.InputFile(name=declared.name, size=declared.size, sha256=declared.sha256,

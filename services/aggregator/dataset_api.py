@@ -89,7 +89,8 @@ class DatasetApi(datasets_pb2_grpc.DatasetServiceServicer):
         stored = datasets_pb2.UploadObjectsResponse()
 
         async def put(declared, data):
-            await asyncio.to_thread(self.objects.put, object_key(space, declared.sha256), data, declared.size)
+            await asyncio.to_thread(self.objects.put, object_key(space, declared.sha256), data, declared.size,
+                                    declared.sha256)
             stored.files.append(declared)
 
         os.makedirs(self.settings.work_dir, exist_ok=True)

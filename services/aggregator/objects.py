@@ -119,13 +119,14 @@ class Objects:
             del self._lacking[run_id]
         return True
 
-    def put(self, key: str, data: BinaryIO, size: int, *, lacking: bool = False) -> bool:
-        """Store the checked bytes ``data`` as the object ``key`` unless it is there already (blocking); whether they
-        were written. One known ``lacking`` (``take_lacking``) is written without asking S3: a content-addressed
-        object written meanwhile holds these very bytes, so writing them again changes nothing."""
+    def put(self, key: str, data: BinaryIO, size: int, sha256: str, *, lacking: bool = False) -> bool:
+        """Store the bytes ``data``, checked to have the SHA-256 ``sha256`` that ``key`` names, as the object ``key``
+        unless it is there already (blocking); whether they were written. The request is signed with that digest,
+        not one computed again. One known ``lacking`` (``take_lacking``) is written without asking S3: a
+        content-addressed object written meanwhile holds these very bytes, so writing them again changes nothing."""
         if not lacking and self.store.size_of(key) == size:
             return False
-        self.store.put_stream(key, data, size)
+        self.store.put_stream(key, data, size, sha256=sha256)
         return True
 
     async def named(self, space: str) -> set[str]:

@@ -30,6 +30,7 @@ from mfscore.services.common.settings import Settings
 from mfscore.services.common.status_codes import Internal, Unavailable
 
 T = TypeVar("T")
+PAYLOAD_SHA256 = "x-amz-content-sha256"
 CHUNK_BYTES = 1 << 20
 PART_BYTES = 8 << 20  # a multipart upload's part: what one upload holds in memory
 TRANSIENT_S3_CODES = frozenset({"SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "OperationAborted"})
@@ -80,6 +81,24 @@ class ObjectStoreRefused(ObjectStoreError):
     """The S3 server refused a request for its credentials or their permissions; retrying will not help."""
 
 
+class _Minio(Minio):
+    """The SDK's client, except that a request whose headers carry its payload's SHA-256 (``PAYLOAD_SHA256``, which
+    the caller checked against these very bytes) is signed with that digest as given. The SDK would hash the payload
+    again over HTTP, or compute its MD5 over HTTPS: 0.2 ms of CPU of a 420 kB PUT's 0.9 ms. An S3 server that checks
+    payloads (S3, MinIO) refuses a body that does not match the digest; SeaweedFS does not check it."""
+
+    def _build_headers(self, host, headers=None, body=None, creds=None):
+        given = (headers or {}).get(PAYLOAD_SHA256)
+        if given is None or creds is None:
+            return super()._build_headers(host, headers, body, creds)
+        others = {name: value for name, value in headers.items() if name != PAYLOAD_SHA256}
+        built, date = super()._build_headers(host, others, None, creds)  # no body: nothing hashed
+        built[PAYLOAD_SHA256] = given
+        if body:
+            built["Content-Length"] = str(len(body))
+        return built, date
+
+
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, S3Error):
         status = getattr(exc.response, "status", 0) or 0
@@ -126,7 +145,7 @@ class ObjectStore:
             cert_reqs="CERT_REQUIRED",
             ca_certs=os.environ.get("SSL_CERT_FILE") or certifi.where(),
         )
-        self._client = Minio(
+        self._client = _Minio(
             settings.s3_host,
             access_key=settings.s3_access_key,
             secret_key=settings.s3_secret_key,
@@ -191,13 +210,15 @@ class ObjectStore:
         self._call("put", key, lambda: self._client.fput_object(self.bucket, key, os.fspath(path)))
         S3_BYTES.labels("written").inc(size)
 
-    def put_stream(self, key: str, data: BinaryIO, length: int) -> None:
+    def put_stream(self, key: str, data: BinaryIO, length: int, *, sha256: str | None = None) -> None:
         """Store ``length`` bytes read from the seekable ``data`` under ``key``: one request up to a part's size,
-        multipart beyond it, so memory stays at a part (PART_BYTES) whatever the length."""
+        multipart beyond it, so memory stays at a part (PART_BYTES) whatever the length. ``sha256``, the bytes' digest
+        as the caller checked it, signs the one request instead of a digest computed again (``_Minio``)."""
+        given = {PAYLOAD_SHA256: sha256} if sha256 is not None and length <= PART_BYTES else None
 
         def put() -> None:
             data.seek(0)
-            self._client.put_object(self.bucket, key, data, length, part_size=PART_BYTES)
+            self._client.put_object(self.bucket, key, data, length, part_size=PART_BYTES, metadata=given)
 
         self._call("put", key, put)
         S3_BYTES.labels("written").inc(length)
