@@ -165,22 +165,23 @@ def code_counter(codes: np.ndarray, n_codes: int) -> Callable[[np.ndarray], np.n
 def _counted_draws(n: int, n_resamples: int, seed: int, first: int, count):
     """``count`` of each replicate's draws of ``n`` rows, from replicate ``first`` on.
 
-    The draws and counts, as long as all the rest of a replicate together, are made on a second
-    thread, a few replicates ahead (numpy releases the GIL while it draws and gathers).
+    The draws, which follow one another through the generator's state, are made on a second thread a replicate or
+    two ahead (numpy releases the GIL while it draws); counting them and the rest of a replicate, which take less
+    time than drawing, on this one. A replicate then costs its draws alone, on two cores.
     """
     rng = _kept(n, first, seed)
-    ahead: queue.Queue = queue.Queue(maxsize=4)
+    ahead: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
     finished = threading.Event()
 
     def draw() -> None:
         for _ in range(n_resamples):
-            counted = count(rng.randint(0, n, size=n))
+            drawn = rng.randint(0, n, size=n)
             while True:
                 if stop.is_set():
                     return
                 try:
-                    ahead.put(counted, timeout=0.1)
+                    ahead.put(drawn, timeout=0.1)
                     break
                 except queue.Full:
                     continue
@@ -190,7 +191,7 @@ def _counted_draws(n: int, n_resamples: int, seed: int, first: int, count):
     drawer.start()
     try:
         for _ in range(n_resamples):
-            yield ahead.get()
+            yield count(ahead.get())
     finally:
         stop.set()
         drawer.join()

@@ -54,7 +54,7 @@ class SortedTrials:
     def from_arrays(cls, scores: np.ndarray, labels: np.ndarray) -> "SortedTrials":
         scores = np.asarray(scores, dtype=np.float64)
         labels = np.asarray(labels, dtype=np.int64)
-        order = np.argsort(-scores, kind="stable")
+        order = descending_order(scores)
         s = scores[order]
         return cls(s, labels[order], order, _group_ends(s))
 
@@ -117,6 +117,26 @@ class SortedTrials:
         tps = np.cumsum(targets)[present]
         seen = np.cumsum(per_group)[present]
         return seen - tps, tps, self.scores[self.group_ends][present]
+
+
+def descending_order(scores: np.ndarray) -> np.ndarray:
+    """``np.argsort(-scores, kind="stable")``: positions by descending score, equal scores in their order.
+
+    numpy's stable sort of floats is a merge sort; its vectorised sort is 6 times as fast but unstable. So the
+    scores are sorted by that one, which finds each one's group of equal scores, then keys (descending group,
+    position), all distinct, are: a third of the time on 10⁶ scores. NaN (which would lead here) falls back.
+    """
+    n = scores.size
+    if n < 2 or n > 1 << 31 or np.isnan(scores).any():
+        return np.argsort(-scores, kind="stable")
+    ascending = np.argsort(scores)
+    ordered = scores[ascending]
+    group = np.cumsum(np.r_[False, ordered[1:] != ordered[:-1]])  # of each sorted score, ascending from 0
+    keys = np.empty(n, dtype=np.int64)
+    keys[ascending] = (group[-1] - group) * n
+    keys += np.arange(n)
+    keys.sort()
+    return keys % n
 
 
 def _group_ends(scores: np.ndarray) -> np.ndarray:

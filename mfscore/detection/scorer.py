@@ -9,10 +9,9 @@ one go; the detection task computes them as jobs (``mfscore.tasks.detection``), 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mfscore.detection import semafor
 from mfscore.detection import subsets as subsets_mod
@@ -32,6 +31,9 @@ from mfscore.detection.roc import SortedTrials, auc, cdr_at_far, eer, partial_au
 from mfscore.detection.roc_band import RocBand
 from mfscore.detection.trials import ScoredTable, scores_and_labels, trial_response_rate
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 @dataclass
 class SubsetResult:
@@ -45,7 +47,7 @@ class SubsetResult:
 
 def build_subsets(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[subsets_mod.Subset]:
     if options.query_mode is None:
-        return subsets_mod.whole_set(table.trials)
+        return subsets_mod.whole_set(table.rows)
     frame = subsets_mod.query_frame(table.trials, journal)
     keys = table.sys_ref_keys
     if options.query_mode == "qp":
@@ -160,7 +162,7 @@ def competition_threshold(table: ScoredTable, options: DetectionOptions) -> floa
     the whole set and each ``-q``/``-qm`` query are competitions with a θ* of their own."""
     if not options.semafor or options.query_mode != "qp":
         return None
-    return semafor.dynamic_eer_threshold(*scores_and_labels(table.trials)).threshold
+    return semafor.dynamic_eer_threshold(*scores_and_labels(table.rows)).threshold
 
 
 def score_detection(table: ScoredTable, journal: pd.DataFrame | None, options: DetectionOptions) -> list[SubsetResult]:

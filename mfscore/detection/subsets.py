@@ -8,26 +8,30 @@ journal tables (one row per trial and operation) and, after selecting, keep each
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mfscore import query
-from mfscore.formats.journal import join_journal
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 
 @dataclass
 class Subset:
     label: str                      # the query text as given ("" for the whole set)
-    rows: pd.DataFrame              # one row per trial
+    rows: pd.DataFrame | pl.DataFrame  # one row per trial (the whole set of a table polars joined: its polars rows)
     factors: dict[str, str] = field(default_factory=dict)   # -qp partition factor values
 
 
-def whole_set(trials: pd.DataFrame) -> list[Subset]:
+def whole_set(trials: pd.DataFrame | pl.DataFrame) -> list[Subset]:
     return [Subset("", trials)]
 
 
 def query_frame(trials: pd.DataFrame, journal: pd.DataFrame | None) -> pd.DataFrame:
     """Trials joined with their journal operations, missing values as empty strings (docs/detection.md §7.2)."""
+    from mfscore.formats.journal import join_journal
+
     joined = join_journal(trials, journal)
     return joined.astype(object).where(joined.notna(), "")
 

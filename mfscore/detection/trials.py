@@ -3,21 +3,29 @@
 The scored table is ``(reference ⟕ system) ⋈ index``: join keys are the columns the files share
 (not fixed per task), reference trials without a system score are dropped (MediScore's
 behaviour, reported as a warning), and ``--optOut`` keeps only opted-in trials.
+
+pandas is imported by the functions that use it: a table polars read and joined is scored from its polars frame
+(``scores_and_labels``), and a run that neither queries nor writes metadata does not import pandas until its report.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mfscore.errors import InputFileError
-from mfscore.formats.columnar import read_plain_columns
-from mfscore.formats.joins import join, unique_key
+from mfscore.formats.columnar import plain_header, read_plain_columns
 from mfscore.formats.tables import file_line, read_header, read_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 SCORE = "ConfidenceScore"
 
@@ -39,7 +47,7 @@ COLUMNAR_MIN_BYTES = 16 << 20  # the three tables' bytes from which polars reads
 class ScoredTable:
     """The joined trials, with what later steps need to know about how they were formed."""
 
-    trials: pd.DataFrame            # reference columns, then system-only, then index-only
+    rows: pd.DataFrame | pl.DataFrame  # reference columns, then system-only, then index-only; polars' if it joined
     sys_ref_keys: list[str]         # identify a trial
     index_ref_keys: list[str]
     reference_columns: list[str]
@@ -48,10 +56,32 @@ class ScoredTable:
     total_num: int                  # trials before opt-out filtering (the TRR denominator)
     warnings: list[str] = field(default_factory=list)
 
+    @cached_property
+    def trials(self) -> pd.DataFrame:
+        """The rows as pandas reads them, for queries and metadata outputs: the polars frame of a table polars
+        joined is converted when first asked for (text columns pandas' ``str``, NaN for null; a RangeIndex)."""
+        if not is_polars(self.rows):
+            return self.rows
+        import pandas as pd
 
-def scores_and_labels(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Confidence scores and 0/1 target labels (``IsTarget == 'Y'``, docs/detection.md §5) of scored trials."""
-    return trials[SCORE].to_numpy(dtype=np.float64), (trials["IsTarget"] == "Y").to_numpy(dtype=np.int64)
+        rows = self.rows
+        return pd.DataFrame({c: rows[c].to_numpy() if c == SCORE else pd.array(rows[c].to_numpy(), dtype="str")
+                             for c in rows.columns}, copy=False)
+
+
+def is_polars(frame) -> bool:
+    """Whether ``frame`` is a polars DataFrame (the rows of a table polars joined), without importing polars."""
+    polars = sys.modules.get("polars")
+    return polars is not None and isinstance(frame, polars.DataFrame)
+
+
+def scores_and_labels(trials: pd.DataFrame | pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence scores and 0/1 target labels (``IsTarget == 'Y'``, docs/detection.md §5) of scored trials, a
+    pandas frame or a polars one (whose missing IsTarget, null, is no target, as pandas' NaN is not)."""
+    targets = trials["IsTarget"] == "Y"
+    if is_polars(trials):
+        targets = targets.fill_null(False)
+    return np.asarray(trials[SCORE].to_numpy(), dtype=np.float64), np.asarray(targets.to_numpy(), dtype=np.int64)
 
 
 def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, warnings: list[str],
@@ -62,6 +92,8 @@ def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, war
     repeats 20 lines, and the checkfiles count them). Returns ``unique_key(frame, keys, like)``: a
     key column without repeats rules out repeated keys, and a join looks rows up in it.
     """
+    from mfscore.formats.joins import unique_key
+
     lookup = unique_key(frame, keys, like)
     if lookup is not None:
         return lookup
@@ -84,6 +116,8 @@ def _check_keys(frame: pd.DataFrame, keys: list[str], path: Path, what: str, war
 
 def _parse_scores(system: pd.DataFrame, path: Path) -> pd.Series:
     """ConfidenceScore as floats; blank stays NaN (dropped later), anything non-numeric is an error."""
+    import pandas as pd
+
     text = system[SCORE]
     present = text.notna().to_numpy()
     values = pd.to_numeric(text.where(present, None), errors="coerce").to_numpy(dtype=np.float64)
@@ -116,9 +150,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _join_keys(ref_path: Path, index_path: Path, sys_path: Path) -> tuple[dict, list[str], list[str]]:
-    """The three headers, the system-reference keys and the index-reference keys (docs/detection.md §3.2)."""
-    headers = {p: read_header(p) for p in (ref_path, index_path, sys_path)}
+def _join_keys(headers: dict, ref_path: Path, index_path: Path, sys_path: Path) -> tuple[list[str], list[str]]:
+    """The system-reference keys and the index-reference keys, from the three headers (docs/detection.md §3.2)."""
     sys_ref_keys = [c for c in headers[sys_path] if c in headers[ref_path]]
     index_ref_keys = [c for c in headers[index_path] if c in headers[ref_path]]
     if not sys_ref_keys:
@@ -126,7 +159,7 @@ def _join_keys(ref_path: Path, index_path: Path, sys_path: Path) -> tuple[dict, 
                              path=str(sys_path))
     if not index_ref_keys:
         raise InputFileError(f"shares no key column with the reference {ref_path}", path=str(index_path))
-    return headers, sys_ref_keys, index_ref_keys
+    return sys_ref_keys, index_ref_keys
 
 
 def _unscored_warning(count: int, first_key: list[str]) -> str:
@@ -134,7 +167,10 @@ def _unscored_warning(count: int, first_key: list[str]) -> str:
 
 
 def _load_with_pandas(ref_path: Path, index_path: Path, sys_path: Path, *, all_columns: bool) -> ScoredTable:
-    headers, sys_ref_keys, index_ref_keys = _join_keys(ref_path, index_path, sys_path)
+    from mfscore.formats.joins import join
+
+    headers = {p: read_header(p) for p in (ref_path, index_path, sys_path)}
+    sys_ref_keys, index_ref_keys = _join_keys(headers, ref_path, index_path, sys_path)
     needed = None if all_columns else {*sys_ref_keys, *index_ref_keys, *SCORING_COLUMNS}
 
     warnings: list[str] = []
@@ -155,7 +191,7 @@ def _load_with_pandas(ref_path: Path, index_path: Path, sys_path: Path, *, all_c
     trials = join(joined, index, index_ref_keys, how="inner", lookup=index_lookup)
 
     return ScoredTable(
-        trials=trials,
+        rows=trials,
         sys_ref_keys=sys_ref_keys,
         index_ref_keys=index_ref_keys,
         reference_columns=list(reference.columns),
@@ -169,8 +205,10 @@ def _load_with_pandas(ref_path: Path, index_path: Path, sys_path: Path, *, all_c
 # A ConfidenceScore polars and pandas' to_numeric read as the same float: a plain decimal, not a negative zero
 # (to_numeric reads a column of integers "-0" as 0.0), at most 15 digits (leading zeros of the integer part aside),
 # so both make one correct rounding; any other goes to pandas, which also words the error for a non-number.
-_PLAIN_DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)$"
-_NEGATIVE_ZERO = r"^-[0.]*$"
+# _PLAIN_SCORE says the first two (a plain decimal, unsigned or with a plus, or with a minus and a digit other than 0),
+# _plain_decimals counts the digits.
+_PLAIN_SCORE = (r"^(?:\+?(?:[0-9]+\.?[0-9]*|\.[0-9]+)"
+                r"|-(?:0*[1-9][0-9]*\.?[0-9]*|0*\.[0-9]*[1-9][0-9]*))$")
 _ROW = "row"  # the reference's row number while joining (no identifier column is named so)
 _HASH = "key hash"
 
@@ -179,10 +217,13 @@ def _load_with_polars(ref_path: Path, index_path: Path, sys_path: Path) -> Score
     """``_load_with_pandas(..., all_columns=False)``, read and joined with polars, or None where polars could give
     anything else: a table that is not plain or has a column pandas does not read as text
     (``formats/columnar.py``), a missing or repeated key (pandas words the warnings and errors), a score that is
-    not a plain decimal (``_PLAIN_DECIMAL``), an index and a system output that share a column of their own."""
+    not a plain decimal (``_PLAIN_SCORE``), an index and a system output that share a column of their own."""
+    headers = {p: plain_header(p) for p in (ref_path, index_path, sys_path)}
+    if None in headers.values():
+        return None
+    sys_ref_keys, index_ref_keys = _join_keys(headers, ref_path, index_path, sys_path)
     import polars as pl
 
-    headers, sys_ref_keys, index_ref_keys = _join_keys(ref_path, index_path, sys_path)
     needed = {*sys_ref_keys, *index_ref_keys, *SCORING_COLUMNS}
     if "IsTarget" not in headers[ref_path] or SCORE not in headers[sys_path]:
         return None
@@ -223,16 +264,14 @@ def _load_with_polars(ref_path: Path, index_path: Path, sys_path: Path) -> Score
     except pl.exceptions.PolarsError:  # a repeated key: pandas words the warning or the error
         return None
 
-    frame = pd.DataFrame({c: trials[c].to_numpy() if c == SCORE else pd.array(trials[c].to_numpy(), dtype="str")
-                          for c in [*reference.columns, *system_only, *index_only]}, copy=False)
     return ScoredTable(
-        trials=frame,
+        rows=trials.select(*reference.columns, *system_only, *index_only),
         sys_ref_keys=sys_ref_keys,
         index_ref_keys=index_ref_keys,
         reference_columns=list(reference.columns),
         system_only_columns=system_only,
         index_only_columns=index_only,
-        total_num=len(frame),
+        total_num=trials.height,
         warnings=warnings,
     )
 
@@ -253,12 +292,12 @@ def _join(left, right, keys: list[str], how: str, validate: str):
 
 
 def _plain_decimals(text) -> bool:
-    """Whether every score (a polars string Series, null for an empty cell) matches ``_PLAIN_DECIMAL`` within 15
-    digits and is no negative zero."""
-    digits = text.str.strip_chars_start("+-").str.strip_chars_start("0")
-    plain = (text.str.contains(_PLAIN_DECIMAL) & ~text.str.contains(_NEGATIVE_ZERO)
-             & (digits.str.len_bytes() - digits.str.contains(".", literal=True).cast(int) <= 15))
-    return bool(plain.fill_null(True).all())
+    """Whether every score (a polars string Series, null for an empty cell) matches ``_PLAIN_SCORE`` within 15
+    digits; only a text of more than 15 bytes can have more, so only those are counted."""
+    if not text.str.contains(_PLAIN_SCORE).fill_null(True).all():
+        return False
+    digits = text.filter(text.str.len_bytes() > 15).str.strip_chars_start("+-").str.strip_chars_start("0")
+    return bool((digits.str.len_bytes() - digits.str.contains(".", literal=True).cast(int) <= 15).all())
 
 
 def _in_same_rows(index, reference, keys: list[str]) -> bool:
@@ -267,24 +306,27 @@ def _in_same_rows(index, reference, keys: list[str]) -> bool:
     return index.height == reference.height and index.select(keys).equals(reference.select(keys))
 
 
-def opt_out_column(trials: pd.DataFrame) -> str | None:
+def opt_out_column(trials: pd.DataFrame | pl.DataFrame) -> str | None:
     return next((c for c in OPT_OUT_CONVENTIONS if c in trials.columns), None)
 
 
 def apply_opt_out(table: ScoredTable, sys_path: Path) -> ScoredTable:
     """Keep opted-in trials only (docs/detection.md §4); an unknown status is an error, a blank one is not kept."""
-    column = opt_out_column(table.trials)
+    column = opt_out_column(table.rows)
     if column is None:
         raise InputFileError("--optOut needs an IsOptOut or ProbeStatus column in the system output", path=str(sys_path))
     rule = OPT_OUT_CONVENTIONS[column]
-    status = table.trials[column]
-    unknown = status.notna() & ~status.isin(rule["known"])
-    if unknown.any():
-        value = status[unknown].iloc[0]
-        raise InputFileError(f"unknown {column} value {value!r}; expected one of {', '.join(sorted(rule['known']))}", path=str(sys_path))
-    kept = status.isin(rule["kept"]).to_numpy()
-    trials = table.trials.loc[kept].reset_index(drop=True)
-    return ScoredTable(**{**table.__dict__, "trials": trials})
+    status = table.rows[column]
+    if is_polars(table.rows):
+        unknown = status.filter(status.is_not_null() & ~status.is_in(sorted(rule["known"])))
+        rows = table.rows.filter(status.is_in(sorted(rule["kept"])).fill_null(False))
+    else:
+        unknown = status[status.notna() & ~status.isin(rule["known"])]
+        rows = table.rows.loc[status.isin(rule["kept"]).to_numpy()].reset_index(drop=True)
+    if len(unknown):
+        raise InputFileError(f"unknown {column} value {next(iter(unknown))!r}; expected one of "
+                             f"{', '.join(sorted(rule['known']))}", path=str(sys_path))
+    return replace(table, rows=rows)
 
 
 def trial_response_rate(n_scored: int, total_num: int) -> float:

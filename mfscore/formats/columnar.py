@@ -15,11 +15,13 @@ polars is imported by the function, not with the module: a command that reads no
 from __future__ import annotations
 
 import mmap
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mfscore.formats.tables import IDENTIFIER_COLUMNS, NA_TEXTS, SEPARATOR
+from mfscore.limits import DEFAULT_MAX_TABLE_BYTES, MAX_HEADER_BYTES, MAX_TABLE_COLUMNS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -34,8 +36,6 @@ def read_plain_columns(path: str | Path, columns: Sequence[str], *, raw_text: bo
     plain, a column is missing, or pandas would not read a column as text (the caller reads with pandas)."""
     if not raw_text and not set(columns) <= set(IDENTIFIER_COLUMNS):
         return None
-    if str(path).startswith("~"):
-        return None  # pandas and polars read ~ as the home directory, open() does not
     import polars as pl
 
     try:
@@ -53,17 +53,46 @@ def read_plain_columns(path: str | Path, columns: Sequence[str], *, raw_text: bo
     return frame if raw_text else frame.with_columns(pl.col(columns).replace(sorted(NA_TEXTS), None))
 
 
+def plain_header(path: str | Path) -> list[str] | None:
+    """The names of the header line of the table at ``path``, which are those ``read_header`` reads, or None where
+    they might not be or ``read_header`` raises (the caller reads with pandas, which words the error): a file that
+    is not a regular one or is over the limits (``mfscore.limits``), a header line with a byte-order mark, a ``"``,
+    a carriage return or NUL, invalid UTF-8, fewer than two names, an empty or a repeated one (pandas renames
+    those). pandas is not imported."""
+    if str(path).startswith("~"):
+        return None  # pandas and polars read ~ as the home directory, open() does not
+    if not Path(path).is_file():
+        return None
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            line = file.readline(MAX_HEADER_BYTES + 1)
+    except OSError:
+        return None
+    if size > DEFAULT_MAX_TABLE_BYTES or len(line) > MAX_HEADER_BYTES:
+        return None
+    line = line.removesuffix(b"\n")
+    if line.startswith(_BOM) or any(byte in line for byte in (b'"', b"\r", b"\x00")):
+        return None
+    try:
+        names = line.decode("utf-8").split(SEPARATOR)
+    except UnicodeDecodeError:
+        return None
+    if not 2 <= len(names) <= MAX_TABLE_COLUMNS or "" in names or len(set(names)) != len(names):
+        return None
+    return names
+
+
 def _plain_shape(path: Path) -> tuple[list[str], int] | None:
     """The header's names and the count of separators in the file, or None if it has a byte pandas and polars
-    read differently, its header does not name two or more distinct columns, or its last line is unended and has
-    more fields than the header (polars reads those as one without a word). With polars' row count, the
-    separators tell whether every line has as many fields as the header (polars has checked that none has more)."""
+    read differently, its header is not plain (``plain_header``), or its last line is unended and has more
+    fields than the header (polars reads those as one without a word). With polars' row count, the separators
+    tell whether every line has as many fields as the header (polars has checked that none has more)."""
+    header = plain_header(path)
+    if header is None:
+        return None
     with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        if data[:3] == _BOM or any(data.find(byte) >= 0 for byte in (b'"', b"\r", b"\x00")):
-            return None
-        end = data.find(b"\n")
-        header = data[:end if end >= 0 else len(data)].decode("utf-8").split(SEPARATOR)
-        if len(header) < 2 or "" in header or len(set(header)) != len(header):
+        if any(data.find(byte) >= 0 for byte in (b'"', b"\r", b"\x00")):
             return None
         last = data[data.rfind(b"\n") + 1:]
         if last.count(SEPARATOR.encode()) > len(header) - 1:

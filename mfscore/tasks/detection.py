@@ -19,9 +19,9 @@ import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mfscore.detection.bootstrap import N_RESAMPLES, Replicates, joined, replicate_slice, semafor_names
 from mfscore.detection.roc import SortedTrials
@@ -39,9 +39,7 @@ from mfscore.detection.scorer import (
 from mfscore.detection.subsets import Subset
 from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table, scores_and_labels
 from mfscore.errors import MfscoreError
-from mfscore.formats.journal import read_journal
 from mfscore.records import Problem, RecordConflictError
-from mfscore.reports import detection_outputs as outputs
 from mfscore.results import ALL, HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
@@ -57,6 +55,9 @@ from mfscore.tasks.base import (
 )
 from mfscore.tasks.detection_options import Options
 from mfscore.tasks.reference_layout import reference_inputs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SLICE_WORK = 50_000_000  # trial-replicates a bootstrap job draws at most (1M trials: 10 jobs of 50 replicates)
 MAX_RECORD_VALUES = 20_000  # replicate values a job's record holds at most (~500 KB of JSON; a NATS message, 1 MiB)
@@ -132,9 +133,13 @@ class Detection(Task):
         said = [f"mfscore: joined {table.total_num} trials"]
         if options.scoring.opt_out:
             table = apply_opt_out(table, Path(options.system))
-            said.append(f"mfscore: {len(table.trials)} opted-in trials")
-        journal = (read_journal(options.ref_dir, options.reference, mediscore_compat=options.scoring.mediscore_compat)
-                   if querying or options.out_meta else None)
+            said.append(f"mfscore: {len(table.rows)} opted-in trials")
+        journal = None
+        if querying or options.out_meta:
+            from mfscore.formats.journal import read_journal
+
+            journal = read_journal(options.ref_dir, options.reference,
+                                   mediscore_compat=options.scoring.mediscore_compat)
         stderr = (said if options.verbose else []) + [f"mfscore: warning: {warning}" for warning in table.warnings]
         prepared = Prepared(table, journal)
         try:
@@ -206,6 +211,8 @@ class Detection(Task):
             write_plots(results, stage, options.scoring, options.plot)
             if options.scoring.semafor:
                 write_semafor_plot(results, stage, options.scoring, options.plot)
+        from mfscore.reports import detection_outputs as outputs  # pandas, imported while the figures are drawn
+
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)

@@ -4,8 +4,9 @@
 Each case writes a reference, an index and a system output, one of them edited at an edge (quoting, missing
 values, repeated keys, line structure, score spellings), and compares ``load_scored_table`` with
 ``trials._load_with_pandas``: the same frame (index, dtypes, values, NaN), keys, columns, count and warnings, or
-the same error. Where a case says whether polars should read it, that is checked too, so a fast path that always
-declined would not pass.
+the same error, and what scoring reads of polars' rows (scores and labels, the trials ``--optOut`` keeps) is what it
+reads of pandas' frame. Where a case says whether polars should read it, that is checked too, so a fast path that
+always declined would not pass.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -45,11 +47,26 @@ def write(directory: Path, reference=REFERENCE, index=INDEX, system=SYSTEM, *, r
     return paths
 
 
-def outcome(load, paths):
+def outcome(load, arguments):
     try:
-        return load(*paths)
+        return load(*arguments)
     except Exception as error:  # compared with the other path's
         return error
+
+
+def assert_same_scoring(table: trials.ScoredTable, expected: trials.ScoredTable, sys_path: Path) -> None:
+    """Scores and labels (``scores_and_labels``) of ``table.rows``, and the trials ``--optOut`` keeps of it, are
+    those of the pandas path's ``expected``, bit for bit."""
+    for got, want in zip(trials.scores_and_labels(table.rows), trials.scores_and_labels(expected.trials)):
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    kept, expected_kept = (outcome(trials.apply_opt_out, (t, sys_path)) for t in (table, expected))
+    if isinstance(expected_kept, Exception):
+        assert type(kept) is type(expected_kept) and str(kept) == str(expected_kept)
+        return
+    pd.testing.assert_frame_equal(kept.trials, expected_kept.trials, check_exact=True)
+    assert kept.total_num == expected_kept.total_num
+    for got, want in zip(trials.scores_and_labels(kept.rows), trials.scores_and_labels(expected_kept.trials)):
+        assert np.array_equal(got, want)
 
 
 def assert_same_table(paths) -> bool:
@@ -67,6 +84,7 @@ def assert_same_table(paths) -> bool:
             assert isinstance(table.trials.index, pd.RangeIndex) == isinstance(expected.trials.index, pd.RangeIndex)
             for name in FIELDS:
                 assert getattr(table, name) == getattr(expected, name), name
+            assert_same_scoring(table, expected, paths[2])
     return fast is not None and not isinstance(fast, Exception)
 
 
@@ -98,6 +116,9 @@ CASES = [
     *((f"{text} as a score", "system", edited(SYSTEM, 3, f"p5|{text}|Processed"), False)
       for text in ("NaN", "nan", "NA", "NULL", "high", "inf", "-inf", "Infinity")),
     ("NA as a ProbeStatus", "system", edited(SYSTEM, 3, "p5|0.45|NA"), True),
+    ("an unknown ProbeStatus", "system", edited(SYSTEM, 3, "p5|0.45|Bogus"), True),
+    ("opted-out trials", "system",
+     [SYSTEM[0], *(f"p{i}|0.{9 - i}5|{('Processed', 'OptOutAll', 'OptOutDetection')[i % 3]}" for i in range(8))], True),
     ("NA in an unread column", "reference", edited(REFERENCE, 2, "manipulation|p1|probe/p1.jpg|N|NA"), True),
     ("an integer past 64 bits as a key", "reference",
      edited(REFERENCE, 2, f"manipulation|{2**70}|probe/p1.jpg|N|C1"), True),
