@@ -36,7 +36,7 @@ Semantics follow pandas where pandas is defined:
 
 ``evaluate`` works on a pandas frame; ``evaluate_text`` gives the same answer without pandas on columns
 that pandas reads as plain strings, for the comparisons whose meaning on strings is plain equality, and
-says when it cannot. pandas is imported by the frame evaluator only.
+says when it cannot. numpy and pandas are imported by the frame evaluator only.
 """
 
 from __future__ import annotations
@@ -50,12 +50,11 @@ from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Iterable, Iterator, Union
 
-import numpy as np
-
 from mfscore.errors import QueryError
 from mfscore.limits import MAX_QUERY_CHARS, MAX_QUERY_COMPARISONS
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 __all__ = ["Node", "Literal", "ListLiteral", "Column", "Compare", "Not", "And", "Or",
@@ -401,6 +400,7 @@ def _bools(result: pd.Series) -> np.ndarray:
 
 
 def _numbers(value: object, n: int) -> np.ndarray | None:
+    import numpy as np
     import pandas as pd
 
     if isinstance(value, pd.Series):
@@ -409,6 +409,7 @@ def _numbers(value: object, n: int) -> np.ndarray | None:
 
 
 def _strings(value: object, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    import numpy as np
     import pandas as pd
 
     if isinstance(value, str):
@@ -420,12 +421,14 @@ def _strings(value: object, n: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 class _Evaluator:
-    """Turns a tree into a boolean mask over the rows of one frame (``self.pd``: pandas, imported when one is made)."""
+    """Turns a tree into a boolean mask over the rows of one frame (``self.np``, ``self.pd``: numpy and pandas,
+    imported when one is made)."""
 
     def __init__(self, frame: pd.DataFrame, text: str):
+        import numpy as np
         import pandas as pd
 
-        self.pd = pd
+        self.np, self.pd = np, pd
         self.frame, self.text, self.n = frame, text, len(frame)
 
     def column(self, name: str) -> pd.Series:
@@ -439,14 +442,14 @@ class _Evaluator:
 
     def mask(self, node: Node) -> np.ndarray:
         if isinstance(node, (And, Or)):
-            combine = np.logical_and if isinstance(node, And) else np.logical_or
+            combine = self.np.logical_and if isinstance(node, And) else self.np.logical_or
             return combine.reduce([self.mask(part) for part in node.operands])
         if isinstance(node, Not):
             return ~self.mask(node.operand)
         if isinstance(node, Compare):
             return self.compare(node)
         if isinstance(node, Literal) and isinstance(node.value, bool):
-            return np.full(self.n, node.value)
+            return self.np.full(self.n, node.value)
         if isinstance(node, Column):
             data = self.column(node.name)
             if self.pd.api.types.is_bool_dtype(data.dtype):
@@ -480,22 +483,22 @@ class _Evaluator:
         if isinstance(left, pd.Series):
             return _bools(left.isin(list(right)) if isinstance(right, tuple) else left.eq(right))
         hit = left in right if isinstance(right, tuple) and not isinstance(left, tuple) else left == right
-        return np.full(self.n, bool(hit))
+        return self.np.full(self.n, bool(hit))
 
     def order(self, fn, left: object, right: object) -> np.ndarray:
         if not isinstance(left, self.pd.Series) and not isinstance(right, self.pd.Series):
             same_kind = isinstance(left, str) == isinstance(right, str)
-            return np.full(self.n, bool(same_kind and fn(left, right)))
-        result, numeric = np.zeros(self.n, dtype=bool), np.zeros(self.n, dtype=bool)
+            return self.np.full(self.n, bool(same_kind and fn(left, right)))
+        result, numeric = self.np.zeros(self.n, dtype=bool), self.np.zeros(self.n, dtype=bool)
         lnum, rnum = _numbers(left, self.n), _numbers(right, self.n)
         if lnum is not None and rnum is not None:
-            numeric = ~np.isnan(lnum) & ~np.isnan(rnum)
-            with np.errstate(invalid="ignore"):
+            numeric = ~self.np.isnan(lnum) & ~self.np.isnan(rnum)
+            with self.np.errstate(invalid="ignore"):
                 result = fn(lnum, rnum) & numeric
         lstr, rstr = _strings(left, self.n), _strings(right, self.n)
         if lstr is not None and rstr is not None:
             both = lstr[1] & rstr[1] & ~numeric
-            result[both] = np.asarray(fn(lstr[0][both], rstr[0][both]), dtype=bool)
+            result[both] = self.np.asarray(fn(lstr[0][both], rstr[0][both]), dtype=bool)
         return result
 
 

@@ -29,7 +29,6 @@ import os
 import signal
 import sys
 import time
-import traceback
 from functools import partial
 
 from mfscore import __version__, tasks
@@ -93,6 +92,17 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     from mfscore.cli.arguments import add_results_arguments
 
     parser, subparsers = _top_parser()
+    named = None if argv is None else _command(argv)
+    if named in tasks.names():  # a task's run: the other commands by name and help only (their modules not imported)
+        for name in (*tasks.names(), *(_command_name(module) for module in VALIDATORS + OTHER_COMMANDS)):
+            if name != named:
+                subparsers.add_parser(name, help=COMMAND_HELP[name])
+        command = task_command(named)
+        p = subparsers.add_parser(named, help=command.HELP, description=command.DESCRIPTION)
+        command.add_arguments(p)
+        add_results_arguments(p)
+        p.set_defaults(task_name=named, task_options=command.options)
+        return parser
     for name in tasks.names():
         command = task_command(name)
         p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
@@ -247,6 +257,8 @@ def _main(argv: list[str], *, own_process: bool) -> int:
         return 1
     except Exception as exc:  # a bug, not bad input: still one sentence, traceback with -v
         if getattr(args, "verbose", False):
+            import traceback
+
             traceback.print_exc()
         print(f"mfscore: internal error: {type(exc).__name__}: {exc} (no report was written; rerun with -v for details)",
               file=sys.stderr)

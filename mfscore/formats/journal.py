@@ -7,10 +7,12 @@ BitPlane, ...), which is what ``-q``/``-qm`` queries usually select on (docs/det
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from mfscore.formats.tables import read_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def journal_paths(ref_dir: str | Path, ref_name: str, *, mediscore_compat: bool = False) -> tuple[Path, Path]:

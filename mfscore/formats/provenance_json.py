@@ -13,18 +13,21 @@ import math
 import os
 import stat
 from functools import cache
-from importlib import resources
 from itertools import islice
 from operator import itemgetter
-
-from jsonschema import Draft7Validator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mfscore.errors import InputFileError, MissingFileError
 from mfscore.limits import DEFAULT_MAX_JSON_BYTES, MAX_JSON_CONTAINERS, MAX_SCHEMA_PROBLEMS
 
+if TYPE_CHECKING:
+    from jsonschema import Draft7Validator
+
 
 GRAPH_BUILDING = "provenance"
 FILTERING = "provenancefiltering"
+SCHEMA_DIRECTORY = Path(__file__).parent / "schemas"
 SCHEMA_FILES = {GRAPH_BUILDING: "provenance_graph_building.schema.json",
                 FILTERING: "provenance_filtering.schema.json"}
 
@@ -101,10 +104,47 @@ def _json_type(value) -> str:
 
 
 @cache
+def _schema(task: str) -> dict:
+    return json.loads((SCHEMA_DIRECTORY / SCHEMA_FILES[task]).read_text("utf-8"))
+
+
+@cache
 def _validator(task: str) -> Draft7Validator:
-    schema = json.loads(resources.files("mfscore.formats").joinpath("schemas", SCHEMA_FILES[task]).read_text("utf-8"))
-    Draft7Validator.check_schema(schema)
-    return Draft7Validator(schema)
+    """jsonschema's validator of ``task``'s schema, imported when a file fails (to say why): its import is a tenth of
+    a run's CPU."""
+    from jsonschema import Draft7Validator
+
+    Draft7Validator.check_schema(_schema(task))
+    return Draft7Validator(_schema(task))
+
+
+# A JSON type as jsonschema's Draft 7 tells it: a bool is no number, 2.0 is an integer
+_IS_TYPE = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+            "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+            "null": lambda v: v is None,
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)
+                                  or isinstance(v, float) and v.is_integer())}
+_KEYWORDS = {"$schema", "title", "description", "type", "required", "properties", "items"}
+
+
+def _conforms(schema: dict, value) -> bool | None:
+    """Whether ``value`` is valid under ``schema`` by the keywords the provenance schemas use (type, required,
+    properties, one schema for all items), as jsonschema would say; None when the schema uses another."""
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if not set(schema) <= _KEYWORDS or not isinstance(schema.get("items", {}), dict) or not set(types) <= set(_IS_TYPE):
+        return None
+    if types and not any(_IS_TYPE[name](value) for name in types):
+        return False
+    verdicts = []
+    if isinstance(value, dict):
+        if not all(name in value for name in schema.get("required", ())):
+            return False
+        verdicts = [_conforms(sub, value[name]) for name, sub in schema.get("properties", {}).items() if name in value]
+    if isinstance(value, list) and "items" in schema:
+        verdicts = [_conforms(schema["items"], item) for item in value]
+    return None if None in verdicts else all(verdicts)
 
 
 def schema_problems(document, task: str) -> list[str]:
@@ -116,10 +156,9 @@ def schema_problems(document, task: str) -> list[str]:
     key = task.lower()
     if key not in SCHEMA_FILES:
         raise ValueError(f"unknown provenance task {task!r}; expected {GRAPH_BUILDING!r} or {FILTERING!r}")
-    validator = _validator(key)
     if _valid_shapes(key, _distinct_shapes(document)):
         return []
-    errors = sorted(islice(validator.iter_errors(document), MAX_SCHEMA_PROBLEMS),
+    errors = sorted(islice(_validator(key).iter_errors(document), MAX_SCHEMA_PROBLEMS),
                     key=lambda e: [_sortable(p) for p in e.absolute_path])
     return [f"{_json_path(e.absolute_path)}: {_describe(e)}" for e in errors]
 
@@ -157,10 +196,12 @@ MAX_KNOWN_SHAPES = 256
 
 
 def _valid_shapes(task: str, reduced) -> bool:
-    """``_validator(task).is_valid(reduced)``, asked once per shape of document: a run's files are mostly of one
-    or two shapes, so all but the first skip jsonschema."""
+    """``_validator(task).is_valid(reduced)``, asked once per shape of document (a run's files are mostly of one
+    or two shapes), and told by ``_conforms`` unless the schema has a keyword it does not know."""
     shape = (task, _document_shape(reduced))
     valid = _KNOWN_SHAPES.get(shape)
+    if valid is None:
+        valid = _conforms(_schema(task), reduced)
     if valid is None:
         valid = _validator(task).is_valid(reduced)
         if len(_KNOWN_SHAPES) < MAX_KNOWN_SHAPES:

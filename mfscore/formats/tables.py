@@ -261,19 +261,35 @@ def write_text_table(table: TextTable, path: str | Path) -> None:
     """Write ``table`` byte for byte as ``write_table`` writes the same cells.
 
     pandas writes through the csv module with minimal quoting, which changes a cell only when it holds
-    the separator, a quote or a line break; when no cell does, the lines are joined directly.
+    the separator, a quote or a line break, or is a line's only cell and empty; when none is, the lines are joined
+    directly (``joined_text``).
     """
-    lines = [SEPARATOR.join(table.columns), *map(SEPARATOR.join, table.rows)]
-    text = "\n".join(lines) + "\n"
-    plain = ('"' not in text and "\r" not in text and text.count("\n") == len(lines)
-             and text.count(SEPARATOR) == len(lines) * (len(table.columns) - 1))
+    text = joined_text(table.columns, list(map(SEPARATOR.join, table.rows)))
     with open(path, "w", encoding="utf-8", newline="") as file:
-        if plain:
+        if text is not None:
             file.write(text)
         else:
             writer = csv.writer(file, delimiter=SEPARATOR, lineterminator="\n")
             writer.writerow(table.columns)
             writer.writerows(table.rows)
+
+
+def joined_text(columns: Sequence[str], lines: Sequence[str]) -> str | None:
+    """The file ``write_table`` writes of a table whose rows are ``lines``, each its cells joined by the separator,
+    when no cell holds the separator, a quote or a line break and no line is empty (pandas quotes none then: a
+    line's only cell, empty, is written ``""``); else None (the cells, which the lines no longer tell apart, must
+    be written by ``write_text_table``)."""
+    every = [SEPARATOR.join(columns), *lines]
+    text = "\n".join(every) + "\n"
+    plain = ('"' not in text and "\r" not in text and text.count("\n") == len(every)
+             and text.count(SEPARATOR) == len(every) * (len(columns) - 1) and all(every))
+    return text if plain else None
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """Write ``joined_text``'s file."""
+    with open(path, "w", encoding="utf-8", newline="") as file:
+        file.write(text)
 
 
 def write_rows(columns: Sequence[str], rows: list[dict], path: str | Path) -> None:

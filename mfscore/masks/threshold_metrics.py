@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 
 import numpy as np
 
 from mfscore.masks.mask_record import MaskRecord
+from mfscore.masks.mcc import exact_mcc
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,6 @@ def confusion_at(record: MaskRecord, thresholds: np.ndarray) -> Confusion:
     tp = cum_pos[thresholds + 1]
     fp = cum_neg[thresholds + 1]
     return Confusion(thresholds, tp, cum_neg[-1] - fp, fp, cum_pos[-1] - tp)
-
-
-def exact_mcc(tp: int, tn: int, fp: int, fn: int) -> float:
-    """MCC with exact integer products and a decimal square root (docs/masks.md §6.2)."""
-    n = tp + tn + fp + fn
-    if n == 0:
-        return math.nan
-    if tp + fn in (0, n) or tp + fp in (0, n):
-        return 0.0
-    numerator = Decimal(tp * tn - fp * fn)
-    denominator = Decimal((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)).sqrt()
-    return float(numerator / denominator)
 
 
 NEAR_TIE = 1e-9  # float64 MCCs closer than this to the best are compared exactly

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from itertools import chain
 
 from mfscore.provenance.graph_reference import ReferenceGraph
@@ -50,13 +50,16 @@ def node_recall(v_r: int, v_rs: int) -> float:
 
 def map_nodes(reference: frozenset[str], system: dict[str, Confidence], names: dict[str, str]) -> list[NodeRow]:
     """Node mapping rows in MediScore's order: Mapping, then NodeConfidence (empty lowest), then WorldFileID.
-    ``names``: each file's ``world_file_id`` (``world_ids``)."""
-    rows = [(k, system[k], CORRECT) for k in reference if k in system]
-    rows += [(k, None, MISSING) for k in reference if k not in system]
-    rows += [(k, c, FALSE_ALARM) for k, c in system.items() if k not in reference]
-    rows = [(names[k], c, m, k) for k, c, m in rows]
-    rows.sort(key=lambda r: (r[2], r[1] is not None, 0 if r[1] is None else r[1], r[0], r[3]))  # empty lowest
-    return [r[:3] for r in rows]
+    ``names``: each file's ``world_file_id`` (``world_ids``).
+
+    Each Mapping is one block (Correct, FalseAlarm, Missing: their names' order), and within a block the
+    confidence is always given (Correct, FalseAlarm) or never (Missing), so each block is sorted on plain
+    tuples, without a key function."""
+    correct = sorted((system[k], names[k], k) for k in reference if k in system)
+    false_alarm = sorted((c, names[k], k) for k, c in system.items() if k not in reference)
+    missing = sorted((names[k], k) for k in reference if k not in system)
+    return ([(name, c, CORRECT) for c, name, _ in correct] + [(name, c, FALSE_ALARM) for c, name, _ in false_alarm]
+            + [(name, None, MISSING) for name, _ in missing])
 
 
 def match_links(reference: frozenset[tuple[str, str]], system: dict, undirected: bool) -> dict:
@@ -76,14 +79,17 @@ def map_links(reference: frozenset[tuple[str, str]], system: dict, matched: dict
               names: dict[str, str]) -> list[LinkRow]:
     """Link mapping rows in MediScore's order: LinkConfidence (empty, i.e. Missing, first), Mapping,
     Source, Target. A Correct row keeps the reference orientation and the system link's confidence.
-    ``names``: each file's ``world_file_id`` (``world_ids``)."""
+    ``names``: each file's ``world_file_id`` (``world_ids``).
+
+    The Missing rows (no confidence) come first, by Source and Target; the others are sorted together
+    on plain tuples, confidence first."""
     used = set(matched.values())
-    rows = [(link, system[matched[link]], CORRECT) for link in reference if link in matched]
-    rows += [(link, None, MISSING) for link in reference if link not in matched]
-    rows += [(link, c, FALSE_ALARM) for link, c in system.items() if link not in used]
-    rows = [(names[a], names[b], c, m, a, b) for (a, b), c, m in rows]
-    rows.sort(key=lambda r: (r[2] is not None, 0 if r[2] is None else r[2], r[3], r[0], r[1], r[4], r[5]))
-    return [r[:4] for r in rows]
+    missing = sorted((names[a], names[b], a, b) for a, b in reference if (a, b) not in matched)
+    scored = [(system[matched[link]], CORRECT, names[link[0]], names[link[1]], *link) for link in matched]
+    scored += [(c, FALSE_ALARM, names[a], names[b], a, b) for (a, b), c in system.items() if (a, b) not in used]
+    scored.sort()
+    return ([(source, target, None, MISSING) for source, target, _, _ in missing]
+            + [(source, target, c, mapping) for c, mapping, source, target, _, _ in scored])
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,12 @@ class GraphRecord:
     def node_recall(self) -> float:
         return node_recall(self.ref_nodes, self.correct_nodes)
 
+    def __reduce__(self):
+        """Pickled (a process pool returns every record to the command) with its rows as columns: a trial's 600 row
+        tuples cost pickle an object apiece, its seven columns a few, and ``zip`` makes the rows again in C."""
+        head = tuple(getattr(self, field.name) for field in fields(self)[:-2])
+        return _unpickled, (head, tuple(zip(*self.node_rows)), tuple(zip(*self.link_rows)))
+
     def to_dict(self) -> dict:
         """Plain JSON-able form; an integer confidence stays an integer (it shows in the report)."""
         data = asdict(self)
@@ -134,6 +146,10 @@ class GraphRecord:
         fields["node_rows"] = tuple(tuple(r) for r in data["node_rows"])
         fields["link_rows"] = tuple(tuple(r) for r in data["link_rows"])
         return cls(**fields)
+
+
+def _unpickled(head: tuple, node_columns: tuple, link_columns: tuple) -> GraphRecord:
+    return GraphRecord(*head, tuple(zip(*node_columns)), tuple(zip(*link_columns)))
 
 
 def graph_record(ordinal: int, *, journal_name: str, probe: str, output_file: str, direct: bool,

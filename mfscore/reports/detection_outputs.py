@@ -3,8 +3,6 @@ figures are `detection_plots`."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from mfscore.detection.scorer import DetectionOptions, SubsetResult
 from mfscore.detection.trials import ScoredTable
 from mfscore.formats.journal import join_journal
@@ -64,6 +62,8 @@ def write_metadata(table: ScoredTable, journal, results: list[SubsetResult], sta
 
 def write_roc_dumps(results: list[SubsetResult], stage: Stage) -> None:
     """``--dump``: the ROC points of each subset as a table (MediScore pickles them instead)."""
+    import pandas as pd
+
     for i, r in enumerate(results):
         roc = r.metrics.roc
         frame = pd.DataFrame({"FPR": roc.fpr, "TPR": roc.tpr, "THRESHOLD": roc.thresholds} if roc else

@@ -11,10 +11,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mfscore.detection.metrics import DetectionMetrics
-from mfscore.formats.tables import write_table
+from mfscore.formats.tables import TextTable, write_text_table
 
 METRIC_COLUMNS = [
     "TRR", "SYS_RESPONSE", "AUC", "EER", "FAR_STOP", "AUC@FAR", "CDR@FAR", "CI_LEVEL",
@@ -50,6 +49,8 @@ def metric_cells(metrics: DetectionMetrics, *, trr: float, opt_out: bool, far_st
 
 
 def write_report(rows: list[dict], path: str | Path) -> None:
-    """Write rows (dicts of column → value) with MediScore's formatting."""
-    frame = pd.DataFrame([{k: format_value(v) for k, v in row.items()} for row in rows], dtype=object)
-    write_table(frame, path)
+    """Write rows (dicts of column → value) with MediScore's formatting: the columns in the order the rows name them
+    first, a cell a row lacks empty (as a ``DataFrame`` of the rows writes them)."""
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    cells = [[format_value(row[name]) if name in row else "" for name in columns] for row in rows]
+    write_text_table(TextTable(columns, cells), path)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mfscore.formats.tables import TextTable, write_rows, write_text_table
+from mfscore.formats.tables import SEPARATOR, TextTable, joined_text, write_rows, write_text, write_text_table
 from mfscore.reports.figure_data import BarFigure, Series
 from mfscore.provenance.filtering import (
     CORRECT,
@@ -34,6 +34,7 @@ SCORE_COLUMNS = ["NodeType"] + [f"NodeRecallAt{n}" for n in RANKS]
 MAPPING_COLUMNS = ["JournalName", "ProvenanceProbeFileID", "ProvenanceOutputFileName", "Measure", "WorldFileID",
                    "NodeConfidence", "Mapping", "NodeType"]
 DIGITS = 12  # docs/provenance.md §2.4: round(x, 12) of trial recalls
+Row = tuple | str  # a mapping row as its cells, or as their text joined by the separator
 
 
 def trial_rows(records: list[FilteringRecord]) -> list[dict]:
@@ -100,21 +101,34 @@ def node_mapping(records: list[FilteringRecord]) -> TextTable:
     table: integers print as ``1`` only when every confidence is an integer and no row is Missing,
     otherwise as floats (``1.0``).
     """
+    return TextTable(MAPPING_COLUMNS, _mapping_rows(records, tuple, tuple))
+
+
+def node_lines(records: list[FilteringRecord]) -> list[str]:
+    """``node_mapping``'s rows, each its cells joined by the separator: a row is the text of its block's first
+    four cells and of its own last four, joined once each (no row is a tuple of cells: half of writing the table)."""
+    return _mapping_rows(records, lambda cells: SEPARATOR.join(cells) + SEPARATOR, SEPARATOR.join)
+
+
+def _mapping_rows(records: list[FilteringRecord], head_of: Callable[[tuple], Row], tail_of: Callable[[tuple], Row]
+                  ) -> list[Row]:
+    """``node_mapping``'s rows, each ``head_of`` its block's (trial's and rank's) cells + ``tail_of`` its own."""
     number = _float_text if _confidences_are_floats(records) else str
     rows = []
     for record in records:
         found = sorted((h for h in record.hits if h.position is not None), key=lambda h: (h.confidence, h.world_file_id))
         alarms = sorted(record.false_alarms, key=lambda f: (f.confidence, f.world_file_id))
         missing = sorted(record.hits, key=lambda h: h.world_file_id)
-        found_cells = [(h.position, (h.world_file_id, number(h.confidence), CORRECT, h.node_type)) for h in found]
-        alarm_cells = [(f.position, (f.world_file_id, number(f.confidence), FALSE_ALARM, "")) for f in alarms]
-        missing_cells = [(h.position, (h.world_file_id, "", MISSING, h.node_type)) for h in missing]
+        found_cells = [(h.position, tail_of((h.world_file_id, number(h.confidence), CORRECT, h.node_type)))
+                       for h in found]
+        alarm_cells = [(f.position, tail_of((f.world_file_id, number(f.confidence), FALSE_ALARM, ""))) for f in alarms]
+        missing_cells = [(h.position, tail_of((h.world_file_id, "", MISSING, h.node_type))) for h in missing]
         for n in RANKS:
-            head = (record.journal_name, record.probe_id, record.output_file, f"NodeRecallAt{n}")
+            head = head_of((record.journal_name, record.probe_id, record.output_file, f"NodeRecallAt{n}"))
             rows += [head + cells for position, cells in found_cells if position < n]
             rows += [head + cells for position, cells in alarm_cells if position < n]
             rows += [head + cells for position, cells in missing_cells if position is None or position >= n]
-    return TextTable(MAPPING_COLUMNS, rows)
+    return rows
 
 
 def _confidences_are_floats(records: list[FilteringRecord]) -> bool:
@@ -153,5 +167,9 @@ def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[s
     write_rows(TRIAL_COLUMNS, trials, path_for("trial_scores.csv"))
     means = score_rows(trials)
     write_rows(SCORE_COLUMNS, means, path_for("scores.csv"))
-    write_text_table(node_mapping(records), path_for("node_mapping.csv"))
+    text = joined_text(MAPPING_COLUMNS, node_lines(records))  # None when a cell needs quoting
+    if text is None:
+        write_text_table(node_mapping(records), path_for("node_mapping.csv"))
+    else:
+        write_text(text, path_for("node_mapping.csv"))
     return means

@@ -17,13 +17,11 @@ import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import numpy as np
 
 from mfscore.formats.file_names import output_name
 from mfscore.formats.tables import write_rows
-from mfscore.reports.figure_data import DistributionFigure, Series
 from mfscore.video.temporal_confusion import (
     COLLAR,
     FN,
@@ -34,6 +32,9 @@ from mfscore.video.temporal_confusion import (
     confusion_codes,
 )
 from mfscore.video.temporal_scorer import ProbeIntervals, ProbeRecord
+
+if TYPE_CHECKING:
+    from mfscore.reports.figure_data import DistributionFigure
 
 DIGITS = 12  # docs/video.md §A.7: round(x, 12)
 PROBE_COLUMNS = ["query", "ProbeFileID", "MCC"]
@@ -149,6 +150,10 @@ MCC_FIGURE = "mcc_distribution.png"
 
 def mcc_figure(records: list[ProbeRecord], queries: tuple[str, ...]) -> DistributionFigure:
     """``--plots``: each query's per-probe MCC (``scores_probes.csv``'s), as a histogram and a box."""
+    import numpy as np  # a run without --plots imports neither: its tables are text
+
+    from mfscore.reports.figure_data import DistributionFigure, Series
+
     series = tuple(Series("all probes" if text.strip() == "*" else text,
                           np.array([r.mcc for r in records if r.query == q], dtype=np.float64))
                    for q, text in enumerate(queries))

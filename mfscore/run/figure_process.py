@@ -24,12 +24,13 @@ import importlib
 import os
 import pickle
 import signal
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import subprocess
 
 WARM_MODULES = ("mfscore.reports.plots", "matplotlib.backends.backend_agg")  # every figure's canvas is Agg's
 FORMAT_MODULES = {"png": (), "pdf": ("matplotlib.backends.backend_pdf", "fontTools.subset")}  # what saving imports
@@ -62,6 +63,8 @@ def _widen(pipe: int) -> None:
 
 
 def _spawned(formats: tuple[str, ...]) -> subprocess.Popen:
+    import subprocess
+
     group = {"process_group": 0} if os.name == "posix" else {}  # out of reach of the terminal's Ctrl-C
     return subprocess.Popen([sys.executable, "-m", "mfscore.run.figure_process", *formats],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, **group)
@@ -91,6 +94,8 @@ def _forked(formats: tuple[str, ...]) -> _Forked | None:
     """The worker forked from this process, or None where forking is not safe: not Linux, a second thread (it
     could hold a lock the child would wait on for ever), or any matplotlib module loaded (the worker imports its
     own, without property docs)."""
+    import threading
+
     if (not sys.platform.startswith("linux") or threading.active_count() > 1
             or any(name.partition(".")[0] == "matplotlib" for name in sys.modules)):
         return None

@@ -97,12 +97,12 @@ def report_into(task: Task, plan: Plan, outcomes: dict, out_root: str, *,
     stage = StagedOutputs(out_root)
     try:
         lines = task.report(plan, complete(outcomes, (job.key for job in plan.jobs)), stage)
-        figure_process.finish()
         if lines.error is None and lines.results is not None:
             stage.path(beside_reports(RESULTS_FILE, stage.prefix)).write_bytes(lines.results.to_json())
-        if lines.error is None and record is not None:
+        if lines.error is None and record is not None:  # hashing the inputs while the figures are drawn
             lines.record = record()
             stage.path(beside_reports(RUN_FILE, stage.prefix)).write_bytes(lines.record.to_json())
+        figure_process.finish()
     except BaseException:
         stage.abort()
         raise

@@ -13,7 +13,6 @@ finish it, the jobs not started are dropped. So an interrupted run prints one li
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import sys
@@ -97,6 +96,8 @@ def pool_map(function: Callable[[J], R], jobs: list[J], processes: int, *, inter
     if workers == THREADS:
         return _thread_map(function, jobs, count, interactive, label)
     fork = workers == FORKED and sys.platform.startswith("linux")
+    import multiprocessing
+
     context = multiprocessing.get_context("fork" if fork else "spawn" if os.name == "nt" else "forkserver")
     chunk = max(1, len(jobs) // (count * 8)) if fork else 1
     with _interrupts_held():

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from mfscore.errors import InputFileError
 from mfscore.formats.provenance_json import GRAPH_BUILDING
-from mfscore.formats.tables import write_text_table
 from mfscore.provenance.graph_reference import (
     JournalError,
     ReferenceGraph,
@@ -44,7 +43,7 @@ from mfscore.reports.provenance_graph_report import (
     figure_name,
     html_report,
     mean_scores,
-    report_tables,
+    write_report_tables,
 )
 from mfscore.results import ALL, HIGHER, MetricSpec, Records, Results, Row, number
 from mfscore.tasks import provenance
@@ -239,11 +238,9 @@ class ProvenanceGraph(provenance.ProvenanceTask):
                 figures.append(figure_name(record.probe))
                 stage.draw("mfscore.reports.provenance_graph_report:write_figure", record,
                            stage.path(figures[-1], subdir="figures"))
-        tables = report_tables(walked.records, options.direct)
-        for name, label in TABLES:
-            if verbose:
-                stdout.append(f"Writing {label} to '{OUTPUT_DIRECTORY}/{name}'")
-            write_text_table(tables[name], stage.path(name))
+        if verbose:
+            stdout += [f"Writing {label} to '{OUTPUT_DIRECTORY}/{name}'" for name, label in TABLES]
+        tables = write_report_tables(walked.records, options.direct, stage.path)
         if options.html_report:
             stage.path("report.html").write_text(html_report(tables, dict.fromkeys(figures)), encoding="utf-8")
         return Lines(stdout, stderr, results=graph_results(walked.records, len(walked.problems), stage.prefix))

@@ -8,8 +8,11 @@ whenever the input went through ``union``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from numbers import Integral
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 Interval = tuple[int, int]
 
@@ -54,7 +57,7 @@ def collars(reference: Iterable[Interval], half_width: int, frame_count: int, *,
     ``union`` before using them as a set.
     """
     # docs/video.md §A.4 (collars): N must be an int > 0 (MediScore asserts); clipped to [1, FrameCount]
-    if isinstance(half_width, bool) or not isinstance(half_width, (int, np.integer)) or half_width <= 0:
+    if isinstance(half_width, bool) or not isinstance(half_width, Integral) or half_width <= 0:  # numpy ints too
         raise ValueError(f"the collar half-width must be a positive whole number of frames, not {half_width!r}")
     found: list[Interval] = []
     for start, end in sorted((min(a, b), max(a, b)) for a, b in reference):
@@ -72,6 +75,8 @@ def drop_zero_length(intervals: Iterable[Interval]) -> list[Interval]:
 def frame_runs(positive: np.ndarray) -> list[Interval]:
     """1-based intervals ``[a, b]`` of the runs of True in a per-frame boolean array (``positive[0]`` is frame 1)."""
     # docs/video.md §B.5: runs of consecutive positive frames become intervals
+    import numpy as np  # here: temporal scoring, which has no frames, runs without numpy
+
     flags = np.asarray(positive, dtype=bool).ravel()
     edges = np.diff(np.concatenate(([False], flags, [False])).astype(np.int8))
     starts = np.flatnonzero(edges == 1) + 1   # frame number of the first True of each run

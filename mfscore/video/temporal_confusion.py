@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from mfscore.masks.threshold_metrics import exact_mcc
+from mfscore.masks.mcc import exact_mcc
 from mfscore.video.interval_algebra import Interval, collars, drop_zero_length, union
 
 TN, FN, FP, TP = 0, 1, 2, 3

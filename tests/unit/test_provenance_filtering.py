@@ -272,7 +272,7 @@ def test_records_survive_a_json_round_trip(trials):
 @settings(max_examples=60, deadline=None)
 @given(trials_strategy)
 def test_records_survive_pickling_as_a_process_pool_sends_them(trials):
-    """``FilteringRecord.__reduce__`` sends the hits as plain tuples; they come back as the named tuples they were."""
+    """``FilteringRecord.__reduce__`` sends the hits as columns; they come back as the named tuples they were."""
     for record in score_all(trials):
         again = pickle.loads(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
         assert again == record and repr(again) == repr(record)
@@ -371,9 +371,12 @@ def written_reference(records, path: Path) -> bytes:
 @settings(max_examples=80, deadline=None)
 @given(trials_strategy)
 def test_node_mapping_lines_are_the_bytes_of_the_sorted_pandas_table(trials):
+    """From its cells (``node_mapping``) and from its lines (the report's way): the same bytes as pandas writes."""
     records = score_all(trials)
     with tempfile.TemporaryDirectory() as tmp:
-        assert written_node_mapping(records, Path(tmp) / "fast.csv") == written_reference(records, Path(tmp) / "m.csv")
+        expected = written_reference(records, Path(tmp) / "m.csv")
+        assert written_node_mapping(records, Path(tmp) / "fast.csv") == expected
+        assert report_bytes(records)["node_mapping.csv"] == expected
 
 
 def test_node_mapping_quotes_names_as_the_csv_writer_does(tmp_path):
@@ -381,7 +384,9 @@ def test_node_mapping_quotes_names_as_the_csv_writer_does(tmp_path):
     record = trial([(names[0], "base"), (names[1], "donor"), (names[4], "probe")],
                    system((names[2], 0.5), (names[1], 0.25), (names[3], 1), (names[4], 1)))
     record = dataclasses.replace(record, journal_name='J|"x"')
-    assert written_node_mapping([record], tmp_path / "fast.csv") == written_reference([record], tmp_path / "m.csv")
+    expected = written_reference([record], tmp_path / "m.csv")
+    assert written_node_mapping([record], tmp_path / "fast.csv") == expected
+    assert report_bytes([record])["node_mapping.csv"] == expected  # its lines are no file: written from its cells
 
 
 def test_node_types_in_scores_are_sorted():

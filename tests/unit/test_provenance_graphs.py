@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pickle
 import random
 from fractions import Fraction
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,6 +42,7 @@ from mfscore.provenance.graph_similarity import (
     GraphRecord,
     graph_record,
     map_links,
+    map_nodes,
     match_links,
     node_recall,
     sim_lo,
@@ -49,7 +52,13 @@ from mfscore.provenance.graph_similarity import (
 )
 from mfscore.provenance.graph_system import SystemGraph, has_cycle, system_graph
 from mfscore.records import JobKey, RecordConflictError, fold
-from mfscore.reports.provenance_graph_report import report_tables
+from mfscore.reports.provenance_graph_report import (
+    METRICS,
+    mean_scores,
+    numpy_sum,
+    report_tables,
+    write_report_tables,
+)
 
 
 def close(value: float, fraction: Fraction) -> bool:
@@ -245,6 +254,47 @@ def test_mapping_orders():
 
 
 # ---------------------------------------------------------------------------------------------
+# mapping order against a slow, obvious reference: every row in one list, sorted by the whole key
+
+
+def key_sorted_nodes(reference, system, names) -> list[tuple]:
+    """MediScore's node order spelled out: Mapping, then NodeConfidence (empty lowest), then WorldFileID, then file."""
+    rows = [(k, system[k], CORRECT) for k in reference if k in system]
+    rows += [(k, None, MISSING) for k in reference if k not in system]
+    rows += [(k, c, FALSE_ALARM) for k, c in system.items() if k not in reference]
+    rows = [(names[k], c, m, k) for k, c, m in rows]
+    rows.sort(key=lambda r: (r[2], r[1] is not None, 0 if r[1] is None else r[1], r[0], r[3]))
+    return [r[:3] for r in rows]
+
+
+def key_sorted_links(reference, system, matched, names) -> list[tuple]:
+    """MediScore's link order spelled out: LinkConfidence (empty first), Mapping, Source, Target, then the files."""
+    used = set(matched.values())
+    rows = [(link, system[matched[link]], CORRECT) for link in reference if link in matched]
+    rows += [(link, None, MISSING) for link in reference if link not in matched]
+    rows += [(link, c, FALSE_ALARM) for link, c in system.items() if link not in used]
+    rows = [(names[a], names[b], c, m, a, b) for (a, b), c, m in rows]
+    rows.sort(key=lambda r: (r[2] is not None, 0 if r[2] is None else r[2], r[3], r[0], r[1], r[4], r[5]))
+    return [r[:4] for r in rows]
+
+
+_FILES = ["w/a.png", "x/a.jpg", "w/b.png", "b", "w/c.png", "w/.d", "w/e.f.png"]  # a and b twice as a world id
+_SCORES = st.sampled_from([0, 1, 0.25, 0.5, 1.0, 0.75, 2])
+_LINKS = st.tuples(st.sampled_from(_FILES), st.sampled_from(_FILES))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.frozensets(st.sampled_from(_FILES)), st.dictionaries(st.sampled_from(_FILES), _SCORES),
+       st.frozensets(_LINKS), st.dictionaries(_LINKS, _SCORES), st.booleans())
+def test_mapping_rows_are_in_the_order_of_the_whole_key(ref_nodes, sys_nodes, ref_links, sys_links, undirected):
+    """``map_nodes`` and ``map_links`` sort each block on plain tuples; the order is that of one sort on the key."""
+    names = world_ids([*ref_nodes, *sys_nodes, *(k for link in [*ref_links, *sys_links] for k in link)])
+    assert map_nodes(ref_nodes, sys_nodes, names) == key_sorted_nodes(ref_nodes, sys_nodes, names)
+    matched = match_links(ref_links, sys_links, undirected)
+    assert map_links(ref_links, sys_links, matched, names) == key_sorted_links(ref_links, sys_links, matched, names)
+
+
+# ---------------------------------------------------------------------------------------------
 # property tests
 
 
@@ -324,11 +374,25 @@ def random_records(seed: int, count: int) -> list[GraphRecord]:
     return records
 
 
+def empty_record(ordinal: int) -> GraphRecord:
+    """A trial of empty graphs: no rows, and every metric 0/0 (NaN)."""
+    return graph_record(ordinal, journal_name="j", probe="p", output_file="o", direct=False,
+                        reference=ReferenceGraph(frozenset(), frozenset()), system=SystemGraph({}, {}), undirected=False)
+
+
 def test_record_json_round_trip():
     for record in random_records(1, 6):
         again = GraphRecord.from_dict(json.loads(json.dumps(record.to_dict())))
         assert again == record
         assert [type(r[1]) for r in again.node_rows] == [type(r[1]) for r in record.node_rows]
+
+
+def test_records_survive_pickling_as_a_process_pool_sends_them():
+    """``GraphRecord.__reduce__`` sends the rows as columns; they come back as the tuples they were."""
+    for record in [*random_records(5, 8), empty_record(9)]:
+        again = pickle.loads(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
+        assert again == record and repr(again) == repr(record)  # 1 stays an int, 1.0 a float
+        assert type(again.node_rows) is tuple and all(type(row) is tuple for row in again.node_rows + again.link_rows)
 
 
 def written(tables, directory) -> dict[str, bytes]:
@@ -398,6 +462,45 @@ def test_confidence_format_is_decided_per_file():
     missing = record(1, {"a.png", "b.png"})
     assert report_tables([perfect], True)["node_mapping.csv"].column("NodeConfidence") == ["1"]
     assert report_tables([perfect, missing], True)["node_mapping.csv"].column("NodeConfidence") == ["1.0", "1.0", ""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e12, 1e12) | st.sampled_from([0.0, -0.0, 1.0, 1 / 3]), max_size=700))
+def test_numpy_sum_is_numpys_to_the_last_bit(values):
+    """Blocks of 8 and 128 and their halving: lists up to 700 long."""
+    expected = float(np.sum(np.array(values, dtype=np.float64)))
+    assert numpy_sum(values) == expected and math.copysign(1, numpy_sum(values)) == math.copysign(1, expected)
+
+
+def test_mean_scores_are_pandas_means():
+    """NaN skipped, as ``Series.mean()``: the slow, obvious reference is pandas itself."""
+    import pandas as pd
+
+    records = random_records(11, 40) + [empty_record(99)]  # NaN metrics are skipped
+    values = pd.DataFrame([[r.sim_nlo, r.sim_no, r.sim_lo, r.node_recall] for r in records], columns=METRICS)
+    assert mean_scores(records) == {f"Mean{m}": float(values[m].mean()) for m in METRICS}
+    assert all(math.isnan(v) for v in mean_scores([]).values())
+
+
+HOSTILE = ["w/a|b.png", 'w/q"uote.png', "w/new\nline.png", "w/cr\rx.png", "w/plain.png"]
+
+
+@pytest.mark.parametrize("names, journal", [(["w/a.png", "w/b.png", "w/c.png"], "J"), (HOSTILE, 'J|"x"')],
+                         ids=["plain", "quoted"])
+def test_report_tables_written_from_lines_are_the_bytes_of_the_cells(tmp_path, names, journal):
+    """``write_report_tables`` writes the mapping tables from their lines (or, when a cell needs quoting, from their
+    cells): the same bytes as ``report_tables``' cells through ``write_text_table``."""
+    records = random_records(3, 12)
+    links = frozenset(zip(names, names[1:]))
+    records.append(graph_record(50, journal_name=journal, probe="p", output_file="o.json", direct=False,
+                                reference=ReferenceGraph(frozenset(names[:3]), links),
+                                system=SystemGraph(dict.fromkeys(names[1:], 0.5), {(names[-1], names[0]): 1}),
+                                undirected=False))
+    (tmp_path / "lines").mkdir()
+    small = write_report_tables(records, False, lambda name: tmp_path / "lines" / name)
+    expected = written(report_tables(records, False), tmp_path / "cells")
+    assert {name: (tmp_path / "lines" / name).read_bytes() for name in expected} == expected
+    assert small == {name: report_tables(records, False)[name] for name in ("trial_scores.csv", "scores.csv")}
 
 
 def _link_check_errors(links: list[dict], n_nodes: int) -> list[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from importlib import resources
 
 import pytest
@@ -203,6 +205,43 @@ def test_the_shape_shortcut_agrees_with_full_validation(document, task):
     from mfscore.formats.provenance_json import _validator
 
     assert (schema_problems(document, task) == []) == _validator(task).is_valid(document)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.dictionaries(st.sampled_from(["nodes", "links", "directed", "other"]),
+                       st.one_of(st.lists(_ITEMS, max_size=6), _VALUES), max_size=4),
+       st.sampled_from(["provenance", "provenancefiltering"]))
+def test_conforms_judges_a_document_as_jsonschema_does(document, task):
+    """``_conforms`` decides validity without jsonschema (imported to say why a file fails); jsonschema is the
+    reference, asked without the cache of shapes."""
+    from mfscore.formats.provenance_json import _conforms, _schema, _validator
+
+    assert _conforms(_schema(task), document) == _validator(task).is_valid(document)
+
+
+@pytest.mark.parametrize("name", ["object", "array", "string", "number", "integer", "boolean", "null"])
+def test_conforms_tells_types_as_jsonschema_does(name):
+    """A bool is no number; 2.0 is an integer, 2.5 is not."""
+    from mfscore.formats.provenance_json import _conforms
+
+    for value in (None, True, False, 0, 2, 2.0, 2.5, -1, "2", [], [1], {}, {"a": 1}):
+        assert _conforms({"type": name}, value) == Draft7Validator({"type": name}).is_valid(value), value
+
+
+def test_conforms_leaves_a_keyword_it_does_not_know_to_jsonschema():
+    from mfscore.formats.provenance_json import _conforms
+
+    assert _conforms({"type": "object", "minProperties": 1}, {}) is None
+    assert _conforms({"type": "array", "items": [{"type": "string"}]}, ["a"]) is None
+    assert _conforms({"properties": {"a": {"enum": [1]}}}, {"a": 1}) is None
+    assert _conforms({"properties": {"a": {"type": "string"}}}, {"b": 1}) is True  # the unknown is not reached
+
+
+def test_checking_valid_files_does_not_import_jsonschema():
+    code = ("import sys; from mfscore.formats.provenance_json import schema_problems\n"
+            f"assert schema_problems({GRAPH!r}, 'provenance') == []\nprint('jsonschema' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 _MUTATIONS = [None, "drop", "retype", "bool", "extra", "not an object", "reorder"]

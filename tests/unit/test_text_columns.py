@@ -124,3 +124,18 @@ def test_reads_as_text_only_when_pandas_gives_the_very_text(tmp_path, name, cell
 ])
 def test_reads_as_text_cases(name, cells, expected):
     assert tables.reads_as_text(name, cells) is expected
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["QUERY", "AUC", "TRR", "A|B"]),
+                                st.one_of(st.floats(), st.integers(-2**40, 2**40), st.text(max_size=4),
+                                          st.booleans()), max_size=4), max_size=4))
+def test_a_detection_report_is_written_as_a_frame_of_its_rows_writes(tmp_path, rows):
+    """``write_report``'s columns in the order the rows name them, a cell a row lacks empty: the bytes of the
+    ``DataFrame`` of the formatted rows, which it wrote before."""
+    from mfscore.reports.detection_report import format_value, write_report
+
+    write_report(rows, tmp_path / "fast.csv")
+    formatted = [{name: format_value(value) for name, value in row.items()} for row in rows]
+    write_table(pd.DataFrame(formatted, dtype=object), tmp_path / "pandas.csv")
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "pandas.csv").read_bytes()
