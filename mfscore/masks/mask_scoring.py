@@ -8,10 +8,17 @@ A job's memory is a few bytes per pixel (``job_bytes_per_pixel``): the masks whi
 decoded, then at most ``JOB_MAP_BYTES`` one-byte maps, each dropped as soon as it is no longer
 needed. A job whose masks would need more than ``max_job_bytes`` is refused from their headers,
 before anything is decoded.
+
+The system mask is decoded on a reader thread while this one decodes the reference (OpenCV releases
+the GIL), when that decode needs at most ``OVERLAP_BYTES``: a 1024x768 probe's two decodes (about 6.7
+and 4.2 ms) take the longer one's time; a large pair decodes one mask after the other, as the limit assumes.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +72,7 @@ class MaskJob:
 
 
 DECODED = DecodedMasks(DECODED_MASK_BYTES)  # a probe's masks, decoded once for its jobs under several queries
+OVERLAP_BYTES = 16_000_000  # the most a system mask's decode may add to its job's memory, beside the reference's
 
 
 def _selection(job: MaskJob) -> Selection | None:
@@ -82,15 +90,35 @@ def _selection(job: MaskJob) -> Selection | None:
     return selection
 
 
-def _system(job: MaskJob, shape: tuple[int, int]) -> np.ndarray:
-    """The system mask; none given means "nothing detected", all 255 (docs/masks.md §4.4)."""
+def _on_reader(function: Callable[[], np.ndarray]) -> Future:
+    """``function()`` run on a thread of its own, which ends with it: no idle thread is left behind (a later run's
+    figure worker is forked only from a process of one thread)."""
+    future = Future()
+
+    def run():
+        try:
+            future.set_result(function())
+        except BaseException as error:  # the caller's result() raises it, as a call on its own thread would
+            future.set_exception(error)
+
+    threading.Thread(target=run, name="mask-reader").start()
+    return future
+
+
+def _read_system(job: MaskJob) -> np.ndarray:
+    return DECODED.read(job.system_path, ("grey", job.max_pixels),
+                        lambda: read_grey(job.system_path, max_pixels=job.max_pixels), job.readers)
+
+
+def _system(job: MaskJob, shape: tuple[int, int], reading: Future | None = None) -> np.ndarray:
+    """The system mask (``reading``'s, when the reader thread decodes it); none given means "nothing detected",
+    all 255 (docs/masks.md §4.4)."""
     if not job.system_path and job.blank_size is None:
         return np.full(shape, 255, np.uint8)
     if not job.system_path:
         system = np.full(job.blank_size[::-1], 255, np.uint8)
     else:
-        system = DECODED.read(job.system_path, ("grey", job.max_pixels),
-                              lambda: read_grey(job.system_path, max_pixels=job.max_pixels), job.readers)
+        system = reading.result() if reading is not None else _read_system(job)
     if system.shape != shape:
         name = source_name(job.system_path) if job.system_path else "(blank system mask of the index size)"
         raise ImageError(f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "
@@ -137,8 +165,9 @@ def _declared(path: ImageSource | None, max_pixels: int) -> tuple[str, int, int,
         return None
 
 
-def _check_job_memory(job: MaskJob) -> None:
-    """Refuse, from the headers alone, a job whose masks would need more than ``job.max_job_bytes``.
+def _check_job_memory(job: MaskJob) -> int:
+    """Refuse, from the headers alone, a job whose masks would need more than ``job.max_job_bytes``; the bytes
+    decoding its system mask needs (0 without a reference and system mask the reader would decode).
 
     The need is the largest declared size times ``job_bytes_per_pixel``, plus the files, which are
     read whole before they are decoded. A mask the reader refuses from its header (unreadable, over
@@ -146,7 +175,7 @@ def _check_job_memory(job: MaskJob) -> None:
     """
     reference = _declared(job.reference_path, job.max_pixels)
     if reference is None:
-        return
+        return 0
     system = _declared(job.system_path, job.max_pixels)
     masks = [m for m in (reference, system) if m]
     sizes = [(width, height) for _, width, height, _, _ in masks]
@@ -162,6 +191,10 @@ def _check_job_memory(job: MaskJob) -> None:
         raise ImageError(f"{subject} about {_size(need)} to score ({width}x{height} pixels x {per_pixel} bytes "
                          f"+ {_size(files)} of files), more than the limit of {_size(job.max_job_bytes)} per job",
                          path=paths[0])
+    if system is None:
+        return 0
+    _, width, height, per_pixel, _ = system
+    return width * height * per_pixel
 
 
 @dataclass
@@ -183,9 +216,10 @@ def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
     The reference image is dropped after the selection and the distractors after the no-score zones.
     """
     try:
-        _check_job_memory(job)
+        system_decode = _check_job_memory(job)
     except ImageError as error:
         return MaskRecord(status=UNREADABLE, message=error.message)
+    reading = _on_reader(lambda: _read_system(job)) if 0 < system_decode <= OVERLAP_BYTES else None
     try:
         selection = _selection(job)
     except ImageError as error:
@@ -200,7 +234,7 @@ def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
         scored_region = selection.all_regions  # docs/masks.md §5.2 side effect, kept under --mediscore-compat
     del selection
     try:
-        system = _system(job, region.shape)
+        system = _system(job, region.shape, reading)
     except ImageError as error:
         return MaskRecord(status=UNREADABLE, message=_unreadable("system", error))
     zones = noscore_zones(region, distractors, system,
