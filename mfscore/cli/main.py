@@ -91,25 +91,24 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     imports its options types), and if ``argv`` names a built-in command, the entry points are not read."""
     from mfscore.cli.arguments import add_results_arguments
 
+    def add_task(name: str, with_flags: bool) -> None:
+        command = task_command(name)
+        p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
+        if with_flags:
+            command.add_arguments(p)
+            add_results_arguments(p)
+        p.set_defaults(task_name=name, task_options=command.options)
+
     parser, subparsers = _top_parser()
     named = None if argv is None else _command(argv)
     if named in tasks.names():  # a task's run: the other commands by name and help only (their modules not imported)
         for name in (*tasks.names(), *(_command_name(module) for module in VALIDATORS + OTHER_COMMANDS)):
             if name != named:
                 subparsers.add_parser(name, help=COMMAND_HELP[name])
-        command = task_command(named)
-        p = subparsers.add_parser(named, help=command.HELP, description=command.DESCRIPTION)
-        command.add_arguments(p)
-        add_results_arguments(p)
-        p.set_defaults(task_name=named, task_options=command.options)
+        add_task(named, with_flags=True)
         return parser
     for name in tasks.names():
-        command = task_command(name)
-        p = subparsers.add_parser(name, help=command.HELP, description=command.DESCRIPTION)
-        if argv is None or _command(argv) == name:
-            command.add_arguments(p)
-            add_results_arguments(p)
-        p.set_defaults(task_name=name, task_options=command.options)
+        add_task(name, with_flags=argv is None)
     for module in VALIDATORS + OTHER_COMMANDS:
         importlib.import_module(f"mfscore.cli.{module}").add_parser(subparsers)
     if argv is None or not _built_in(argv, subparsers.choices):

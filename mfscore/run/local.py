@@ -138,7 +138,7 @@ def run_local(task: Task | str, options, out_root: str, *, processes: int | None
     the task's libraries (pandas: a quarter of a detection command of 10⁵ trials)."""
     started = time.time()
     keep_freed_memory()
-    formats = options.draws() if hasattr(options, "draws") else ()
+    formats = options.draws()
     if formats:
         figure_process.start(formats)
     try:

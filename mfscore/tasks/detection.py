@@ -39,7 +39,9 @@ from mfscore.detection.scorer import (
 from mfscore.detection.subsets import Subset
 from mfscore.detection.trials import ScoredTable, apply_opt_out, load_scored_table, scores_and_labels
 from mfscore.errors import MfscoreError
+from mfscore.formats.journal import read_journal
 from mfscore.records import Problem, RecordConflictError
+from mfscore.reports import detection_outputs as outputs
 from mfscore.results import ALL, HIGHER, LOWER, NEITHER, Curve, MetricSpec, Records, Results, Row, number
 from mfscore.tasks.base import (
     OUTPUT_DIRECTORY,
@@ -134,12 +136,8 @@ class Detection(Task):
         if options.scoring.opt_out:
             table = apply_opt_out(table, Path(options.system))
             said.append(f"mfscore: {len(table.rows)} opted-in trials")
-        journal = None
-        if querying or options.out_meta:
-            from mfscore.formats.journal import read_journal
-
-            journal = read_journal(options.ref_dir, options.reference,
-                                   mediscore_compat=options.scoring.mediscore_compat)
+        journal = (read_journal(options.ref_dir, options.reference, mediscore_compat=options.scoring.mediscore_compat)
+                   if querying or options.out_meta else None)
         stderr = (said if options.verbose else []) + [f"mfscore: warning: {warning}" for warning in table.warnings]
         prepared = Prepared(table, journal)
         try:
@@ -211,8 +209,6 @@ class Detection(Task):
             write_plots(results, stage, options.scoring, options.plot)
             if options.scoring.semafor:
                 write_semafor_plot(results, stage, options.scoring, options.plot)
-        from mfscore.reports import detection_outputs as outputs  # pandas, imported while the figures are drawn
-
         outputs.write_reports(results, stage, options.scoring)
         if options.scoring.semafor:
             outputs.write_semafor_report(results, stage, options.scoring)
