@@ -9,17 +9,20 @@ decoded, then at most ``JOB_MAP_BYTES`` one-byte maps, each dropped as soon as i
 needed. A job whose masks would need more than ``max_job_bytes`` is refused from their headers,
 before anything is decoded.
 
-The system mask is decoded on a reader thread while this one decodes the reference (OpenCV releases
+The reference mask is decoded on a reader thread while this one decodes the system mask (OpenCV releases
 the GIL), when that decode needs at most ``OVERLAP_BYTES``: a 1024x768 probe's two decodes (about 6.7
 and 4.2 ms) take the longer one's time; a large pair decodes one mask after the other, as the limit assumes.
+A runner that scores jobs one after another names the next one (``read_next``): its reference is decoded
+while the current job is scored, once the reader thread has finished the current one's.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -75,16 +78,23 @@ DECODED = DecodedMasks(DECODED_MASK_BYTES)  # a probe's masks, decoded once for 
 OVERLAP_BYTES = 16_000_000  # the most a system mask's decode may add to its job's memory, beside the reference's
 
 
-def _selection(job: MaskJob) -> Selection | None:
+def _reference(job: MaskJob) -> np.ndarray | None:
+    """The job's reference mask decoded: a colour (or grey) image, or a bit-plane mask's layers; None without one."""
     if not job.reference_path:
         return None
     if job.bitplanes:
-        layers = read_layers(job.reference_path, max_pixels=job.max_pixels)
-        return bitplane_selection(layers, list(job.selected_bitplanes), list(job.journal_bitplanes))
-    image = DECODED.read(job.reference_path, ("colour", job.max_pixels),
-                         lambda: read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True),
-                         job.readers)
-    selection = colour_selection(image, list(job.selected_colours), with_distractors=job.with_distractors)
+        return read_layers(job.reference_path, max_pixels=job.max_pixels)
+    return DECODED.read(job.reference_path, ("colour", job.max_pixels),
+                        lambda: read_colour(job.reference_path, max_pixels=job.max_pixels, keep_grey=True),
+                        job.readers)
+
+
+def _selection(job: MaskJob, reference: np.ndarray | None) -> Selection | None:
+    if reference is None:
+        return None
+    if job.bitplanes:
+        return bitplane_selection(reference, list(job.selected_bitplanes), list(job.journal_bitplanes))
+    selection = colour_selection(reference, list(job.selected_colours), with_distractors=job.with_distractors)
     if job.every_marked_pixel:  # --rbin >= 0: every non-white pixel is the region (docs/masks.md §4.2)
         return Selection(selection.all_regions, np.zeros_like(selection.region), selection.all_regions)
     return selection
@@ -110,20 +120,77 @@ def _read_system(job: MaskJob) -> np.ndarray:
                         lambda: read_grey(job.system_path, max_pixels=job.max_pixels), job.readers)
 
 
-def _system(job: MaskJob, shape: tuple[int, int], reading: Future | None = None) -> np.ndarray:
-    """The system mask (``reading``'s, when the reader thread decodes it); none given means "nothing detected",
+def _read_system_beside(job: MaskJob) -> np.ndarray | ImageError | None:
+    """The system mask read while the reader thread decodes the reference: its error is returned, to be reported
+    only after the reference's (as the plain path does); None without a file."""
+    if not job.system_path:
+        return None
+    try:
+        return _read_system(job)
+    except ImageError as error:
+        return error
+
+
+def _system(job: MaskJob, shape: tuple[int, int], read: np.ndarray | ImageError | None = None) -> np.ndarray:
+    """The system mask (``read``, when it was read beside the reference); none given means "nothing detected",
     all 255 (docs/masks.md §4.4)."""
     if not job.system_path and job.blank_size is None:
         return np.full(shape, 255, np.uint8)
     if not job.system_path:
         system = np.full(job.blank_size[::-1], 255, np.uint8)
+    elif isinstance(read, ImageError):
+        raise read
     else:
-        system = reading.result() if reading is not None else _read_system(job)
+        system = read if read is not None else _read_system(job)
     if system.shape != shape:
         name = source_name(job.system_path) if job.system_path else "(blank system mask of the index size)"
         raise ImageError(f"is {system.shape[1]}x{system.shape[0]} pixels but its reference mask is "
                          f"{shape[1]}x{shape[0]}", path=name)
     return system
+
+
+class _ReadAhead(threading.local):
+    """The reference mask of the job a thread scores next (``read_next``), decoded on a reader thread while the
+    thread scores the one before: one at a time, only within ``OVERLAP_BYTES`` beside the job being scored."""
+
+    following: MaskJob | None = None
+    reading: tuple[MaskJob, Future] | None = None
+
+    def start(self) -> None:
+        job, self.following = self.following, None
+        if job is not None and _may_read_ahead(job):
+            self.reading = (job, _on_reader(partial(_reference, job)))
+
+    def take(self, job: MaskJob) -> Future | None:
+        """The decode started for ``job``; one started for another job (a run stopped short) is waited for, dropped."""
+        reading, self.reading = self.reading, None
+        if reading is None:
+            return None
+        if reading[0] is job:
+            return reading[1]
+        wait([reading[1]])
+        return None
+
+
+_AHEAD = _ReadAhead()
+
+
+def read_next(job: MaskJob | None) -> None:
+    """Name the job this thread scores after the current one (None: no other): its reference mask is decoded while
+    the current one is scored, when both decodes fit within ``OVERLAP_BYTES`` (``mfscore.run.pool``)."""
+    _AHEAD.following = job
+
+
+def _may_read_ahead(job: MaskJob) -> bool:
+    reference = _declared(job.reference_path, job.max_pixels)
+    if reference is None:
+        return False
+    try:
+        system_decode = _check_job_memory(job)
+    except ImageError:
+        return False
+    _, width, height, per_pixel, _ = reference
+    return 0 < system_decode <= OVERLAP_BYTES and width * height * per_pixel <= OVERLAP_BYTES
 
 
 def _unreadable(what: str, error: ImageError) -> str:
@@ -215,15 +282,23 @@ def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
 
     The reference image is dropped after the selection and the distractors after the no-score zones.
     """
+    reading = _AHEAD.take(job)
     try:
         system_decode = _check_job_memory(job)
     except ImageError as error:
+        _AHEAD.start()
         return MaskRecord(status=UNREADABLE, message=error.message)
-    reading = _on_reader(lambda: _read_system(job)) if 0 < system_decode <= OVERLAP_BYTES else None
+    if reading is None and 0 < system_decode <= OVERLAP_BYTES:
+        reading = _on_reader(partial(_reference, job))
+    system = _read_system_beside(job) if reading is not None else None
     try:
-        selection = _selection(job)
+        reference = reading.result() if reading is not None else _reference(job)
     except ImageError as error:
         return MaskRecord(status=UNREADABLE, message=_unreadable("reference", error))
+    finally:
+        _AHEAD.start()  # the reader thread is free: the next job's reference is decoded while this one is scored
+    selection = _selection(job, reference)
+    del reference
     if selection is None or not selection.region.any():
         missing = selection.missing_bitplanes if selection else ()
         return MaskRecord(status=NOT_SCOREABLE, missing_bitplanes=missing)
@@ -234,7 +309,7 @@ def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
         scored_region = selection.all_regions  # docs/masks.md §5.2 side effect, kept under --mediscore-compat
     del selection
     try:
-        system = _system(job, region.shape, reading)
+        system = _system(job, region.shape, system)
     except ImageError as error:
         return MaskRecord(status=UNREADABLE, message=_unreadable("system", error))
     zones = noscore_zones(region, distractors, system,

@@ -44,7 +44,8 @@ def score_plan(task: Task, plan: Plan, processes: int | None = None, *, interact
     with written(plan.generated) as directory:
         works = [with_generated(task, job.work, plan.generated, directory) for job in plan.jobs]
         outcomes = pool_map(partial(score_work, task.name), works, count,
-                            interactive=interactive, workers=workers, label=f"scoring ({task.name})")
+                            interactive=interactive, workers=workers, label=f"scoring ({task.name})",
+                            read_ahead=task.read_ahead)
     return fold(zip((job.key for job in plan.jobs), outcomes))
 
 

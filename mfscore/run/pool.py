@@ -80,19 +80,32 @@ def _thread_map(function: Callable[[J], R], jobs: list[J], count: int, interacti
     return results
 
 
+def _one_by_one(function: Callable[[J], R], jobs: list[J], read_ahead: Callable[[J | None], None]) -> Iterator[R]:
+    """``function`` over ``jobs`` on this thread, ``read_ahead`` told each job's successor before the job is scored."""
+    try:
+        for job, following in zip(jobs, [*jobs[1:], None]):
+            read_ahead(following)
+            yield function(job)
+    finally:
+        read_ahead(None)
+
+
 def pool_map(function: Callable[[J], R], jobs: list[J], processes: int, *, interactive: bool,
-             workers: str = PROCESSES, label: str = "scoring") -> list[R]:
+             workers: str = PROCESSES, label: str = "scoring",
+             read_ahead: Callable[[J | None], None] | None = None) -> list[R]:
     """``function`` over ``jobs`` in ``processes`` workers (capped by CPUs and jobs), in job order.
 
     ``workers``: ``PROCESSES`` (fresh processes), ``THREADS`` (threads of this process, for work that
     releases the GIL), ``FORKED`` (processes forked from this one, which start with its modules loaded;
-    fresh processes where fork is not safe).
+    fresh processes where fork is not safe). Scoring on this thread alone, ``read_ahead`` is told the job
+    that follows each one before it is scored (``Task.read_ahead``).
     """
     count = max(1, min(processes, len(jobs), os.cpu_count() or 1))
     if workers == FORKED and len(jobs) < MIN_FORKED_JOBS:
         count = 1
     if count == 1:
-        return list(_progress(map(function, jobs), len(jobs), interactive, label))
+        scored = _one_by_one(function, jobs, read_ahead) if read_ahead else map(function, jobs)
+        return list(_progress(scored, len(jobs), interactive, label))
     if workers == THREADS:
         return _thread_map(function, jobs, count, interactive, label)
     fork = workers == FORKED and sys.platform.startswith("linux")

@@ -175,6 +175,10 @@ class Task(ABC):
     def score(self, work):
         ...
 
+    def read_ahead(self, work) -> None:
+        """Told, before a job is scored, which job this thread scores next (None: no other), by a runner that scores
+        them one after another: a task may start reading that job's files meanwhile. By default nothing."""
+
     @abstractmethod
     def report(self, plan: Plan, outcomes: dict[JobKey, Any], stage) -> Lines:
         ...

@@ -15,7 +15,7 @@ from pathlib import Path
 from mfscore.formats.images import ImageSource
 from mfscore.masks.journal_selection import read_mask_journal
 from mfscore.masks.mask_record import UNREADABLE, MaskRecord
-from mfscore.masks.mask_scoring import MaskJob, score_mask
+from mfscore.masks.mask_scoring import MaskJob, read_next, score_mask
 from mfscore.masks.scorer import QueryPlan, assemble_plan, plan_query
 from mfscore.masks.trials import (
     MANIPULATION,
@@ -131,6 +131,9 @@ class Mask(Task):
         if record.status == UNREADABLE:
             return Problem(record.message, counts_as=record)
         return record
+
+    def read_ahead(self, work: MaskJob | None) -> None:
+        read_next(work)
 
     def report(self, plan: Plan, outcomes: dict, stage) -> Lines:
         options: Options = plan.options

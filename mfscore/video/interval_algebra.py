@@ -20,13 +20,14 @@ Interval = tuple[int, int]
 def union(intervals: Iterable[Interval]) -> list[Interval]:
     """Merge a list of intervals into sorted, disjoint ones; touching intervals merge."""
     # docs/video.md §A.4 (union): sort each pair, sort by start, merge when next.start <= current.end
-    merged: list[list[int]] = []
-    for start, end in sorted((min(a, b), max(a, b)) for a, b in intervals):
+    merged: list[Interval] = []
+    for start, end in sorted((a, b) if a <= b else (b, a) for a, b in intervals):
         if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
         else:
-            merged.append([start, end])
-    return [(a, b) for a, b in merged]
+            merged.append((start, end))
+    return merged
 
 
 def truncate(intervals: Iterable[Interval], last_frame: int) -> list[Interval]:
@@ -60,7 +61,7 @@ def collars(reference: Iterable[Interval], half_width: int, frame_count: int, *,
     if isinstance(half_width, bool) or not isinstance(half_width, Integral) or half_width <= 0:  # numpy ints too
         raise ValueError(f"the collar half-width must be a positive whole number of frames, not {half_width!r}")
     found: list[Interval] = []
-    for start, end in sorted((min(a, b), max(a, b)) for a, b in reference):
+    for start, end in sorted((a, b) if a <= b else (b, a) for a, b in reference):
         for x in (start, end):
             found.append((max(first_frame, x - half_width), min(frame_count, x + half_width)))
     return found

@@ -17,7 +17,6 @@ range ``[1, FrameCount]`` weighs ``FrameCount − 1``. Worked example, global ra
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -28,6 +27,8 @@ from mfscore.video.interval_algebra import Interval, collars, drop_zero_length, 
 TN, FN, FP, TP = 0, 1, 2, 3
 COLLAR = -1      # "X"
 NO_SCORE = -2    # "Y"
+# the code of a segment from its membership bits: 1 reference, 2 system, 4 collar, 8 no-score (wins over a collar)
+_CODE = [NO_SCORE if bits & 8 else COLLAR if bits & 4 else bits & 3 for bits in range(16)]
 
 
 @dataclass(frozen=True)
@@ -62,16 +63,6 @@ class TemporalCounts:
         return cls(**values)
 
 
-def _inside(starts: Sequence[int], ends: Sequence[int], twice_point: int) -> bool:
-    """Whether the point ``twice_point / 2`` lies strictly inside one of the sorted disjoint intervals."""
-    i = bisect_right(starts, twice_point) - 1
-    return i >= 0 and twice_point < ends[i]
-
-
-def _doubled(intervals: list[Interval]) -> tuple[list[int], list[int]]:
-    return [2 * a for a, _ in intervals], [2 * b for _, b in intervals]
-
-
 def _check_inside(name: str, intervals: list[Interval], first: int, last: int) -> None:
     if intervals and (intervals[0][0] < first or intervals[-1][1] > last):
         raise ValueError(f"{name} interval outside the global range [{first}, {last}]: {intervals}")
@@ -91,21 +82,21 @@ def _segments(global_range: Interval, reference: Iterable[Interval], system: Ite
     }
     for name, intervals in sets.items():
         _check_inside(name, intervals, first, last)
-    # docs/video.md §A.5: all boundaries, merged into one sorted list of breakpoints
-    points = sorted({first, last, *(x for intervals in sets.values() for pair in intervals for x in pair)})
-    ref_s, ref_e = _doubled(sets["reference"])
-    sys_s, sys_e = _doubled(sets["system"])
-    col_s, col_e = _doubled(sets["collar"])
-    sns_s, sns_e = _doubled(sets["no-score"])
+    # docs/video.md §A.5: all boundaries in one sorted sweep. Within a set the intervals are disjoint and
+    # never touch, so at each point a set is entered or left, never both: adding +bit on entry and −bit on
+    # exit to a bit mask gives the membership of the segment that starts there.
+    changes = {first: 0, last: 0}
+    for bit, name in ((1, "reference"), (2, "system"), (4, "collar"), (8, "no-score")):
+        for start, end in sets[name]:
+            changes[start] = changes.get(start, 0) + bit
+            changes[end] = changes.get(end, 0) - bit
     segments: list[Interval] = []
     codes: list[int] = []
+    member = 0
+    points = sorted(changes)
     for start, end in pairwise(points):
-        mid = start + end  # twice the midpoint: exact integer comparisons
-        code = _inside(ref_s, ref_e, mid) + 2 * _inside(sys_s, sys_e, mid)
-        if _inside(col_s, col_e, mid):
-            code = COLLAR
-        if _inside(sns_s, sns_e, mid):
-            code = NO_SCORE
+        member += changes[start]
+        code = _CODE[member]
         # docs/video.md §A.5: consecutive equal codes merge (with collars or SNS; without them no two
         # neighbours share a code, since every breakpoint then changes the reference or system membership)
         if codes and codes[-1] == code:

@@ -1,6 +1,7 @@
-"""A job's system mask decoded on the reader thread while the reference is decoded (``mask_scoring.OVERLAP_BYTES``):
-every record, message included, is the one the plain path gives (the system mask read after the reference, on the
-calling thread), for good masks and every kind of bad one; a pair over the budget is read as before."""
+"""A job's reference mask decoded on the reader thread while the system mask is decoded
+(``mask_scoring.OVERLAP_BYTES``), and the next job's reference while a job is scored (``read_next``): every record,
+message included, is the one the plain path gives (the system mask read after the reference, on the calling
+thread), for good masks and every kind of bad one; a pair over the budget is read as before."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 import mfscore.masks.mask_scoring as mask_scoring
 from mfscore.masks.mask_record import NOT_SCOREABLE, SCORED, UNREADABLE
 from mfscore.masks.mask_scoring import MaskJob, ZoneOptions, score_mask
+from mfscore.run.pool import pool_map
 
 RED = (255, 0, 0)
 
@@ -96,34 +98,90 @@ def test_the_jobs_of_a_probe_under_several_queries_read_it_once_either_way(masks
     assert not mask_scoring.DECODED._kept
 
 
-def where_read(monkeypatch) -> list[str]:
-    """The names of the threads that decode system masks, as they do."""
+def where_read(monkeypatch, reader: str) -> list[str]:
+    """The names of the threads that run ``mask_scoring``'s ``reader`` (``read_colour``: references, ``read_grey``:
+    system masks), as they do."""
     threads = []
-    read_grey = mask_scoring.read_grey
+    read = getattr(mask_scoring, reader)
 
     def recorded(*args, **kwargs):
         threads.append(threading.current_thread().name)
-        return read_grey(*args, **kwargs)
+        return read(*args, **kwargs)
 
-    monkeypatch.setattr(mask_scoring, "read_grey", recorded)
+    monkeypatch.setattr(mask_scoring, reader, recorded)
     return threads
 
 
-def test_the_system_mask_is_read_on_the_reader_thread_within_the_budget_only(masks, monkeypatch):
-    threads = where_read(monkeypatch)
+def test_the_reference_is_read_on_the_reader_thread_within_the_budget_only(masks, monkeypatch):
+    references, systems = where_read(monkeypatch, "read_colour"), where_read(monkeypatch, "read_grey")
+    here = threading.current_thread().name
     job = MaskJob(masks["colour"], masks["system"], selected_colours=(RED,))
     assert score_mask(job).status == SCORED
-    assert threads[-1].startswith("mask-reader")
+    assert references[-1].startswith("mask-reader") and systems[-1] == here
     monkeypatch.setattr(mask_scoring, "OVERLAP_BYTES", 64 * 48 * 2 - 1)  # a grey PNG's decode: 2 bytes a pixel
     assert score_mask(job).status == SCORED
-    assert threads[-1] == threading.current_thread().name
+    assert references[-1] == here and systems[-1] == here
 
 
-def test_a_system_mask_the_header_refuses_is_read_as_before(masks, monkeypatch):
-    """Its error is the plain path's: only a mask whose header is good is handed to the reader thread."""
-    threads = where_read(monkeypatch)
+def test_a_pair_whose_system_header_is_refused_is_read_as_before(masks, monkeypatch):
+    """Its error is the plain path's: a job goes to the reader thread only when the system mask's header is good."""
+    threads = where_read(monkeypatch, "read_colour")
     for system in ("missing", "not an image", "truncated"):
         record = score_mask(MaskJob(masks["colour"], masks[system], selected_colours=(RED,)))
         assert record.status == UNREADABLE and masks[system] in record.message
     here = threading.current_thread().name
     assert threads[:2] == [here, here] and threads[2].startswith("mask-reader")  # the truncated one's header is whole
+
+
+def one_by_one(jobs_list):
+    """The records the local runner's one-thread path gives, each job's successor named before it is scored."""
+    return pool_map(score_mask, jobs_list, 1, interactive=False, read_ahead=mask_scoring.read_next)
+
+
+def test_reading_the_next_reference_ahead_changes_no_record(masks, monkeypatch):
+    every = list(jobs(masks))
+    ahead = one_by_one(every)
+    monkeypatch.setattr(mask_scoring, "OVERLAP_BYTES", 0)
+    plain = [score_mask(job) for job in every]
+    assert len(ahead) == len(plain) > 80
+    for job, a, b in zip(every, plain, ahead):
+        assert same_records(a, b), job
+
+
+def test_the_next_reference_is_decoded_while_this_job_is_scored(masks, monkeypatch):
+    """Each reference but the first is decoded by a reader thread started while the job before it was scored
+    (``_AHEAD``), and none is left reading once the jobs are scored."""
+    started: list[str] = []
+    take = mask_scoring._ReadAhead.take
+
+    def took(self, job):
+        future = take(self, job)
+        started.append("ahead" if future is not None else "here")
+        return future
+
+    monkeypatch.setattr(mask_scoring._ReadAhead, "take", took)
+    probes = [MaskJob(masks["colour"], masks["system"], selected_colours=(RED,)) for _ in range(4)]
+    records = one_by_one(probes)
+    assert [record.status for record in records] == [SCORED] * 4
+    assert started == ["here", "ahead", "ahead", "ahead"]
+    assert mask_scoring._AHEAD.reading is None and mask_scoring._AHEAD.following is None
+    assert not [t for t in threading.enumerate() if t.name.startswith("mask-reader")]
+
+
+def test_a_reference_over_the_budget_is_not_read_ahead(masks, monkeypatch):
+    threads = where_read(monkeypatch, "read_colour")
+    monkeypatch.setattr(mask_scoring, "OVERLAP_BYTES", 64 * 48 * 2)  # the system's decode fits, a colour one's not
+    probes = [MaskJob(masks["colour"], masks["system"], selected_colours=(RED,)) for _ in range(3)]
+    assert [record.status for record in one_by_one(probes)] == [SCORED] * 3
+    assert threads == ["mask-reader"] * 3  # each job's own, started when it is scored
+
+
+def test_a_reference_read_ahead_for_a_job_not_scored_is_dropped(masks):
+    """A run stopped short leaves the next job's decode behind: the next job scored waits for it and reads its own."""
+    named = MaskJob(masks["colour"], masks["system"], selected_colours=(RED,))
+    mask_scoring.read_next(named)
+    first = score_mask(MaskJob(masks["grey"], masks["system"], selected_colours=((0, 0, 0),)))
+    assert first.status == SCORED and mask_scoring._AHEAD.reading[0] is named
+    other = MaskJob(masks["colour"], masks["system"], selected_colours=((0, 255, 0),))
+    assert same_records(score_mask(other), score_mask(dataclasses.replace(other)))
+    assert mask_scoring._AHEAD.reading is None
