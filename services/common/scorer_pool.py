@@ -25,7 +25,7 @@ from mfscore import tasks
 from mfscore.formats.images import ImageBytes
 from mfscore.run.allocator import keep_freed_memory
 from mfscore.run.collector import collect_less
-from mfscore.run.limited import LimitedScorer, LimitExceeded, Limits
+from mfscore.run.limited import LimitedScorer, LimitExceeded, Limits, ScoringStopped
 from mfscore.services.common.grpc_server import track_health, start_service_server, stop_grpc_server
 from mfscore.services.common.job_worker import JobFailed, JobWorker
 from mfscore.services.common.messages import job, record_message
@@ -197,6 +197,11 @@ async def run_pool(pool: ScorerPool, settings: Settings, stop: asyncio.Event) ->
                                                f"NATS at {public_url(settings.nats_url)}"))
     lag = asyncio.create_task(watch_lag(js, [scorer_consumer_name(resource) for resource in pool.resources]))
     try:
+        if handle.limited is not None:
+            try:
+                await asyncio.to_thread(handle.limited.start)
+            except ScoringStopped as error:
+                log.warning("%s: %s; the first job starts it again", pool.name, error.sentence())
         if not await wait_for_streams(js, stop):
             return
         log.info("%s: gRPC on %d, metrics on %d, pulling %s jobs", pool.name, port, metrics_port,

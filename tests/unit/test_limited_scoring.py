@@ -80,3 +80,16 @@ def test_a_child_killed_while_it_scores_is_named_and_replaced(tmp_path, small):
         assert encode_outcome(scorer.score(task.name, jobs[0].work, "p")) == encode_outcome(task.score(jobs[0].work))
     finally:
         scorer.close()
+
+
+def test_a_child_started_before_any_job_scores_the_first(small, scorer):
+    """``start`` (a pool starting up) has the child up before a job comes; the job is scored by that child, and a
+    second ``start`` keeps it."""
+    assert scorer._child is None
+    scorer.start()
+    child = scorer._child
+    assert child is not None and child.is_alive()
+    scorer.start()
+    task, jobs = small
+    assert encode_outcome(scorer.score(task.name, jobs[0].work, "p")) == encode_outcome(task.score(jobs[0].work))
+    assert scorer._child is child
