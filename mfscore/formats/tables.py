@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -286,8 +286,14 @@ def joined_text(columns: Sequence[str], lines: Sequence[str]) -> str | None:
     return text if plain else None
 
 
-def write_text(text: str, path: str | Path) -> None:
-    """Write ``joined_text``'s file."""
+def write_lines(columns: Sequence[str], lines: Sequence[str], cells: Callable[[], TextTable], path: str | Path) -> None:
+    """Write a table given as its rows' lines (cells joined by the separator), byte for byte as ``write_text_table``
+    writes its cells: the lines themselves (``joined_text``), or, when a cell needs quoting, the table ``cells()``
+    makes (only then)."""
+    text = joined_text(columns, lines)
+    if text is None:
+        write_text_table(cells(), path)
+        return
     with open(path, "w", encoding="utf-8", newline="") as file:
         file.write(text)
 

@@ -182,15 +182,11 @@ def read_next(job: MaskJob | None) -> None:
 
 
 def _may_read_ahead(job: MaskJob) -> bool:
-    reference = _declared(job.reference_path, job.max_pixels)
-    if reference is None:
-        return False
     try:
-        system_decode = _check_job_memory(job)
+        reference_decode, system_decode = _check_job_memory(job)
     except ImageError:
         return False
-    _, width, height, per_pixel, _ = reference
-    return 0 < system_decode <= OVERLAP_BYTES and width * height * per_pixel <= OVERLAP_BYTES
+    return 0 < system_decode <= OVERLAP_BYTES and reference_decode <= OVERLAP_BYTES
 
 
 def _unreadable(what: str, error: ImageError) -> str:
@@ -232,9 +228,10 @@ def _declared(path: ImageSource | None, max_pixels: int) -> tuple[str, int, int,
         return None
 
 
-def _check_job_memory(job: MaskJob) -> int:
+def _check_job_memory(job: MaskJob) -> tuple[int, int]:
     """Refuse, from the headers alone, a job whose masks would need more than ``job.max_job_bytes``; the bytes
-    decoding its system mask needs (0 without a reference and system mask the reader would decode).
+    decoding its reference and its system mask need (0 for a mask the reader would not decode, and for the system
+    mask of a job without such a reference).
 
     The need is the largest declared size times ``job_bytes_per_pixel``, plus the files, which are
     read whole before they are decoded. A mask the reader refuses from its header (unreadable, over
@@ -242,7 +239,7 @@ def _check_job_memory(job: MaskJob) -> int:
     """
     reference = _declared(job.reference_path, job.max_pixels)
     if reference is None:
-        return 0
+        return 0, 0
     system = _declared(job.system_path, job.max_pixels)
     masks = [m for m in (reference, system) if m]
     sizes = [(width, height) for _, width, height, _, _ in masks]
@@ -258,9 +255,14 @@ def _check_job_memory(job: MaskJob) -> int:
         raise ImageError(f"{subject} about {_size(need)} to score ({width}x{height} pixels x {per_pixel} bytes "
                          f"+ {_size(files)} of files), more than the limit of {_size(job.max_job_bytes)} per job",
                          path=paths[0])
-    if system is None:
+    return _decode_bytes(reference), _decode_bytes(system)
+
+
+def _decode_bytes(declared: tuple[str, int, int, int, int] | None) -> int:
+    """The bytes decoding a mask ``_declared`` needs (width x height x bytes per pixel), 0 for none."""
+    if declared is None:
         return 0
-    _, width, height, per_pixel, _ = system
+    _, width, height, per_pixel, _ = declared
     return width * height * per_pixel
 
 
@@ -284,7 +286,7 @@ def mask_maps(job: MaskJob) -> MaskMaps | MaskRecord:
     """
     reading = _AHEAD.take(job)
     try:
-        system_decode = _check_job_memory(job)
+        _, system_decode = _check_job_memory(job)
     except ImageError as error:
         _AHEAD.start()
         return MaskRecord(status=UNREADABLE, message=error.message)

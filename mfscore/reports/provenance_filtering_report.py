@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mfscore.formats.tables import SEPARATOR, TextTable, joined_text, write_rows, write_text, write_text_table
+from mfscore.formats.tables import SEPARATOR, TextTable, write_lines, write_rows
 from mfscore.reports.figure_data import BarFigure, Series
 from mfscore.provenance.filtering import (
     CORRECT,
@@ -167,9 +167,5 @@ def write_filtering_report(records: list[FilteringRecord], path_for: Callable[[s
     write_rows(TRIAL_COLUMNS, trials, path_for("trial_scores.csv"))
     means = score_rows(trials)
     write_rows(SCORE_COLUMNS, means, path_for("scores.csv"))
-    text = joined_text(MAPPING_COLUMNS, node_lines(records))  # None when a cell needs quoting
-    if text is None:
-        write_text_table(node_mapping(records), path_for("node_mapping.csv"))
-    else:
-        write_text(text, path_for("node_mapping.csv"))
+    write_lines(MAPPING_COLUMNS, node_lines(records), lambda: node_mapping(records), path_for("node_mapping.csv"))
     return means

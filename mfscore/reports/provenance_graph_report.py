@@ -10,11 +10,12 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote
 
 from mfscore.formats.file_names import output_name
-from mfscore.formats.tables import SEPARATOR, TextTable, joined_text, write_text, write_text_table
+from mfscore.formats.tables import SEPARATOR, TextTable, write_lines, write_text_table
 from mfscore.provenance.graph_similarity import (
     CORRECT,
     FALSE_ALARM,
@@ -176,11 +177,7 @@ def write_report_tables(records: list[GraphRecord], direct: bool,
             write_text_table(small[name], path_for(name))
             continue
         columns, lines, cells = MAPPINGS[name]
-        text = joined_text(columns, lines(records))
-        if text is None:
-            write_text_table(cells(records), path_for(name))
-        else:
-            write_text(text, path_for(name))
+        write_lines(columns, lines(records), partial(cells, records), path_for(name))
     return small
 
 
